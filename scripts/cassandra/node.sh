@@ -1,0 +1,179 @@
+#!/usr/bin/env bash
+# node.sh runs one real Apache Cassandra 5.0 node on loopback without Docker: it resolves
+# cassandra-all and its runtime dependencies from Maven Central into a cache outside the
+# repository, writes a cassandra.yaml, starts CassandraDaemon with the JDK 17 flags and waits
+# until a CQL query answers.
+#
+#   node.sh up       start the node (a no-op when it already runs)
+#   node.sh down     stop it by its PID and remove its data (CASSANDRA_KEEP_DATA=1 keeps it)
+#   node.sh status   exit 0 when the node answers CQL
+#   node.sh fetch    only resolve the jars
+#   node.sh log      print the node's log file
+#
+# Settings (environment):
+#   CASSANDRA_VERSION     5.0.x release from Maven Central      (default 5.0.9)
+#   CASSANDRA_ADDRESS     loopback address to bind               (default 127.0.0.1)
+#   CASSANDRA_CQL_PORT    native protocol port                   (default 9042)
+#   CASSANDRA_PAXOS       paxos_variant: v1 or v2                (default v2)
+#   CASSANDRA_HEAP        JVM heap                               (default 1G)
+#   CASSANDRA_DURABLE     1: no skip_sync (benchmarks, durability tests); 0: test speed-ups (default)
+#   CASSANDRA_RUN_DIR     PID file, data and logs                (default $TMPDIR/cassdedup-node-<port>)
+#   CASSDEDUP_CACHE       jar cache                              (default $XDG_CACHE_HOME/cassdedup)
+#   CASSANDRA_START_TIMEOUT seconds to wait for CQL              (default 240)
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+
+version=${CASSANDRA_VERSION:-5.0.9}
+address=${CASSANDRA_ADDRESS:-127.0.0.1}
+cql_port=${CASSANDRA_CQL_PORT:-9042}
+paxos=${CASSANDRA_PAXOS:-v2}
+heap=${CASSANDRA_HEAP:-1G}
+durable=${CASSANDRA_DURABLE:-0}
+run_dir=${CASSANDRA_RUN_DIR:-${TMPDIR:-/tmp}/cassdedup-node-$cql_port}
+cache=${CASSDEDUP_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/cassdedup}
+start_timeout=${CASSANDRA_START_TIMEOUT:-240}
+
+jar_dir="$cache/cassandra-$version"
+pid_file="$run_dir/cassandra.pid"
+log_dir="$run_dir/logs"
+
+say() { printf 'cassandra-node: %s\n' "$*" >&2; }
+die() { say "$*"; exit 1; }
+
+case "$paxos" in v1|v2) ;; *) die "CASSANDRA_PAXOS must be v1 or v2, not '$paxos'";; esac
+case "$version" in 5.0.*) ;; *) die "CASSANDRA_VERSION must be a 5.0.x release, not '$version'";; esac
+
+# fetch resolves the runtime classpath once per version; the marker file makes a partial
+# download (interrupted mvn) look absent rather than complete.
+fetch() {
+  [ -f "$jar_dir/.complete" ] && return 0
+  command -v mvn >/dev/null || die "Maven (mvn) is needed to fetch Cassandra $version; or set CASSANDRA_HOSTS to an existing cluster"
+  mkdir -p "$jar_dir"
+  sed "s/@VERSION@/$version/" "$here/pom.xml.in" >"$jar_dir/pom.xml"
+  say "resolving org.apache.cassandra:cassandra-all:$version from Maven Central into $jar_dir"
+  rm -rf "$jar_dir/lib"
+  (cd "$jar_dir" && mvn -B -q -f pom.xml \
+    org.apache.maven.plugins:maven-dependency-plugin:3.6.1:copy-dependencies \
+    -DincludeScope=runtime -DoutputDirectory=lib) >"$jar_dir/mvn.log" 2>&1 ||
+    { tail -n 30 "$jar_dir/mvn.log" >&2; die "Maven could not resolve Cassandra $version"; }
+  [ -f "$jar_dir/lib/cassandra-all-$version.jar" ] || die "cassandra-all-$version.jar missing after Maven ran"
+  touch "$jar_dir/.complete"
+}
+
+running_pid() {
+  [ -f "$pid_file" ] || return 1
+  local pid
+  pid=$(cat "$pid_file")
+  if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null && grep -q CassandraDaemon "/proc/$pid/cmdline" 2>/dev/null; then
+    echo "$pid"
+    return 0
+  fi
+  say "removing stale PID file $pid_file (process ${pid:-?} is gone)"
+  rm -f "$pid_file"
+  return 1
+}
+
+cql_ready() {
+  (cd "$repo" && go run ./scripts/cassandra/cqlping -hosts "$address:$cql_port" "$@")
+}
+
+java_flags() {
+  local lib="$jar_dir/lib" jamm
+  # Cassandra 5.0's conf/jvm17-server.options: without these FileUtils refuses to start.
+  local exports="java.base/jdk.internal.misc java.management.rmi/com.sun.jmx.remote.internal.rmi
+    java.management/com.sun.jmx.remote.security java.rmi/sun.rmi.registry java.rmi/sun.rmi.server
+    java.sql/java.sql java.base/java.lang.ref jdk.unsupported/sun.misc jdk.attach/sun.tools.attach
+    jdk.compiler/com.sun.tools.javac.file"
+  local opens="java.base/java.lang.module java.base/jdk.internal.loader java.base/jdk.internal.ref
+    java.base/jdk.internal.reflect java.base/jdk.internal.math java.base/jdk.internal.module
+    java.base/jdk.internal.util.jar jdk.management/com.sun.management.internal java.base/sun.nio.ch
+    java.base/java.io java.base/java.lang.reflect java.base/java.lang java.base/java.util
+    java.base/java.nio jdk.compiler/com.sun.tools.javac"
+  for m in $exports; do printf -- '--add-exports=%s=ALL-UNNAMED\n' "$m"; done
+  for m in $opens; do printf -- '--add-opens=%s=ALL-UNNAMED\n' "$m"; done
+  printf '%s\n' -Xms"$heap" -Xmx"$heap" -Xss256k -XX:+UseG1GC -XX:+ExitOnOutOfMemoryError \
+    -Djava.net.preferIPv4Stack=true -Dchronicle.analytics.disable=true \
+    -Djdk.attach.allowAttachSelf=true -Dio.netty.tryReflectionSetAccessible=true \
+    -Dcassandra-foreground=yes -Dcassandra.config="file://$run_dir/cassandra.yaml" \
+    -Dcassandra.logdir="$log_dir" -Dlogback.configurationFile="$here/logback.xml" \
+    -Dcassandra.storagedir="$run_dir/data" -Dcassandra.skip_wait_for_gossip_to_settle=0
+  jamm=$(ls "$lib"/jamm-*.jar 2>/dev/null | head -n 1 || true)
+  [ -n "$jamm" ] && printf -- '-javaagent:%s\n' "$jamm"
+  if [ "$durable" != 1 ]; then
+    # Test-only speed-ups: never used for benchmarks or durability tests.
+    printf '%s\n' -Dcassandra.skip_sync=true -Dcassandra.test.flush_local_schema_changes=false
+  fi
+}
+
+write_yaml() {
+  sed -e "s|@ADDRESS@|$address|g" -e "s|@CQL_PORT@|$cql_port|g" -e "s|@DATA@|$run_dir/data|g" \
+    -e "s|@PAXOS_VARIANT@|$paxos|g" \
+    "$here/cassandra.yaml.in" >"$run_dir/cassandra.yaml"
+}
+
+up() {
+  local pid
+  if pid=$(running_pid); then
+    say "already running (pid $pid) on $address:$cql_port"
+    return 0
+  fi
+  if (exec 3<>"/dev/tcp/$address/$cql_port") 2>/dev/null; then
+    die "$address:$cql_port is already taken by another process; set CASSANDRA_HOSTS to use it, or CASSANDRA_CQL_PORT to move"
+  fi
+  command -v java >/dev/null || die "Java 17 is needed to run Cassandra; or set CASSANDRA_HOSTS to an existing cluster"
+  local major
+  major=$(java -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -n 1)
+  [ "$major" = 17 ] || die "Cassandra 5.0 here needs Java 17 (found ${major:-none}); put a JDK 17 first on PATH"
+  fetch
+  rm -rf "$run_dir/data"
+  mkdir -p "$run_dir/data" "$log_dir"
+  : >"$log_dir/system.log"
+  write_yaml
+  local started=$SECONDS
+  say "starting Cassandra $version (paxos $paxos) on $address:$cql_port, logs in $log_dir"
+  # setsid: the node must outlive make's shell, and stop only when asked by its PID.
+  mapfile -t flags < <(java_flags)
+  setsid java "${flags[@]}" -cp "$jar_dir/lib/*" org.apache.cassandra.service.CassandraDaemon \
+    >"$log_dir/stdout.log" 2>&1 </dev/null &
+  echo $! >"$pid_file"
+  if ! cql_ready -wait "${start_timeout}s" -pid "$(cat "$pid_file")"; then
+    say "Cassandra did not answer CQL; last lines of $log_dir:"
+    tail -n 40 "$log_dir/system.log" >&2 || true
+    tail -n 20 "$log_dir/stdout.log" >&2 || true
+    down
+    exit 1
+  fi
+  say "ready after $((SECONDS - started))s"
+}
+
+down() {
+  local pid
+  if pid=$(running_pid); then
+    say "stopping pid $pid"
+    kill -TERM "$pid" 2>/dev/null || true
+    for _ in $(seq 1 120); do kill -0 "$pid" 2>/dev/null || break; sleep 0.5; done
+    if kill -0 "$pid" 2>/dev/null; then
+      say "pid $pid ignored SIGTERM for 60s; killing it"
+      kill -KILL "$pid" 2>/dev/null || true
+    fi
+    rm -f "$pid_file"
+  else
+    say "not running"
+  fi
+  if [ "${CASSANDRA_KEEP_DATA:-0}" = 1 ]; then
+    say "keeping data in $run_dir/data"
+  else
+    rm -rf "$run_dir/data"
+  fi
+}
+
+case "${1:-}" in
+  up) up ;;
+  down) down ;;
+  status) running_pid >/dev/null && cql_ready ;;
+  fetch) fetch ;;
+  log) cat "$log_dir/system.log" ;;
+  *) die "usage: node.sh up|down|status|fetch|log" ;;
+esac
