@@ -1,0 +1,132 @@
+package schema
+
+import (
+	"context"
+	"embed"
+	"fmt"
+	"io/fs"
+	"path"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/gocql/gocql"
+)
+
+//go:embed cql/*.cql
+var files embed.FS
+
+// Files returns the embedded CQL files, named as in the repository's schema/cql folder.
+func Files() fs.FS {
+	sub, err := fs.Sub(files, "cql")
+	if err != nil {
+		panic(err) // the embed pattern above guarantees the folder exists
+	}
+	return sub
+}
+
+// Option configures Apply and Statements.
+type Option func(*config)
+
+type config struct {
+	keyspace         string
+	replication      Replication
+	agreementTimeout time.Duration
+}
+
+// WithKeyspace applies the schema to the named keyspace instead of DefaultKeyspace.
+func WithKeyspace(name string) Option { return func(c *config) { c.keyspace = name } }
+
+// WithReplication sets the replication of the keyspace when Apply creates it; an existing
+// keyspace keeps its replication. The default is SimpleStrategy(1).
+func WithReplication(r Replication) Option { return func(c *config) { c.replication = r } }
+
+// WithAgreementTimeout bounds the wait for schema agreement after each statement (default 60s).
+func WithAgreementTimeout(d time.Duration) Option {
+	return func(c *config) { c.agreementTimeout = d }
+}
+
+func newConfig(opts []Option) config {
+	c := config{keyspace: DefaultKeyspace, replication: SimpleStrategy(1), agreementTimeout: time.Minute}
+	for _, o := range opts {
+		o(&c)
+	}
+	return c
+}
+
+// Statements returns the schema's CQL statements in the order Apply runs them, with the
+// keyspace renamed and its replication set from the options. It fails with
+// ErrInvalidIdentifier, ErrInvalidReplication or ErrMalformedCQL.
+func Statements(opts ...Option) ([]string, error) {
+	c := newConfig(opts)
+	ks, err := QuoteIdentifier(c.keyspace)
+	if err != nil {
+		return nil, fmt.Errorf("keyspace: %w", err)
+	}
+	replication, err := c.replication.cql()
+	if err != nil {
+		return nil, err
+	}
+	names, err := fs.Glob(files, "cql/*.cql")
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(names)
+	var out []string
+	for _, name := range names {
+		src, err := files.ReadFile(name)
+		if err != nil {
+			return nil, err
+		}
+		stmts, err := splitStatements(string(src), DefaultKeyspace, ks)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path.Base(name), err)
+		}
+		for _, s := range stmts {
+			if isCreateKeyspace(s) {
+				s = fmt.Sprintf("CREATE KEYSPACE IF NOT EXISTS %s WITH replication = %s", ks, replication)
+			}
+			out = append(out, s)
+		}
+	}
+	return out, nil
+}
+
+func isCreateKeyspace(stmt string) bool {
+	fields := strings.Fields(strings.ToUpper(stmt))
+	return len(fields) >= 2 && fields[0] == "CREATE" && fields[1] == "KEYSPACE"
+}
+
+// Apply creates the keyspace and every table of the toolkit if they do not exist, waiting for
+// schema agreement after each statement so the next one (and the caller's first query) sees it.
+// Running it again is harmless. It does not alter tables that already exist.
+func Apply(ctx context.Context, session *gocql.Session, opts ...Option) error {
+	c := newConfig(opts)
+	stmts, err := Statements(opts...)
+	if err != nil {
+		return err
+	}
+	for _, stmt := range stmts {
+		if err := session.Query(stmt).WithContext(ctx).Exec(); err != nil {
+			return fmt.Errorf("schema: apply %q: %w", firstLine(stmt), err)
+		}
+		if err := awaitAgreement(ctx, session, c.agreementTimeout); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func awaitAgreement(ctx context.Context, session *gocql.Session, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if err := session.AwaitSchemaAgreement(ctx); err != nil {
+		return fmt.Errorf("schema: await schema agreement: %w", err)
+	}
+	return nil
+}
+
+func firstLine(stmt string) string {
+	line, _, _ := strings.Cut(stmt, "\n")
+	return strings.TrimSpace(line)
+}
