@@ -17,7 +17,7 @@
 #   CASSANDRA_PAXOS       paxos_variant: v1 or v2                (default v2)
 #   CASSANDRA_HEAP        JVM heap                               (default 1G)
 #   CASSANDRA_DURABLE     1: no skip_sync (benchmarks, durability tests); 0: test speed-ups (default)
-#   CASSANDRA_RUN_DIR     PID file, data and logs                (default $TMPDIR/cassdedup-node-<port>)
+#   CASSANDRA_RUN_DIR     PID file, data and logs                (default $TMPDIR/cassdedup-node-<address>-<port>)
 #   CASSDEDUP_CACHE       jar cache                              (default $XDG_CACHE_HOME/cassdedup)
 #   CASSANDRA_START_TIMEOUT seconds to wait for CQL              (default 240)
 set -euo pipefail
@@ -31,7 +31,7 @@ cql_port=${CASSANDRA_CQL_PORT:-9042}
 paxos=${CASSANDRA_PAXOS:-v2}
 heap=${CASSANDRA_HEAP:-1G}
 durable=${CASSANDRA_DURABLE:-0}
-run_dir=${CASSANDRA_RUN_DIR:-${TMPDIR:-/tmp}/cassdedup-node-$cql_port}
+run_dir=${CASSANDRA_RUN_DIR:-${TMPDIR:-/tmp}/cassdedup-node-$address-$cql_port}
 cache=${CASSDEDUP_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/cassdedup}
 start_timeout=${CASSANDRA_START_TIMEOUT:-240}
 
