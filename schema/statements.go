@@ -21,7 +21,7 @@ func splitStatements(src, from, to string) ([]string, error) {
 		i    int
 		n    = len(src)
 		flag = func() {
-			if s := strings.TrimSpace(cur.String()); s != "" {
+			if s := trimLines(cur.String()); s != "" {
 				out = append(out, s)
 			}
 			cur.Reset()
@@ -82,4 +82,13 @@ func closingQuote(s string, start int) int {
 
 func isWordByte(b byte) bool {
 	return b == '_' || b >= '0' && b <= '9' || b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z'
+}
+
+// trimLines trims the statement and the spaces that removed comments leave at line ends.
+func trimLines(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimRight(l, " \t\r")
+	}
+	return strings.Join(lines, "\n")
 }

@@ -1,0 +1,74 @@
+# cassdedup: `make test` checks and tests everything against a real Cassandra 5.0 node.
+#
+# Cassandra comes from, in order: CASSANDRA_HOSTS if set; else a local node that this Makefile
+# starts from Maven Central (Java 17 + Maven) and stops again; else (no Java) cassandratest
+# starts a container when a Docker engine answers.
+
+SHELL        := bash
+.SHELLFLAGS  := -eu -o pipefail -c
+GO           ?= go
+NODE         := scripts/cassandra/node.sh
+LOCAL_HOSTS  ?= $(or $(CASSANDRA_ADDRESS),127.0.0.1):$(or $(CASSANDRA_CQL_PORT),9042)
+CACHE        ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/cassdedup
+VENV         := $(CACHE)/venv
+CQLSH        := $(VENV)/bin/cqlsh
+CQLSH_VERSION := 6.2.2
+TEST_TIMEOUT ?= 25m
+OUT          := out
+
+.PHONY: test check fmt-check vet go-test cqlsh cassandra-up cassandra-down schema fuzz
+
+## test: gofmt, go vet, then every test with -race against a real Cassandra node.
+test: check cqlsh
+	@$(call with_cassandra,$(MAKE) --no-print-directory go-test)
+
+check: fmt-check vet
+
+fmt-check:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+
+vet:
+	$(GO) vet ./...
+
+# go-test expects CASSANDRA_HOSTS (or Docker); `make test` provides it. A skipped test fails the
+# run: every test here is meant to run, and a silent skip would hide a missing Cassandra.
+go-test:
+	@mkdir -p $(OUT)
+	CQLSH=$(CQLSH) $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -v ./... 2>&1 \
+	  | tee $(OUT)/test.log | grep -E '^(ok|FAIL|panic|--- FAIL|--- SKIP|\s+--- FAIL)|^\S+\.go:[0-9]+' || true
+	@scripts/test-summary.sh $(OUT)/test.log
+
+## cqlsh: the real CQL shell from PyPI in a private virtualenv (the schema tests run it).
+cqlsh: $(CQLSH)
+$(CQLSH):
+	python3 -m venv $(VENV)
+	$(VENV)/bin/pip install -q --disable-pip-version-check cqlsh==$(CQLSH_VERSION)
+
+## cassandra-up / cassandra-down: a local node on $(LOCAL_HOSTS) (see scripts/cassandra/node.sh).
+cassandra-up:
+	$(NODE) up
+cassandra-down:
+	$(NODE) down
+
+## schema: apply the CQL schema to CASSANDRA_HOSTS, or to the local node.
+schema:
+	@$(call with_cassandra,$(GO) run ./cmd/cassdedup-schema -hosts "$$CASSANDRA_HOSTS")
+
+## fuzz: run each fuzz target for FUZZTIME (default 20s).
+FUZZTIME ?= 20s
+fuzz:
+	@for pkg in $$($(GO) list ./...); do \
+	  for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
+	    echo "== $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg; \
+	  done; done
+
+# with_cassandra runs $(1) with CASSANDRA_HOSTS set. When it is unset and Java is here, it starts
+# the local node first and stops it afterwards, on failure too, unless the node already ran
+# before (then it belongs to someone else and stays up).
+define with_cassandra
+if [ -n "$${CASSANDRA_HOSTS:-}" ]; then $(1); \
+elif ! command -v java >/dev/null; then echo "no Java: relying on Docker through testcontainers"; $(1); \
+elif $(NODE) status 2>/dev/null; then CASSANDRA_HOSTS=$(LOCAL_HOSTS) $(1); \
+else trap '$(NODE) down' EXIT; $(NODE) up; CASSANDRA_HOSTS=$(LOCAL_HOSTS) $(1); fi
+endef

@@ -1,0 +1,142 @@
+package schema_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gocql/gocql"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cassdedup/cassdedup/cassandratest"
+	"github.com/cassdedup/cassdedup/schema"
+)
+
+func TestApplyTwiceIsHarmless(t *testing.T) {
+	t.Parallel()
+	session, ks := cassandratest.NewSession(t) // the first apply
+	require.NoError(t, schema.Apply(context.Background(), session, schema.WithKeyspace(ks)))
+}
+
+func TestApplyRejectsInvalidKeyspaceBeforeRunningAnything(t *testing.T) {
+	t.Parallel()
+	session, _ := cassandratest.NewSession(t)
+	err := schema.Apply(context.Background(), session, schema.WithKeyspace("no-dashes"))
+	require.ErrorIs(t, err, schema.ErrInvalidIdentifier)
+	assert.Contains(t, err.Error(), `"no-dashes"`)
+}
+
+// The TTLs the CQL files document; a change to a file's TTL must change this table too.
+var documentedTTL = map[string]int{
+	"idempotency_keys":            86400,
+	"processed_messages":          7 * 86400,
+	"processed_messages_by_scope": 7 * 86400,
+	"counter_events":              0,
+	"counter_rollups":             0,
+	"counter_ops":                 7 * 86400,
+	"counter_ops_by_hour":         7 * 86400,
+	"counter_values":              0,
+}
+
+func TestTablesExistWithDocumentedTTLs(t *testing.T) {
+	t.Parallel()
+	session, ks := cassandratest.NewSession(t)
+	got := map[string]int{}
+	iter := session.Query(`SELECT table_name, default_time_to_live FROM system_schema.tables WHERE keyspace_name = ?`, ks).Iter()
+	var name string
+	var ttl int
+	for iter.Scan(&name, &ttl) {
+		got[name] = ttl
+	}
+	require.NoError(t, iter.Close())
+	assert.Equal(t, documentedTTL, got)
+}
+
+func TestConditionalInsertTreatsExpiredRowAsAbsent(t *testing.T) {
+	t.Parallel()
+	session, _ := cassandratest.NewSession(t)
+	insert := func() bool {
+		m := map[string]interface{}{}
+		applied, err := session.Query(`INSERT INTO idempotency_keys (namespace, key, status) VALUES ('ns', 'k', 'STARTED') IF NOT EXISTS USING TTL 1`).MapScanCAS(m)
+		require.NoError(t, err)
+		return applied
+	}
+	require.True(t, insert(), "first claim applies")
+	require.False(t, insert(), "a live row blocks the second claim")
+	require.Eventually(t, func() bool {
+		n := 0
+		require.NoError(t, session.Query(`SELECT count(*) FROM idempotency_keys WHERE namespace = 'ns' AND key = 'k'`).Scan(&n))
+		return n == 0
+	}, 10*time.Second, 250*time.Millisecond, "the row expires after its TTL")
+	assert.True(t, insert(), "IF NOT EXISTS sees an expired row as absent")
+}
+
+func TestNodeRunsPaxosV2(t *testing.T) {
+	t.Parallel()
+	session, _ := cassandratest.NewSession(t)
+	var variant string
+	err := session.Query(`SELECT value FROM system_views.settings WHERE name = 'paxos_variant'`).Scan(&variant)
+	require.NoError(t, err)
+	assert.Equal(t, "v2", variant, "the test node must run paxos_variant v2 (scripts/cassandra, docker-compose.yml)")
+}
+
+// TestCQLFilesRunWithCqlsh feeds every file, exactly as written, to the real CQL shell.
+func TestCQLFilesRunWithCqlsh(t *testing.T) {
+	cqlsh := os.Getenv("CQLSH")
+	if cqlsh == "" {
+		var err error
+		if cqlsh, err = exec.LookPath("cqlsh"); err != nil {
+			t.Fatal("cqlsh not found: `pip install cqlsh` or set CQLSH (make test installs it)")
+		}
+	}
+	hosts, err := cassandratest.Hosts()
+	require.NoError(t, err)
+	host, port := splitHostPort(hosts[0])
+
+	cluster := cassandratest.Cluster(t)
+	session, err := cluster.CreateSession()
+	require.NoError(t, err)
+	defer session.Close()
+	// The files create the default keyspace; drop it afterwards only if this test created it,
+	// so running the tests against a cluster that uses cassdedup for real leaves it alone.
+	existed := keyspaceExists(t, session, schema.DefaultKeyspace)
+	if !existed {
+		t.Cleanup(func() {
+			_ = session.Query(`DROP KEYSPACE IF EXISTS ` + schema.DefaultKeyspace).Exec()
+		})
+	}
+
+	files, err := filepath.Glob("cql/*.cql")
+	require.NoError(t, err)
+	require.NotEmpty(t, files)
+	for _, f := range files {
+		out, err := exec.Command(cqlsh, host, port, "--request-timeout=60", "-f", f).CombinedOutput()
+		require.NoError(t, err, "%s: %s", f, out)
+		// cqlsh -f reports statement errors on stderr but still exits 0 for some of them.
+		assert.NotContains(t, strings.ToLower(string(out)), "error", "%s: %s", f, out)
+	}
+	assert.True(t, keyspaceExists(t, session, schema.DefaultKeyspace))
+}
+
+func keyspaceExists(t *testing.T, s *gocql.Session, ks string) bool {
+	var name string
+	err := s.Query(`SELECT keyspace_name FROM system_schema.keyspaces WHERE keyspace_name = ?`, ks).Scan(&name)
+	if errors.Is(err, gocql.ErrNotFound) {
+		return false
+	}
+	require.NoError(t, err)
+	return true
+}
+
+func splitHostPort(h string) (string, string) {
+	if i := strings.LastIndex(h, ":"); i > 0 {
+		return h[:i], h[i+1:]
+	}
+	return h, "9042"
+}

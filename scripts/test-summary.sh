@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# test-summary.sh LOG: counts the tests in a `go test -v` log and fails the run when any test
+# failed or was skipped (a skipped integration test would hide a missing Cassandra).
+set -euo pipefail
+log=$1
+passed=$(grep -cE '^\s*--- PASS' "$log" || true)
+failed=$(grep -cE '^\s*--- FAIL' "$log" || true)
+skipped=$(grep -cE '^\s*--- SKIP' "$log" || true)
+broken=$(grep -cE '^(FAIL|panic:)' "$log" || true)
+if [ "$skipped" -gt 0 ]; then
+  echo "skipped tests (not allowed here):"
+  grep -E -A2 '^\s*--- SKIP' "$log"
+fi
+echo "tests: $passed passed, $failed failed, $skipped skipped"
+[ "$failed" -eq 0 ] && [ "$skipped" -eq 0 ] && [ "$broken" -eq 0 ]
