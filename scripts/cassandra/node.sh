@@ -53,6 +53,7 @@ fetch() {
   mkdir -p "$jar_dir"
   sed "s/@VERSION@/$version/" "$here/pom.xml.in" >"$jar_dir/pom.xml"
   say "resolving org.apache.cassandra:cassandra-all:$version from Maven Central into $jar_dir"
+  local started=$SECONDS
   rm -rf "$jar_dir/lib"
   (cd "$jar_dir" && mvn -B -q -f pom.xml \
     org.apache.maven.plugins:maven-dependency-plugin:3.6.1:copy-dependencies \
@@ -60,6 +61,7 @@ fetch() {
     { tail -n 30 "$jar_dir/mvn.log" >&2; die "Maven could not resolve Cassandra $version"; }
   [ -f "$jar_dir/lib/cassandra-all-$version.jar" ] || die "cassandra-all-$version.jar missing after Maven ran"
   touch "$jar_dir/.complete"
+  say "resolved $(ls "$jar_dir/lib" | wc -l) jars in $((SECONDS - started))s"
 }
 
 running_pid() {
