@@ -68,10 +68,21 @@ func (c *core) slotOf(t time.Time) int64 {
 // is lazy and per shard, so no goroutine is needed and a key is always added to the generation
 // of the window it was added in, even while other shards have not rotated yet.
 func (c *core) lock(i int) *shard {
+	if c.window == 0 {
+		s := &c.shards[i]
+		s.mu.Lock()
+		return s
+	}
+	return c.lockAt(i, c.now())
+}
+
+// lockAt is lock with the clock already read. A now older than the real time is safe: the
+// shard rotates later, so keys are kept longer, never dropped sooner.
+func (c *core) lockAt(i int, now time.Time) *shard {
 	s := &c.shards[i]
 	s.mu.Lock()
 	if c.window > 0 {
-		s.advance(c.slotOf(c.now()))
+		s.advance(c.slotOf(now))
 	}
 	return s
 }
@@ -127,15 +138,21 @@ func (c *core) testOrAdd(key string) (seen bool, shardIdx int) {
 }
 
 // addAt records key in the generation of the window containing t, which callers guarantee is
-// no earlier than the key's write. It reports false when t is older than every live generation:
-// such a key has aged out of the table too.
-func (c *core) addAt(key string, t time.Time) bool {
+// no earlier than the key's write, rotating first to now. It reports false when t is older than
+// every live generation: such a key has aged out of the table too.
+func (c *core) addAt(key string, t, now time.Time) bool {
 	var p positions
 	c.locate(key, &p)
-	s := c.lock(p.shard)
+	s := c.lockAt(p.shard, now)
 	defer s.mu.Unlock()
 	age := int64(0)
 	if c.window > 0 {
+		if c.slotOf(t) > s.slot {
+			// t is past the now we were given (a stale batch clock, or the end of a bucket
+			// still open): the key may belong to a later window, so rotate to the real now
+			// before placing it. Never to t itself, which may be in the future.
+			s.advance(c.slotOf(c.now()))
+		}
 		age = max(s.slot-c.slotOf(t), 0)
 	}
 	if age >= int64(len(s.gens)) {

@@ -57,10 +57,11 @@ func (r *Rotating) TestOrAdd(key string) bool {
 // row. It reports false, and records nothing, when t is older than the retention. A zero t means
 // now.
 func (r *Rotating) AddAt(key string, t time.Time) bool {
+	now := r.c.now()
 	if t.IsZero() {
-		t = r.c.now()
+		t = now
 	}
-	return r.c.addAt(key, t)
+	return r.c.addAt(key, t, now)
 }
 
 // Reset forgets every key.

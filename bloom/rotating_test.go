@@ -159,3 +159,21 @@ func TestRotatingFalsePositiveRateAcrossRotations(t *testing.T) {
 		t.Fatalf("%.4f of the first window's keys still present after the retention", got)
 	}
 }
+
+// TestAddAtWithStaleNow: a key written after the clock reading a warm-up batch uses, in a later
+// window, must still be kept a full retention from its write.
+func TestAddAtWithStaleNow(t *testing.T) {
+	clk := newFakeClock()
+	r, err := NewRotating(WithExpectedItems(1000), WithRetention(4*time.Hour), WithClock(clk.Now))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stale := clk.Now().Add(59 * time.Minute)
+	clk.Advance(61 * time.Minute) // the key is written in the second window
+	written := clk.Now()
+	r.c.addAt("k", written.Add(time.Hour), stale) // a bucket end in the future
+	clk.Set(written.Add(4*time.Hour - time.Nanosecond))
+	if !r.Test("k") {
+		t.Fatal("key forgotten before a retention had passed since its write")
+	}
+}

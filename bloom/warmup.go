@@ -40,6 +40,7 @@ func (p *PreCheck) WarmUp(ctx context.Context, epoch uint64, src KeySource) erro
 	}
 	start := time.Now()
 	var loaded, skipped uint64
+	var now time.Time
 	err := src.Keys(ctx, func(key string, written time.Time) error {
 		if (loaded+skipped)%checkEvery == 0 {
 			if err := ctx.Err(); err != nil {
@@ -48,11 +49,18 @@ func (p *PreCheck) WarmUp(ctx context.Context, epoch uint64, src KeySource) erro
 			if p.word.Load() != pack(epoch, Warming) {
 				return ErrOwnershipChanged
 			}
+			// One clock read per batch: rotating on a slightly old now only keeps keys longer.
+			now = p.f.c.now()
 		}
 		if loaded == p.limit {
 			return fmt.Errorf("%w: more than %d keys", ErrWarmUpLimit, p.limit)
 		}
-		if p.f.AddAt(key, written) {
+		if written.IsZero() {
+			// Unknown write time: take it as now, read now, since the key may have been
+			// written after the batch began.
+			written = p.f.c.now()
+		}
+		if p.f.c.addAt(key, written, now) {
 			loaded++
 		} else {
 			skipped++ // older than the retention: its row has expired too
