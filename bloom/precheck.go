@@ -156,7 +156,7 @@ func (p *PreCheck) Check(key string) Answer {
 	return Answer{Verdict: ClearlyNew, Epoch: epoch}
 }
 
-// Observe reports what the table said about a key that a took the LWT path: tableSaidNew is
+// Observe reports what the table said about a key that took the LWT path: tableSaidNew is
 // true when the conditional write applied. For a MaybeSeen answer that is an observed false
 // positive; other answers are ignored.
 func (p *PreCheck) Observe(a Answer, tableSaidNew bool) {
