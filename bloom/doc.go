@@ -1,3 +1,42 @@
 // Package bloom is a concurrency-safe, time-rotating Bloom filter used as a pre-check that lets
-// a process skip the lightweight transaction for operations it knows to be new.
+// a process skip the lightweight transaction (LWT) for operations it knows to be new.
+//
+// # Types
+//
+// Filter is a Bloom filter sharded over independently locked bits-and-blooms filters. Rotating
+// adds generations so that keys age out with the table's TTL. PreCheck wraps a Rotating filter
+// for one ownership scope and adds the states (cold, warming, warm), the ownership epoch, the
+// warm-up from a KeySource and the stats.
+//
+// # Concurrency
+//
+// Every method of every type is safe for concurrent use. Filters take one shard's lock per
+// call, chosen by the key's hash, so calls on different keys rarely wait for each other.
+// TestOrAdd and PreCheck.Check are atomic per key: of several goroutines racing on the same key,
+// exactly one is told it is new. No type starts a goroutine: rotation happens on the next call
+// after a window ends, driven by the clock given with WithClock. KeySource callbacks run on the
+// goroutine that called WarmUp, outside any lock.
+//
+// # When the fast path is safe
+//
+// A filter that says "never seen" knows only the keys this process has seen. Skipping the LWT
+// on that answer is exact only when all of these hold:
+//
+//   - every attempt of a key reaches this process: a consumer that owns the key's partition, a
+//     sticky router that owns the key's namespace — the PreCheck's scope;
+//   - the PreCheck was warmed, for the current ownership epoch, from every key of that scope
+//     still in the table, and Invalidate is called as soon as ownership is lost or in doubt;
+//   - WithRetention is at least the table's TTL plus the longest time between a Check and the
+//     write that records the key, so the filter forgets no key the table still holds;
+//   - the fast-path write carries Answer.Epoch, so that a write from an owner that has lost the
+//     scope without knowing it can be detected.
+//
+// It is not safe when a key's attempts can reach several processes (round-robin load
+// balancing, a consumer group rebalancing without Invalidate), when the filter was not warmed
+// from the table, or when the retention is shorter than the table's TTL: a duplicate can then
+// be processed twice. The fast path is off unless a caller turns it on.
+//
+// A "maybe seen" answer always takes the LWT path, so a false positive costs one LWT, never
+// correctness. A cold or warming PreCheck answers NotWarm to everything, so everything takes
+// the LWT path until the warm-up has finished.
 package bloom

@@ -1,0 +1,191 @@
+package bloom
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	bbloom "github.com/bits-and-blooms/bloom/v3"
+)
+
+// Defaults for the options below. They are constants, not settings: every instance holds its own
+// copy of its configuration.
+const (
+	// DefaultExpectedItems is the number of keys a filter is sized for: for a Rotating filter
+	// or a PreCheck, the keys added during one retention window.
+	DefaultExpectedItems = 1_000_000
+	// DefaultFalsePositiveRate is the target probability that a never-seen key is answered
+	// "maybe seen". For a Rotating filter it is the target for the union of its generations.
+	DefaultFalsePositiveRate = 0.01
+	// DefaultRetention matches the default retention of an idempotency record (24 h).
+	DefaultRetention = 24 * time.Hour
+	// DefaultGenerations is the number of windows the retention is divided into.
+	DefaultGenerations = 4
+	// DefaultMaxShards is the most shards the default sizing uses; fewer are used when each
+	// shard would hold under minItemsPerShard keys.
+	DefaultMaxShards = 64
+
+	minItemsPerShard = 1024
+	maxShards        = 4096
+	maxGenerations   = 64
+	maxHashes        = 64      // the size of the stack array that holds one key's bit positions
+	maxTotalBits     = 1 << 38 // 32 GiB of filter: beyond this a sizing is a mistake, not a plan
+)
+
+// Option configures a Filter, Rotating or PreCheck. Options are validated by the constructor; an
+// option that does not apply to the type being built is an error rather than silently ignored.
+type Option func(*config)
+
+type optionSet uint
+
+const (
+	optRetention optionSet = 1 << iota
+	optGenerations
+	optClock
+	optWarmUpLimit
+)
+
+type config struct {
+	items       uint64
+	fpRate      float64
+	shards      int // 0: choose from the sizing
+	retention   time.Duration
+	generations int
+	now         func() time.Time
+	warmUpLimit uint64 // 0: twice items
+	set         optionSet
+}
+
+// WithExpectedItems sizes the filter for n keys (default DefaultExpectedItems). For a Rotating
+// filter or a PreCheck, n is the number of keys added per retention window.
+func WithExpectedItems(n uint64) Option { return func(c *config) { c.items = n } }
+
+// WithFalsePositiveRate sets the target false-positive rate, in (0, 1) (default
+// DefaultFalsePositiveRate).
+func WithFalsePositiveRate(p float64) Option { return func(c *config) { c.fpRate = p } }
+
+// WithShards sets the number of independently locked shards, a power of two in [1, 4096].
+// By default it is DefaultMaxShards, halved until every shard expects at least 1024 keys.
+func WithShards(n int) Option { return func(c *config) { c.shards = n } }
+
+// WithRetention sets how long a key must be remembered: the TTL of the table the filter fronts,
+// plus the longest time between a check and the write that records the key (default
+// DefaultRetention). Rotating and PreCheck only.
+func WithRetention(d time.Duration) Option {
+	return func(c *config) { c.retention = d; c.set |= optRetention }
+}
+
+// WithGenerations divides the retention into k windows (default DefaultGenerations); the filter
+// keeps k+1 generations so that a key is dropped no earlier than one retention after it was
+// added. More generations age keys out more precisely and cost more memory. Rotating and
+// PreCheck only.
+func WithGenerations(k int) Option {
+	return func(c *config) { c.generations = k; c.set |= optGenerations }
+}
+
+// WithClock sets the clock that drives rotation (default time.Now). Rotating and PreCheck only.
+func WithClock(now func() time.Time) Option {
+	return func(c *config) { c.now = now; c.set |= optClock }
+}
+
+// WithWarmUpLimit bounds the keys one warm-up may load (default twice the expected items), so
+// that a warm-up costs bounded time and never answers from an overfull filter. PreCheck only.
+func WithWarmUpLimit(n uint64) Option {
+	return func(c *config) { c.warmUpLimit = n; c.set |= optWarmUpLimit }
+}
+
+func newConfig(opts []Option, allowed optionSet) (config, error) {
+	c := config{
+		items:       DefaultExpectedItems,
+		fpRate:      DefaultFalsePositiveRate,
+		retention:   DefaultRetention,
+		generations: DefaultGenerations,
+		now:         time.Now,
+	}
+	for i, o := range opts {
+		if o == nil {
+			return config{}, fmt.Errorf("%w: option %d is nil", ErrInvalidOption, i)
+		}
+		o(&c)
+	}
+	if extra := c.set &^ allowed; extra != 0 {
+		return config{}, fmt.Errorf("%w: %s does not apply here", ErrInvalidOption, extra)
+	}
+	return c, c.validate()
+}
+
+func (s optionSet) String() string {
+	switch {
+	case s&optRetention != 0:
+		return "WithRetention"
+	case s&optGenerations != 0:
+		return "WithGenerations"
+	case s&optClock != 0:
+		return "WithClock"
+	default:
+		return "WithWarmUpLimit"
+	}
+}
+
+func (c *config) validate() error {
+	if c.items == 0 {
+		return fmt.Errorf("%w: 0", ErrInvalidItems)
+	}
+	if !(c.fpRate > 0 && c.fpRate < 1) { // also rejects NaN
+		return fmt.Errorf("%w: %v is not in (0, 1)", ErrInvalidFPRate, c.fpRate)
+	}
+	if c.shards != 0 && (c.shards < 1 || c.shards > maxShards || c.shards&(c.shards-1) != 0) {
+		return fmt.Errorf("%w: %d", ErrInvalidShards, c.shards)
+	}
+	if c.generations < 1 || c.generations > maxGenerations {
+		return fmt.Errorf("%w: %d is not in [1, %d]", ErrInvalidGenerations, c.generations, maxGenerations)
+	}
+	if c.retention <= 0 || c.retention/time.Duration(c.generations) == 0 {
+		return fmt.Errorf("%w: %v", ErrInvalidRetention, c.retention)
+	}
+	if c.now == nil {
+		return fmt.Errorf("%w: WithClock(nil)", ErrInvalidOption)
+	}
+	if c.set&optWarmUpLimit != 0 && c.warmUpLimit == 0 {
+		return fmt.Errorf("%w: WithWarmUpLimit(0)", ErrInvalidOption)
+	}
+	if c.warmUpLimit == 0 {
+		c.warmUpLimit = 2 * c.items
+	}
+	return nil
+}
+
+// sizing is the shape of one shard's generation: every generation of every shard has the same
+// m and k, so one key's bit positions are computed once and tested in each.
+type sizing struct {
+	shards int
+	gens   int    // live generations: 1 for a Filter, windows+1 for a Rotating filter
+	m      uint64 // bits per shard per generation
+	k      int    // hash functions
+}
+
+// size turns a validated config into a sizing. perGenItems is the keys one generation must hold
+// and perGenFP the false-positive rate each generation gets, so that the union of gens
+// generations stays at c.fpRate (1-(1-p)^g <= g*p).
+func (c *config) size(gens int, perGenItems uint64) (sizing, error) {
+	perGenFP := c.fpRate / float64(gens)
+	bitsPerKey := -math.Log(perGenFP) / (math.Ln2 * math.Ln2)
+	k := int(math.Ceil(math.Ln2 * bitsPerKey))
+	if k > maxHashes {
+		return sizing{}, fmt.Errorf("%w: %v needs %d hash functions (at most %d)", ErrInvalidFPRate, c.fpRate, k, maxHashes)
+	}
+	total := bitsPerKey * float64(perGenItems) * float64(gens)
+	if total > maxTotalBits {
+		return sizing{}, fmt.Errorf("%w: %d items at rate %v need %.0f bits (at most %d)", ErrInvalidItems, c.items, c.fpRate, total, uint64(maxTotalBits))
+	}
+	shards := c.shards
+	if shards == 0 {
+		shards = DefaultMaxShards
+		for shards > 1 && perGenItems/uint64(shards) < minItemsPerShard {
+			shards /= 2
+		}
+	}
+	perShard := (perGenItems + uint64(shards) - 1) / uint64(shards)
+	m, kk := bbloom.EstimateParameters(uint(perShard), perGenFP)
+	return sizing{shards: shards, gens: gens, m: max(uint64(m), 64), k: max(int(kk), 1)}, nil
+}
