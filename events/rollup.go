@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/cassdedup/cassdedup/lwt"
 )
 
 // RollupResult reports what one Rollup call did.
@@ -57,7 +59,7 @@ func (l *Log) rollupRound(ctx context.Context, counter string) (RollupResult, bo
 	}
 	res := RollupResult{Watermark: h, Total: st.total + sum, Folded: n}
 	applied, err := l.moveWatermark(ctx, counter, st, res)
-	if outcomeUnknown(err) {
+	if lwt.IsOutcomeUnknown(err) && ctx.Err() == nil {
 		return l.resolveRollup(ctx, counter, res, err)
 	}
 	if err != nil {
@@ -73,10 +75,8 @@ func (l *Log) moveWatermark(ctx context.Context, counter string, st rollupState,
 	if st.exists {
 		q = l.session.Query(l.q.updateRollup, res.Watermark, res.Total, now, counter, st.watermark)
 	}
-	// Never let the driver re-send a conditional write; an unknown outcome is resolved below.
-	q = q.WithContext(ctx).Consistency(l.cfg.consistency).SerialConsistency(l.cfg.serial).
-		Idempotent(false).RetryPolicy(nil)
-	applied, _, err := mapScanCAS(q)
+	// lwt sends it once (no driver retry); an unknown outcome is resolved by the caller.
+	applied, _, err := lwt.ExecCAS(ctx, q.Consistency(l.cfg.consistency), l.cfg.serial)
 	if err != nil {
 		return false, fmt.Errorf("events: move watermark of %q to %v: %w", counter, res.Watermark, err)
 	}
