@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gocql/gocql"
 	"github.com/stretchr/testify/require"
@@ -51,3 +52,5 @@ func mustUUID(t *testing.T) gocql.UUID {
 	require.NoError(t, err)
 	return u
 }
+
+func utf8Valid(s string) bool { return utf8.ValidString(s) }
