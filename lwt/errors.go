@@ -36,6 +36,9 @@ var (
 	// happens when the statement was not conditional at all.
 	ErrMalformedCASResult = errors.New("lwt: malformed CAS result")
 
+	// ErrNotFound: Store.Get found no live record for the key.
+	ErrNotFound = errors.New("lwt: record not found")
+
 	// ErrStoredFailure matches a permanent failure of the operation, recorded on its first run
 	// and replayed to later callers (see Permanent and FailureError).
 	ErrStoredFailure = errors.New("lwt: operation failed permanently")
