@@ -29,7 +29,34 @@ var (
 	// ErrMessageReuse is returned when a message id was processed with a different payload:
 	// two distinct messages share an id, so the second would be silently dropped.
 	ErrMessageReuse = errors.New("events: message id reused with a different payload")
+	// ErrInProgress is returned when another consumer holds a live claim on the message: do
+	// not acknowledge it; let the broker redeliver it later.
+	ErrInProgress = errors.New("events: message in progress elsewhere")
+	// ErrPoison is matched by a *PoisonError: the message used up its handler attempts. Dead-
+	// letter it and acknowledge it.
+	ErrPoison = errors.New("events: poison message")
 	// ErrOutcomeUnknown is returned when a conditional write timed out and reading the row
 	// back could not tell whether it applied. Retry the call; never assume either outcome.
 	ErrOutcomeUnknown = errors.New("events: outcome unknown")
 )
+
+// PoisonError reports a message whose handler attempts are used up. It matches ErrPoison and,
+// on the delivery whose failure made it poison, the handler's error.
+type PoisonError struct {
+	// Attempts is the number of handler runs, when this delivery knows it (0 otherwise).
+	Attempts int
+	// LastError is the stored text of the last handler failure.
+	LastError string
+	// Err is the handler's error on the delivery that made the message poison; nil after.
+	Err error
+}
+
+func (e *PoisonError) Error() string { return "events: poison message: " + e.LastError }
+
+// Unwrap returns ErrPoison and the handler's error, if any.
+func (e *PoisonError) Unwrap() []error {
+	if e.Err == nil {
+		return []error{ErrPoison}
+	}
+	return []error{ErrPoison, e.Err}
+}
