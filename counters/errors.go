@@ -1,0 +1,59 @@
+package counters
+
+import (
+	"errors"
+	"fmt"
+	"unicode/utf8"
+)
+
+// Errors returned by the package, checked with errors.Is; returned errors wrap them with the
+// offending value.
+var (
+	// ErrInvalidCounter is returned for an empty, over-long or non-UTF-8 counter name.
+	ErrInvalidCounter = errors.New("counters: invalid counter name")
+	// ErrInvalidOpID is returned for an empty, over-long or non-UTF-8 operation id.
+	ErrInvalidOpID = errors.New("counters: invalid operation id")
+	// ErrInvalidOption is returned for an option or argument out of range.
+	ErrInvalidOption = errors.New("counters: invalid option")
+	// ErrOpReuse is returned when an operation id was claimed with a different delta.
+	ErrOpReuse = errors.New("counters: operation id reused with a different delta")
+	// ErrUnconfirmed is returned when an operation is claimed but not marked applied: the
+	// increment may or may not have happened (see the package documentation). Retrying does
+	// not help; ListUnapplied reports the operation for repair.
+	ErrUnconfirmed = errors.New("counters: operation claimed but not confirmed")
+	// ErrOutcomeUnknown is returned when the claim timed out and reading it back failed too.
+	// Nothing was incremented by this call; retry it.
+	ErrOutcomeUnknown = errors.New("counters: outcome unknown")
+)
+
+// Limits on caller-supplied names, keeping partition keys small.
+const (
+	// MaxCounterLength is the longest counter name accepted, in bytes.
+	MaxCounterLength = 256
+	// MaxOpIDLength is the longest operation id accepted, in bytes.
+	MaxOpIDLength = 256
+)
+
+// ValidateCounter reports whether name is a usable counter name: non-empty UTF-8 of at most
+// MaxCounterLength bytes. The error wraps ErrInvalidCounter.
+func ValidateCounter(name string) error {
+	return validateText(ErrInvalidCounter, "counter", name, MaxCounterLength)
+}
+
+// ValidateOpID reports whether id is a usable operation id: non-empty UTF-8 of at most
+// MaxOpIDLength bytes. The error wraps ErrInvalidOpID.
+func ValidateOpID(id string) error {
+	return validateText(ErrInvalidOpID, "operation id", id, MaxOpIDLength)
+}
+
+func validateText(sentinel error, what, s string, max int) error {
+	switch {
+	case s == "":
+		return fmt.Errorf("%w: empty %s", sentinel, what)
+	case len(s) > max:
+		return fmt.Errorf("%w: %s is %d bytes, the limit is %d", sentinel, what, len(s), max)
+	case !utf8.ValidString(s):
+		return fmt.Errorf("%w: %s is not valid UTF-8", sentinel, what)
+	}
+	return nil
+}

@@ -1,0 +1,62 @@
+package events
+
+import "errors"
+
+// Errors returned by the package. Each is checked with errors.Is; the returned error usually
+// wraps one with the offending value.
+var (
+	// ErrInvalidCounter is returned for an empty, over-long or non-UTF-8 counter name.
+	ErrInvalidCounter = errors.New("events: invalid counter name")
+	// ErrInvalidEventID is returned for an empty, over-long or non-UTF-8 event id.
+	ErrInvalidEventID = errors.New("events: invalid event id")
+	// ErrMissingEventTime is returned for an event without a time: its bucket would depend on
+	// when it was written, and a retry could land in another bucket and be counted twice.
+	ErrMissingEventTime = errors.New("events: missing event time")
+	// ErrFutureEvent is returned for an event time further ahead of the clock than the
+	// allowed clock skew.
+	ErrFutureEvent = errors.New("events: event time is in the future")
+	// ErrBucketClosed is returned for an event whose bucket closed (its end plus the grace
+	// period has passed): a rollup may already have folded the bucket, so the event would be
+	// missing from the total. A caller's retries of one event must fit in the grace period.
+	ErrBucketClosed = errors.New("events: bucket closed")
+	// ErrInvalidOption is returned by the constructors for an option value out of range.
+	ErrInvalidOption = errors.New("events: invalid option")
+	// ErrInvalidMessage is returned for a message with an empty or over-long group, topic or
+	// id, a negative partition, or text that is not UTF-8.
+	ErrInvalidMessage = errors.New("events: invalid message")
+	// ErrPayloadTooLarge is returned for a message whose payload exceeds the guard's limit.
+	ErrPayloadTooLarge = errors.New("events: payload too large")
+	// ErrMessageReuse is returned when a message id was processed with a different payload:
+	// two distinct messages share an id, so the second would be silently dropped.
+	ErrMessageReuse = errors.New("events: message id reused with a different payload")
+	// ErrInProgress is returned when another consumer holds a live claim on the message: do
+	// not acknowledge it; let the broker redeliver it later.
+	ErrInProgress = errors.New("events: message in progress elsewhere")
+	// ErrPoison is matched by a *PoisonError: the message used up its handler attempts. Dead-
+	// letter it and acknowledge it.
+	ErrPoison = errors.New("events: poison message")
+	// ErrOutcomeUnknown is returned when a conditional write timed out and reading the row
+	// back could not tell whether it applied. Retry the call; never assume either outcome.
+	ErrOutcomeUnknown = errors.New("events: outcome unknown")
+)
+
+// PoisonError reports a message whose handler attempts are used up. It matches ErrPoison and,
+// on the delivery whose failure made it poison, the handler's error.
+type PoisonError struct {
+	// Attempts is the number of handler runs, when this delivery knows it (0 otherwise).
+	Attempts int
+	// LastError is the stored text of the last handler failure.
+	LastError string
+	// Err is the handler's error on the delivery that made the message poison; nil after.
+	Err error
+}
+
+func (e *PoisonError) Error() string { return "events: poison message: " + e.LastError }
+
+// Unwrap returns ErrPoison and the handler's error, if any.
+func (e *PoisonError) Unwrap() []error {
+	if e.Err == nil {
+		return []error{ErrPoison}
+	}
+	return []error{ErrPoison, e.Err}
+}

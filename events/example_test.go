@@ -1,0 +1,86 @@
+package events_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/gocql/gocql"
+
+	"github.com/cassdedup/cassdedup/events"
+)
+
+func exampleSession() *gocql.Session {
+	cluster := gocql.NewCluster("127.0.0.1:9042")
+	cluster.RetryPolicy = nil // conditional writes must never be re-sent by the driver
+	session, err := cluster.CreateSession()
+	if err != nil {
+		panic(err)
+	}
+	return session
+}
+
+// Count page views exactly, whatever the retries.
+func ExampleLog() {
+	ctx := context.Background()
+	log, err := events.NewLog(exampleSession())
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	// The request id names the increment; its arrival time picks the bucket on every retry.
+	view := events.Event{Counter: "views:home", ID: "req-81c2", Delta: 1, Time: time.Now()}
+	for range 3 {
+		if err := log.Record(ctx, view); err != nil {
+			fmt.Println(err)
+			return
+		}
+	}
+	total, err := log.Total(ctx, "views:home")
+	fmt.Println(total, err)
+}
+
+// Run rollups in a goroutine the caller owns, stopped by its context.
+func ExampleLog_RollupEvery() {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	log, err := events.NewLog(exampleSession())
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	done := make(chan error, 1)
+	go func() {
+		done <- log.RollupEvery(ctx, time.Minute, func(c string, err error) { fmt.Println(c, err) }, "views:home")
+	}()
+	// ... serve ...
+	cancel()
+	fmt.Println(<-done)
+}
+
+// Process each delivery of an at-least-once consumer once.
+func ExampleGuard_Process() {
+	ctx := context.Background()
+	guard, err := events.NewGuard(exampleSession(), events.WithMaxAttempts(5))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	m := events.Message{
+		Scope:   events.Scope{Group: "billing", Topic: "payments", Partition: 3},
+		ID:      "offset-1029",
+		Payload: []byte(`{"charge":42}`),
+	}
+	out, err := guard.Process(ctx, m, func(ctx context.Context, m events.Message) error {
+		return nil // charge the card
+	})
+	switch {
+	case err == nil: // Processed or Duplicate
+		fmt.Println("ack", out)
+	case errors.Is(err, events.ErrPoison):
+		fmt.Println("dead-letter, then ack:", err)
+	default: // InProgress or Failed: leave it to the broker to redeliver
+		fmt.Println("nack", out, err)
+	}
+}

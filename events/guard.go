@@ -1,0 +1,175 @@
+package events
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/gocql/gocql"
+
+	"github.com/cassdedup/cassdedup/lwt"
+	"github.com/cassdedup/cassdedup/schema"
+)
+
+// Guard makes an at-least-once consumer process each message once: it claims the message with
+// a lightweight transaction, runs the handler under a renewed lease, and marks the message
+// processed only when the handler succeeded. A Guard is safe for concurrent use.
+type Guard struct {
+	session                *gocql.Session
+	store                  *lwt.Store
+	cfg                    guardConfig
+	insertScope, listScope string
+}
+
+// Handler processes one message. Its ctx is canceled if the guard loses the message's lease;
+// lwt.ClaimFromContext(ctx) gives the claim's fencing token for downstream writes.
+type Handler func(ctx context.Context, m Message) error
+
+// Outcome says what Process did with a message.
+type Outcome int
+
+const (
+	// Processed: the handler ran now and succeeded. Acknowledge the message.
+	Processed Outcome = iota + 1
+	// Duplicate: an earlier delivery was processed; the handler did not run. Acknowledge it.
+	Duplicate
+	// InProgress: another consumer holds the message (error ErrInProgress). Do not
+	// acknowledge; a redelivery after its lease will find it processed or claim it.
+	InProgress
+	// Failed: the handler (or the store) failed; the message is left for redelivery.
+	Failed
+	// Poison: the message used up its attempts (error *PoisonError). Dead-letter it.
+	Poison
+)
+
+var outcomeNames = [...]string{"", "processed", "duplicate", "in progress", "failed", "poison"}
+
+// String names the outcome.
+func (o Outcome) String() string {
+	if o > 0 && int(o) < len(outcomeNames) {
+		return outcomeNames[o]
+	}
+	return fmt.Sprintf("Outcome(%d)", int(o))
+}
+
+// NewGuard returns a strict guard over session: every message goes through the claim LWT.
+// The tables must exist (schema.Apply creates them).
+func NewGuard(session *gocql.Session, opts ...GuardOption) (*Guard, error) {
+	if session == nil {
+		return nil, fmt.Errorf("%w: nil session", ErrInvalidOption)
+	}
+	cfg := defaultGuardConfig()
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	byScope, err := schema.QualifiedName(cfg.keyspace, cfg.byScope)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidOption, err)
+	}
+	table := lwt.Table{Keyspace: cfg.keyspace, Name: cfg.table,
+		KeyColumns: []string{"consumer_group", "topic", "partition", "message_id"}}
+	store, err := lwt.NewStore(session, table, lwt.WithRetention(cfg.retention), lwt.WithLease(cfg.lease),
+		lwt.WithSerialConsistency(cfg.serial), lwt.WithCommitConsistency(cfg.consistency))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidOption, err)
+	}
+	return &Guard{
+		session: session, store: store, cfg: cfg,
+		insertScope: "INSERT INTO " + byScope + " (consumer_group, topic, partition, hour, message_id) VALUES (?, ?, ?, ?, ?) USING TTL ?",
+		listScope:   "SELECT message_id FROM " + byScope + " WHERE consumer_group = ? AND topic = ? AND partition = ? AND hour = ?",
+	}, nil
+}
+
+// handlerError marks an error as the handler's own, so Process can tell it from the store's.
+type handlerError struct{ err error }
+
+func (e *handlerError) Error() string { return e.err.Error() }
+func (e *handlerError) Unwrap() error { return e.err }
+
+// Process runs handler for m unless m was already processed in its scope. A nil error means
+// the message's effect is done: acknowledge it. Otherwise the outcome says what to do:
+// InProgress and Failed leave the message for redelivery, Poison asks to dead-letter it.
+// Bad input gives ErrInvalidMessage or ErrPayloadTooLarge before anything is stored.
+func (g *Guard) Process(ctx context.Context, m Message, handler Handler) (Outcome, error) {
+	if err := m.validate(g.cfg.maxPayload); err != nil {
+		return Failed, err
+	}
+	if handler == nil {
+		return Failed, fmt.Errorf("%w: nil handler", ErrInvalidOption)
+	}
+	var opts []lwt.CallOption
+	if m.Payload != nil {
+		opts = append(opts, lwt.WithRequest(m.Payload))
+	}
+	key := lwt.Key{m.Group, m.Topic, m.Partition, m.ID}
+	res, err := g.store.ExecuteOnce(ctx, key, func(ctx context.Context) ([]byte, error) {
+		return nil, g.run(ctx, m, handler)
+	}, opts...)
+	if err != nil {
+		return g.failure(m, err)
+	}
+	if g.cfg.pre != nil {
+		g.cfg.pre.Add(m.Scope, m.ID)
+	}
+	if res.Replay {
+		return Duplicate, nil
+	}
+	return Processed, nil
+}
+
+// run is the claimed part of Process. The by-scope index row is written before the handler
+// runs: a pre-check warmed from it may then know ids that were never processed (costing an
+// LWT), but never misses one that was.
+func (g *Guard) run(ctx context.Context, m Message, handler Handler) error {
+	claim, ok := lwt.ClaimFromContext(ctx)
+	if ok && claim.Attempts > g.cfg.maxAttempts {
+		last := ""
+		if claim.Previous != nil {
+			last = string(claim.Previous.Result)
+		}
+		return lwt.Permanent(fmt.Errorf("%d attempts used; last error: %s", claim.Attempts-1, last))
+	}
+	now := g.cfg.now().UTC()
+	err := g.session.Query(g.insertScope, m.Group, m.Topic, m.Partition, now.Truncate(time.Hour), m.ID,
+		int(g.cfg.retention/time.Second)).WithContext(ctx).Consistency(g.cfg.consistency).Idempotent(true).Exec()
+	if err != nil {
+		return fmt.Errorf("events: index %q by scope: %w", m.ID, err)
+	}
+	if err := handler(ctx, m); err != nil {
+		if ok && claim.Attempts >= g.cfg.maxAttempts {
+			return lwt.Permanent(&handlerError{err})
+		}
+		return &handlerError{err}
+	}
+	return nil
+}
+
+// failure maps an ExecuteOnce error to an outcome and this package's errors.
+func (g *Guard) failure(m Message, err error) (Outcome, error) {
+	var fe *lwt.FailureError
+	var he *handlerError
+	switch {
+	case errors.As(err, &fe):
+		pe := &PoisonError{LastError: fe.Message}
+		if errors.As(err, &he) {
+			pe.Err = he.err
+			pe.Attempts = g.cfg.maxAttempts
+		}
+		return Poison, pe
+	case errors.As(err, &he):
+		return Failed, err
+	case errors.Is(err, lwt.ErrInProgress):
+		return InProgress, fmt.Errorf("%w: %q: %w", ErrInProgress, m.ID, err)
+	case errors.Is(err, lwt.ErrKeyReuse):
+		return Failed, fmt.Errorf("%w: %q", ErrMessageReuse, m.ID)
+	case errors.Is(err, lwt.ErrOutcomeUnknown):
+		return Failed, fmt.Errorf("%w: %q: %w", ErrOutcomeUnknown, m.ID, err)
+	case errors.Is(err, lwt.ErrInvalidKey):
+		return Failed, fmt.Errorf("%w: %w", ErrInvalidMessage, err)
+	}
+	return Failed, fmt.Errorf("events: process %q: %w", m.ID, err)
+}

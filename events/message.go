@@ -1,0 +1,55 @@
+package events
+
+import (
+	"fmt"
+)
+
+// MaxMessageField is the longest group, topic or message id accepted, in bytes (the lwt
+// store's key limit).
+const MaxMessageField = 255
+
+// Scope is where message ids are unique: a consumer group reading a topic, and the broker
+// partition when there is one (0 otherwise).
+type Scope struct {
+	Group     string
+	Topic     string
+	Partition int32
+}
+
+// Message is one delivery of a message.
+type Message struct {
+	Scope
+	// ID is the message's id, unique within its scope and the same on every redelivery.
+	ID string
+	// Payload is the message body. It is not stored; its hash detects two different messages
+	// sharing an id. Nil when the caller does not want that check.
+	Payload []byte
+}
+
+// PreCheck is a fast, in-process answer to "was this id seen in this scope?", such as a Bloom
+// filter. MaybeSeen may answer true for ids never added (false positives) but must never answer
+// false for an id that was added. Implementations must be safe for concurrent use.
+type PreCheck interface {
+	MaybeSeen(scope Scope, id string) bool
+	Add(scope Scope, id string)
+}
+
+// validate checks m against the guard's limits.
+func (m Message) validate(maxPayload int) error {
+	for _, f := range []struct{ name, v string }{{"group", m.Group}, {"topic", m.Topic}, {"id", m.ID}} {
+		if err := validateText(ErrInvalidMessage, f.name, f.v, MaxMessageField); err != nil {
+			return err
+		}
+	}
+	if m.Partition < 0 {
+		return fmt.Errorf("%w: partition %d is negative", ErrInvalidMessage, m.Partition)
+	}
+	if len(m.Payload) > maxPayload {
+		return fmt.Errorf("%w: %d bytes, the limit is %d", ErrPayloadTooLarge, len(m.Payload), maxPayload)
+	}
+	return nil
+}
+
+// ValidateMessage reports whether m is acceptable to a guard with the default payload limit.
+// The error wraps ErrInvalidMessage or ErrPayloadTooLarge.
+func ValidateMessage(m Message) error { return m.validate(DefaultMaxPayload) }

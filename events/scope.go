@@ -1,0 +1,37 @@
+package events
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// scopePageSize bounds the rows one round trip of ProcessedIDs returns.
+const scopePageSize = 1000
+
+// ProcessedIDs calls yield with the id of every message claimed for processing in scope within
+// the retention window, oldest hour first, reading one hour bucket at a time in pages of
+// scopePageSize, so memory stays bounded whatever the volume. The ids are a superset of the
+// processed ones (see Guard.run): right for warming a pre-check, which must not miss an id.
+// An id may be yielded more than once. An error from yield stops the walk and is returned.
+func (g *Guard) ProcessedIDs(ctx context.Context, scope Scope, yield func(id string) error) error {
+	if err := (Message{Scope: scope, ID: "-"}).validate(0); err != nil {
+		return err
+	}
+	now := g.cfg.now().UTC()
+	for hour := now.Add(-g.cfg.retention).Truncate(time.Hour); !hour.After(now); hour = hour.Add(time.Hour) {
+		iter := g.session.Query(g.listScope, scope.Group, scope.Topic, scope.Partition, hour).
+			WithContext(ctx).Consistency(g.cfg.consistency).PageSize(scopePageSize).Iter()
+		var id string
+		for iter.Scan(&id) {
+			if err := yield(id); err != nil {
+				_ = iter.Close()
+				return err
+			}
+		}
+		if err := iter.Close(); err != nil {
+			return fmt.Errorf("events: list scope %v at %v: %w", scope, hour, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,39 @@
+package events
+
+import (
+	"fmt"
+	"unicode/utf8"
+)
+
+// Limits on caller-supplied names. Keys are bounded so every partition key stays far below
+// Cassandra's 64 KiB limit and rows stay small.
+const (
+	// MaxCounterLength is the longest counter name accepted, in bytes.
+	MaxCounterLength = 256
+	// MaxEventIDLength is the longest event id accepted, in bytes.
+	MaxEventIDLength = 256
+)
+
+// ValidateCounter reports whether name is a usable counter name: non-empty UTF-8 of at most
+// MaxCounterLength bytes. The error wraps ErrInvalidCounter.
+func ValidateCounter(name string) error {
+	return validateText(ErrInvalidCounter, "counter", name, MaxCounterLength)
+}
+
+// ValidateEventID reports whether id is a usable event id: non-empty UTF-8 of at most
+// MaxEventIDLength bytes. The error wraps ErrInvalidEventID.
+func ValidateEventID(id string) error {
+	return validateText(ErrInvalidEventID, "event id", id, MaxEventIDLength)
+}
+
+func validateText(sentinel error, what, s string, max int) error {
+	switch {
+	case s == "":
+		return fmt.Errorf("%w: empty %s", sentinel, what)
+	case len(s) > max:
+		return fmt.Errorf("%w: %s is %d bytes, the limit is %d", sentinel, what, len(s), max)
+	case !utf8.ValidString(s):
+		return fmt.Errorf("%w: %s is not valid UTF-8", sentinel, what)
+	}
+	return nil
+}

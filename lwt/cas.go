@@ -1,0 +1,176 @@
+package lwt
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"reflect"
+	"strings"
+
+	"github.com/gocql/gocql"
+)
+
+// Row is one row of a CAS result or a read, column name to value. Values are the driver's Go
+// types (string, int64, time.Time, gocql.UUID, []byte, ...); a null column holds its type's
+// zero value.
+type Row map[string]any
+
+// InsertIfNotExists runs q, an INSERT ... IF NOT EXISTS, as a lightweight transaction with the
+// given serial consistency. It reports whether the row was inserted and, when it was not, the
+// existing row as Cassandra returned it (all its columns).
+//
+// The query is sent once: it is marked non-idempotent, with no retry policy and no speculative
+// execution, because a re-sent conditional write can report "not applied" for its own first
+// attempt. A timeout whose outcome is unknown returns an *OutcomeUnknownError wrapping the
+// driver's error; resolve it with a serial read (Read with a serial consistency). When ctx ends
+// first, ctx.Err() is returned unchanged and the outcome is unknown in the same way.
+func InsertIfNotExists(ctx context.Context, q *gocql.Query, serial gocql.SerialConsistency) (applied bool, existing Row, err error) {
+	if !strings.Contains(strings.ToUpper(q.Statement()), "IF NOT EXISTS") {
+		return false, nil, fmt.Errorf("%w: statement has no IF NOT EXISTS", ErrMalformedCASResult)
+	}
+	return ExecCAS(ctx, q, serial)
+}
+
+// UpdateIf runs q, a conditional UPDATE or DELETE (... IF col = ? ..., or IF EXISTS), as a
+// lightweight transaction. When it did not apply, current holds the columns Cassandra returned:
+// the condition's columns for IF col = ?, all columns for IF EXISTS, and none when the row
+// does not exist. The execution rules of InsertIfNotExists apply.
+func UpdateIf(ctx context.Context, q *gocql.Query, serial gocql.SerialConsistency) (applied bool, current Row, err error) {
+	if !strings.Contains(strings.ToUpper(q.Statement()), " IF ") {
+		return false, nil, fmt.Errorf("%w: statement has no IF clause", ErrMalformedCASResult)
+	}
+	return ExecCAS(ctx, q, serial)
+}
+
+// ExecCAS runs any conditional statement as InsertIfNotExists does and decodes its result.
+func ExecCAS(ctx context.Context, q *gocql.Query, serial gocql.SerialConsistency) (applied bool, row Row, err error) {
+	if serial != gocql.Serial && serial != gocql.LocalSerial {
+		return false, nil, fmt.Errorf("lwt: serial consistency must be SERIAL or LOCAL_SERIAL, not %v", serial)
+	}
+	q = prepareCAS(ctx, q, serial)
+	iter := q.Iter()
+	applied, row, scanErr := scanCAS(iter)
+	closeErr := iter.Close()
+	if closeErr != nil {
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return false, nil, ctxErr
+		}
+		if IsOutcomeUnknown(closeErr) {
+			return false, nil, &OutcomeUnknownError{Op: "cas", Err: closeErr}
+		}
+		return false, nil, closeErr
+	}
+	if scanErr != nil {
+		return false, nil, scanErr
+	}
+	return applied, row, nil
+}
+
+// prepareCAS sets what every conditional statement needs. Idempotent(false) also turns off
+// speculative execution, which gocql only uses for idempotent queries; the explicit
+// NonSpeculativeExecution keeps that true if the session default changes. NoSkipMetadata makes
+// the node send the result's columns, which vary between applied and not applied.
+// WithContext returns a copy in gocql v1.7.0, so the copy is the query to run.
+func prepareCAS(ctx context.Context, q *gocql.Query, serial gocql.SerialConsistency) *gocql.Query {
+	return q.WithContext(ctx).
+		Idempotent(false).
+		RetryPolicy(nil).
+		SetSpeculativeExecutionPolicy(gocql.NonSpeculativeExecution{}).
+		SerialConsistency(serial).
+		NoSkipMetadata()
+}
+
+// scanCAS reads the single row of a CAS result into a Row, without trusting its shape.
+func scanCAS(iter *gocql.Iter) (bool, Row, error) {
+	cols := iter.Columns()
+	if len(cols) == 0 {
+		return false, nil, fmt.Errorf("%w: no columns", ErrMalformedCASResult)
+	}
+	row, ok, err := scanRow(iter)
+	if err != nil {
+		return false, nil, err
+	}
+	if !ok {
+		return false, nil, fmt.Errorf("%w: no row", ErrMalformedCASResult)
+	}
+	applied, isBool := row["[applied]"].(bool)
+	if _, present := row["[applied]"]; !present || !isBool {
+		return false, nil, fmt.Errorf("%w: no boolean [applied] column", ErrMalformedCASResult)
+	}
+	delete(row, "[applied]")
+	return applied, row, nil
+}
+
+// scanRow scans the next row of iter into a Row using the columns the node sent.
+func scanRow(iter *gocql.Iter) (Row, bool, error) {
+	rd, err := iter.RowData()
+	if err != nil {
+		return nil, false, err
+	}
+	if !iter.Scan(rd.Values...) {
+		return nil, false, nil
+	}
+	row := make(Row, len(rd.Columns))
+	for i, name := range rd.Columns {
+		row[name] = deref(rd.Values[i])
+	}
+	return row, true, nil
+}
+
+// deref turns the pointer RowData allocated into the value it points at.
+func deref(p any) any {
+	v := reflect.ValueOf(p)
+	if v.Kind() != reflect.Pointer || v.IsNil() {
+		return p
+	}
+	return v.Elem().Interface()
+}
+
+// IsOutcomeUnknown reports whether err, returned by a conditional write, leaves its outcome
+// unknown: a CAS write timeout (on protocol v4 CAS_WRITE_UNKNOWN arrives as one too), a read
+// timeout in a Paxos phase, no response within the client timeout, or a connection that failed
+// after the request may have been sent. An *OutcomeUnknownError is unknown too. Errors that
+// prove the write did not happen (unavailable, invalid query, no connection) are not.
+func IsOutcomeUnknown(err error) bool {
+	if err == nil {
+		return false
+	}
+	if errors.Is(err, ErrOutcomeUnknown) || errors.Is(err, gocql.ErrTimeoutNoResponse) ||
+		errors.Is(err, gocql.ErrConnectionClosed) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return true
+	}
+	var wt *gocql.RequestErrWriteTimeout
+	var rt *gocql.RequestErrReadTimeout
+	var wf *gocql.RequestErrWriteFailure
+	if errors.As(err, &wt) || errors.As(err, &rt) || errors.As(err, &wf) {
+		return true
+	}
+	var ne net.Error
+	return errors.As(err, &ne)
+}
+
+// ReadSerial reads at most one row with q, a SELECT, at SERIAL or LOCAL_SERIAL consistency. A
+// serial read completes any Paxos round in flight on the partition first, so it sees the
+// outcome of a conditional write whose response was lost; that is how an unknown outcome is
+// resolved. found is false when no row matched.
+func ReadSerial(ctx context.Context, q *gocql.Query, serial gocql.SerialConsistency) (row Row, found bool, err error) {
+	if serial != gocql.Serial && serial != gocql.LocalSerial {
+		return nil, false, fmt.Errorf("lwt: serial consistency must be SERIAL or LOCAL_SERIAL, not %v", serial)
+	}
+	// gocql has no SERIAL read constant; the protocol's read consistency SERIAL is the same code.
+	q = q.WithContext(ctx).Consistency(gocql.Consistency(serial)).Idempotent(true).NoSkipMetadata()
+	iter := q.Iter()
+	row, found, scanErr := scanRow(iter)
+	if err := iter.Close(); err != nil {
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return nil, false, ctxErr
+		}
+		return nil, false, err
+	}
+	if scanErr != nil {
+		return nil, false, scanErr
+	}
+	return row, found, nil
+}

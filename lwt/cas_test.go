@@ -1,0 +1,107 @@
+package lwt
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"testing"
+
+	"github.com/gocql/gocql"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cassdedup/cassdedup/cassandratest"
+)
+
+func TestCASPrimitives(t *testing.T) {
+	t.Parallel()
+	session, _ := cassandratest.NewSession(t)
+	ctx := context.Background()
+	owner := gocql.TimeUUID()
+	insert := func(o gocql.UUID) *gocql.Query {
+		return session.Query(`INSERT INTO idempotency_keys (namespace, key, status, owner, fence) VALUES (?, ?, 'STARTED', ?, 1) IF NOT EXISTS`, "ns", "k1", o)
+	}
+
+	applied, existing, err := InsertIfNotExists(ctx, insert(owner), gocql.Serial)
+	require.NoError(t, err)
+	assert.True(t, applied)
+	assert.Empty(t, existing)
+
+	applied, existing, err = InsertIfNotExists(ctx, insert(gocql.TimeUUID()), gocql.LocalSerial)
+	require.NoError(t, err)
+	assert.False(t, applied)
+	assert.Equal(t, owner, existing["owner"], "a rejected insert returns the existing row")
+	assert.Equal(t, "STARTED", existing["status"])
+	assert.Equal(t, int64(1), existing["fence"])
+
+	// IF col = ? not applied: only the condition's columns come back.
+	applied, current, err := UpdateIf(ctx, session.Query(`UPDATE idempotency_keys SET status = 'COMPLETED' WHERE namespace = ? AND key = ? IF owner = ? AND fence = ?`, "ns", "k1", gocql.TimeUUID(), int64(1)), gocql.Serial)
+	require.NoError(t, err)
+	assert.False(t, applied)
+	assert.Equal(t, owner, current["owner"])
+	assert.NotContains(t, current, "status")
+
+	applied, _, err = UpdateIf(ctx, session.Query(`UPDATE idempotency_keys SET status = 'COMPLETED' WHERE namespace = ? AND key = ? IF owner = ? AND fence = ?`, "ns", "k1", owner, int64(1)), gocql.Serial)
+	require.NoError(t, err)
+	assert.True(t, applied)
+
+	// A missing row returns [applied] alone.
+	applied, current, err = UpdateIf(ctx, session.Query(`UPDATE idempotency_keys SET status = 'COMPLETED' WHERE namespace = ? AND key = ? IF owner = ?`, "ns", "absent", owner), gocql.Serial)
+	require.NoError(t, err)
+	assert.False(t, applied)
+	assert.Empty(t, current)
+
+	row, found, err := ReadSerial(ctx, session.Query(`SELECT status, owner FROM idempotency_keys WHERE namespace = ? AND key = ?`, "ns", "k1"), gocql.Serial)
+	require.NoError(t, err)
+	require.True(t, found)
+	assert.Equal(t, "COMPLETED", row["status"])
+	_, found, err = ReadSerial(ctx, session.Query(`SELECT status FROM idempotency_keys WHERE namespace = ? AND key = ?`, "ns", "absent"), gocql.LocalSerial)
+	require.NoError(t, err)
+	assert.False(t, found)
+}
+
+func TestCASRejectsNonConditional(t *testing.T) {
+	t.Parallel()
+	session, _ := cassandratest.NewSession(t)
+	ctx := context.Background()
+	_, _, err := ExecCAS(ctx, session.Query(`INSERT INTO idempotency_keys (namespace, key, status) VALUES ('ns', 'plain', 'STARTED')`), gocql.Serial)
+	assert.ErrorIs(t, err, ErrMalformedCASResult, "a plain write has no [applied] column")
+	_, _, err = InsertIfNotExists(ctx, session.Query(`UPDATE idempotency_keys SET status = 'X' WHERE namespace = 'a' AND key = 'b' IF EXISTS`), gocql.Serial)
+	assert.ErrorIs(t, err, ErrMalformedCASResult)
+	_, _, err = InsertIfNotExists(ctx, session.Query(`INSERT INTO idempotency_keys (namespace, key) VALUES ('a', 'b') IF NOT EXISTS`), gocql.SerialConsistency(gocql.Quorum))
+	assert.Error(t, err)
+}
+
+func TestCASCanceledContext(t *testing.T) {
+	t.Parallel()
+	session, _ := cassandratest.NewSession(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, _, err := InsertIfNotExists(ctx, session.Query(`INSERT INTO idempotency_keys (namespace, key) VALUES ('a', 'b') IF NOT EXISTS`), gocql.Serial)
+	assert.Same(t, context.Canceled, err, "ctx.Err() is returned unchanged")
+}
+
+func TestIsOutcomeUnknown(t *testing.T) {
+	t.Parallel()
+	unknown := []error{
+		&gocql.RequestErrWriteTimeout{WriteType: "CAS"},
+		&gocql.RequestErrReadTimeout{},
+		gocql.ErrTimeoutNoResponse,
+		gocql.ErrConnectionClosed,
+		io.EOF,
+		fmt.Errorf("wrapped: %w", gocql.ErrTimeoutNoResponse),
+		&OutcomeUnknownError{Op: "claim", Err: gocql.ErrTimeoutNoResponse},
+	}
+	for _, err := range unknown {
+		assert.True(t, IsOutcomeUnknown(err), "%v", err)
+	}
+	known := []error{nil, &gocql.RequestErrUnavailable{}, gocql.ErrNoConnections, errors.New("syntax"), context.Canceled}
+	for _, err := range known {
+		assert.False(t, IsOutcomeUnknown(err), "%v", err)
+	}
+	e := &OutcomeUnknownError{Op: "claim", Err: &gocql.RequestErrWriteTimeout{WriteType: "CAS"}}
+	var wt *gocql.RequestErrWriteTimeout
+	assert.ErrorAs(t, e, &wt, "the driver's error stays reachable")
+	assert.ErrorIs(t, e, ErrOutcomeUnknown)
+}

@@ -1,0 +1,116 @@
+package lwt
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Sentinel errors. Test for them with errors.Is; the typed errors below wrap them and carry data.
+var (
+	// ErrKeyReuse: the key was already used with a different request fingerprint. Nothing ran.
+	// An HTTP layer answers 422 Unprocessable Content.
+	ErrKeyReuse = errors.New("lwt: idempotency key reused with a different request")
+
+	// ErrInProgress: another attempt holds a live claim on the key. Nothing ran. An HTTP layer
+	// answers 409 Conflict; a caller may also ask the executor to wait for the stored result.
+	ErrInProgress = errors.New("lwt: operation in progress under another claim")
+
+	// ErrLeaseLost: the claim was taken over (its lease expired) or the record expired, so this
+	// owner's write was rejected by its fencing condition. The result was not stored.
+	ErrLeaseLost = errors.New("lwt: lease lost")
+
+	// ErrOutcomeUnknown: a conditional write timed out and a serial read could not tell whether
+	// it applied. Retrying the same call with the same key is safe.
+	ErrOutcomeUnknown = errors.New("lwt: outcome unknown")
+
+	// ErrInvalidKey: a key or namespace is missing, too long, not UTF-8 or of an unsupported
+	// type. Nothing was read or written. An HTTP layer answers 400 Bad Request.
+	ErrInvalidKey = errors.New("lwt: invalid key")
+
+	// ErrResultTooLarge: a result exceeds the configured size limit, so it was not stored (a
+	// large blob in a Paxos round would fail or stall the mutation instead).
+	ErrResultTooLarge = errors.New("lwt: result too large")
+
+	// ErrMalformedCASResult: a conditional statement returned no boolean [applied] column, which
+	// happens when the statement was not conditional at all.
+	ErrMalformedCASResult = errors.New("lwt: malformed CAS result")
+
+	// ErrNotFound: Store.Get found no live record for the key.
+	ErrNotFound = errors.New("lwt: record not found")
+
+	// ErrStoredFailure matches a permanent failure of the operation, recorded on its first run
+	// and replayed to later callers (see Permanent and FailureError).
+	ErrStoredFailure = errors.New("lwt: operation failed permanently")
+)
+
+// OutcomeUnknownError reports a conditional write whose outcome the driver could not report: a
+// CAS write timeout, a client-side timeout or a connection lost after the request was sent. It
+// matches ErrOutcomeUnknown and unwraps to the driver's error.
+type OutcomeUnknownError struct {
+	Op  string // the statement kind, e.g. "claim" or "complete"
+	Err error  // the driver's error
+}
+
+func (e *OutcomeUnknownError) Error() string {
+	return fmt.Sprintf("lwt: outcome unknown: %s: %v", e.Op, e.Err)
+}
+
+// Unwrap returns ErrOutcomeUnknown and the driver's error, so both match with errors.Is/As.
+func (e *OutcomeUnknownError) Unwrap() []error { return []error{ErrOutcomeUnknown, e.Err} }
+
+// InProgressError is ErrInProgress with the holder's lease, so a caller can tell a client when
+// to retry (an HTTP Retry-After).
+type InProgressError struct {
+	LeaseUntil time.Time // when the current claim may be taken over if it is not renewed
+	Attempts   int       // claims made on the key so far
+}
+
+func (e *InProgressError) Error() string {
+	return fmt.Sprintf("lwt: operation in progress under another claim (lease until %s)", e.LeaseUntil.UTC().Format(time.RFC3339Nano))
+}
+
+// Unwrap returns ErrInProgress.
+func (e *InProgressError) Unwrap() error { return ErrInProgress }
+
+// FailureError is a permanent failure of the operation. On the first run it wraps the error
+// the function returned; on a replay only the stored message is known. It matches
+// ErrStoredFailure.
+type FailureError struct {
+	Message string // the stored message: the error's text
+	Replay  bool   // true when read back from the store rather than returned by this call's run
+	Err     error  // the function's error on the first run; nil on a replay
+}
+
+func (e *FailureError) Error() string { return "lwt: operation failed permanently: " + e.Message }
+
+// Unwrap returns ErrStoredFailure and, on the first run, the function's own error.
+func (e *FailureError) Unwrap() []error {
+	if e.Err == nil {
+		return []error{ErrStoredFailure}
+	}
+	return []error{ErrStoredFailure, e.Err}
+}
+
+// permanentError marks an error the caller wants stored and replayed.
+type permanentError struct{ err error }
+
+func (e *permanentError) Error() string { return e.err.Error() }
+func (e *permanentError) Unwrap() error { return e.err }
+
+// Permanent marks err as a permanent failure: the executor stores its message and replays it
+// to every later call with the same key, as an API replays a cached 4xx response. Any other
+// error from the function releases the claim so a retry runs the function again. Permanent(nil)
+// is nil.
+func Permanent(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &permanentError{err: err}
+}
+
+// IsPermanent reports whether err was marked with Permanent.
+func IsPermanent(err error) bool {
+	var p *permanentError
+	return errors.As(err, &p)
+}

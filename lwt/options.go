@@ -1,0 +1,157 @@
+package lwt
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/gocql/gocql"
+)
+
+// Defaults of the store's options.
+const (
+	DefaultRetention     = 24 * time.Hour   // how long a key is remembered
+	DefaultLease         = 30 * time.Second // how long a claim lives without renewal
+	DefaultMaxResultSize = 256 << 10        // bytes; large blobs make Paxos rounds slow
+	MaxResultSizeLimit   = 8 << 20          // half of Cassandra's default max mutation size
+	DefaultMaxKeyLength  = 255              // bytes per string key value, as common APIs allow
+	DefaultCommitTimeout = 10 * time.Second // how long storing a result may take after ctx ended
+)
+
+// Option configures a Store.
+type Option func(*config) error
+
+type config struct {
+	retention     time.Duration
+	lease         time.Duration
+	serial        gocql.SerialConsistency
+	commit        gocql.Consistency
+	maxResult     int
+	maxKey        int
+	cacheSize     int
+	commitTimeout time.Duration
+	observer      Observer
+}
+
+func defaultConfig() config {
+	return config{
+		retention:     DefaultRetention,
+		lease:         DefaultLease,
+		serial:        gocql.Serial,
+		commit:        gocql.Quorum,
+		maxResult:     DefaultMaxResultSize,
+		maxKey:        DefaultMaxKeyLength,
+		commitTimeout: DefaultCommitTimeout,
+	}
+}
+
+// WithRetention sets how long a record, and so the replay of its result, lives: every cell of
+// the record is written with a TTL that ends at the same instant. Default 24h; at least 1s
+// (Cassandra's TTL resolution). Within the window a repeated key replays; after it the key
+// runs again.
+func WithRetention(d time.Duration) Option {
+	return func(c *config) error {
+		if d < time.Second || d > 20*365*24*time.Hour {
+			return fmt.Errorf("lwt: retention %v must be between 1s and 20 years", d)
+		}
+		c.retention = d
+		return nil
+	}
+}
+
+// WithLease sets how long a claim is held without renewal; the executor renews it every third
+// of the lease while the function runs. A claim whose lease has passed may be taken over by
+// another worker. Default 30s; it must be positive and not exceed the retention. Leases are
+// judged by the workers' clocks: keep clock skew well below the lease.
+func WithLease(d time.Duration) Option {
+	return func(c *config) error {
+		if d < 100*time.Millisecond {
+			return fmt.Errorf("lwt: lease %v must be at least 100ms", d)
+		}
+		c.lease = d
+		return nil
+	}
+}
+
+// WithSerialConsistency sets the Paxos consistency of every conditional write and serial read:
+// gocql.Serial (default; linearizable across datacenters) or gocql.LocalSerial (one
+// datacenter's quorum; use it only when each key is written from one datacenter).
+func WithSerialConsistency(sc gocql.SerialConsistency) Option {
+	return func(c *config) error {
+		if sc != gocql.Serial && sc != gocql.LocalSerial {
+			return fmt.Errorf("lwt: serial consistency must be SERIAL or LOCAL_SERIAL, not %v", sc)
+		}
+		c.serial = sc
+		return nil
+	}
+}
+
+// WithCommitConsistency sets the consistency of the Paxos commit phase: gocql.Quorum (default),
+// gocql.LocalQuorum (with LOCAL_SERIAL in one datacenter), gocql.EachQuorum or gocql.All.
+func WithCommitConsistency(cl gocql.Consistency) Option {
+	return func(c *config) error {
+		switch cl {
+		case gocql.Quorum, gocql.LocalQuorum, gocql.EachQuorum, gocql.All:
+			c.commit = cl
+			return nil
+		}
+		return fmt.Errorf("lwt: commit consistency must be QUORUM, LOCAL_QUORUM, EACH_QUORUM or ALL, not %v", cl)
+	}
+}
+
+// WithMaxResultSize sets the largest result, in bytes, that may be stored; a larger one gives
+// ErrResultTooLarge instead of a failed mutation. Default 256 KiB, at most 8 MiB.
+func WithMaxResultSize(n int) Option {
+	return func(c *config) error {
+		if n < 1 || n > MaxResultSizeLimit {
+			return fmt.Errorf("lwt: max result size %d must be between 1 and %d bytes", n, MaxResultSizeLimit)
+		}
+		c.maxResult = n
+		return nil
+	}
+}
+
+// WithMaxKeyLength sets the longest string key value in bytes. Default 255, at most 4096.
+func WithMaxKeyLength(n int) Option {
+	return func(c *config) error {
+		if n < 1 || n > 4096 {
+			return fmt.Errorf("lwt: max key length %d must be between 1 and 4096 bytes", n)
+		}
+		c.maxKey = n
+		return nil
+	}
+}
+
+// WithCache keeps up to n COMPLETED records in memory, each until its record expires, so a
+// duplicate in this process is answered without a round trip. A completed result never
+// changes, so the cache cannot serve a stale answer; nothing else is cached. Default off (0).
+func WithCache(n int) Option {
+	return func(c *config) error {
+		if n < 0 {
+			return fmt.Errorf("lwt: cache size %d is negative", n)
+		}
+		c.cacheSize = n
+		return nil
+	}
+}
+
+// WithCommitTimeout bounds how long storing a result (or releasing a claim) may take once the
+// function has returned. That write runs even if the caller's ctx has ended, so that work done
+// is not lost. Default 10s.
+func WithCommitTimeout(d time.Duration) Option {
+	return func(c *config) error {
+		if d <= 0 {
+			return fmt.Errorf("lwt: commit timeout %v must be positive", d)
+		}
+		c.commitTimeout = d
+		return nil
+	}
+}
+
+// WithObserver sets a hook called synchronously on every LWT and state transition. It must be
+// fast and safe for concurrent use. Default none.
+func WithObserver(o Observer) Option {
+	return func(c *config) error {
+		c.observer = o
+		return nil
+	}
+}

@@ -1,0 +1,117 @@
+package lwt
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/cassdedup/cassdedup/schema"
+)
+
+// Table describes a table that holds exactly-once records: the record columns of
+// schema/cql/001_idempotency_keys.cql (fingerprint, status, owner, fence, lease_until, attempts,
+// result, created_at, updated_at, expires_at) under a partition key of KeyColumns, in order.
+// Names come from configuration, so they are validated as CQL identifiers and quoted.
+type Table struct {
+	Keyspace   string
+	Name       string
+	KeyColumns []string // the partition-key columns; a Key binds one value to each, in order
+}
+
+// IdempotencyKeys is the table idempotency_keys in keyspace, keyed by (namespace, key).
+func IdempotencyKeys(keyspace string) Table {
+	return Table{Keyspace: keyspace, Name: "idempotency_keys", KeyColumns: []string{"namespace", "key"}}
+}
+
+// Key is the partition-key values of one record, bound in the order of Table.KeyColumns.
+// Supported types are string (non-empty, valid UTF-8, at most the store's key length limit) and
+// int, int32 and int64.
+type Key []any
+
+// IdempotencyKey is the key of a record in idempotency_keys: a namespace that scopes tenants
+// and operation types (derive it from the caller's identity, never from the request) and the
+// client's idempotency key.
+func IdempotencyKey(namespace, key string) Key { return Key{namespace, key} }
+
+// KeyError describes an invalid key value. It matches ErrInvalidKey.
+type KeyError struct {
+	Column string // the key column, e.g. "namespace"
+	Reason string
+}
+
+func (e *KeyError) Error() string { return fmt.Sprintf("lwt: invalid key: %s: %s", e.Column, e.Reason) }
+
+// Unwrap returns ErrInvalidKey.
+func (e *KeyError) Unwrap() error { return ErrInvalidKey }
+
+// recordColumns are the columns every record table has besides its key.
+var recordColumns = []string{"fingerprint", "status", "owner", "fence", "lease_until", "attempts", "result", "created_at", "updated_at", "expires_at"}
+
+// validate checks the descriptor and returns the quoted table name and key columns.
+func (t Table) validate() (qualified string, keyCols []string, err error) {
+	qualified, err = schema.QualifiedName(t.Keyspace, t.Name)
+	if err != nil {
+		return "", nil, fmt.Errorf("lwt: table: %w", err)
+	}
+	if len(t.KeyColumns) == 0 {
+		return "", nil, fmt.Errorf("lwt: table %s: no key columns", qualified)
+	}
+	seen := map[string]bool{}
+	for _, c := range recordColumns {
+		seen[c] = true
+	}
+	for _, c := range t.KeyColumns {
+		q, err := schema.QuoteIdentifier(c)
+		if err != nil {
+			return "", nil, fmt.Errorf("lwt: table %s: key column: %w", qualified, err)
+		}
+		if seen[c] {
+			return "", nil, fmt.Errorf("lwt: table %s: key column %q repeated or a record column", qualified, c)
+		}
+		seen[c] = true
+		keyCols = append(keyCols, q)
+	}
+	return qualified, keyCols, nil
+}
+
+// validateKey checks k against the table's key columns and the length limit in bytes.
+func validateKey(cols []string, k Key, maxLen int) error {
+	if len(k) != len(cols) {
+		return &KeyError{Column: strings.Join(cols, ","), Reason: fmt.Sprintf("%d values for %d key columns", len(k), len(cols))}
+	}
+	for i, v := range k {
+		switch v := v.(type) {
+		case string:
+			switch {
+			case v == "":
+				return &KeyError{Column: cols[i], Reason: "empty"}
+			case len(v) > maxLen:
+				return &KeyError{Column: cols[i], Reason: fmt.Sprintf("%d bytes, limit %d", len(v), maxLen)}
+			case !utf8.ValidString(v):
+				return &KeyError{Column: cols[i], Reason: "not valid UTF-8"}
+			}
+		case int, int32, int64:
+		default:
+			return &KeyError{Column: cols[i], Reason: fmt.Sprintf("unsupported type %T", v)}
+		}
+	}
+	return nil
+}
+
+// cacheKey encodes k unambiguously: each value is its type letter, length and text.
+func cacheKey(k Key) string {
+	var b strings.Builder
+	for _, v := range k {
+		s := fmt.Sprint(v)
+		if _, ok := v.(string); ok {
+			b.WriteByte('s')
+		} else {
+			b.WriteByte('i')
+		}
+		b.WriteString(strconv.Itoa(len(s)))
+		b.WriteByte(':')
+		b.WriteString(s)
+	}
+	return b.String()
+}

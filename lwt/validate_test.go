@@ -1,0 +1,187 @@
+package lwt
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gocql/gocql"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestRecordTTLConsistentAndExpiry: every cell of a record expires at the same instant through
+// claim, release, re-claim and completion; after expiry the key runs again.
+func TestRecordTTLConsistentAndExpiry(t *testing.T) {
+	t.Parallel()
+	s, session, _ := newTestStore(t, WithRetention(4*time.Second), WithLease(time.Second))
+	ctx := ctxT(t)
+	key := IdempotencyKey("tenant", "ttl")
+	runs := 0
+	_, err := s.ExecuteOnce(ctx, key, func(context.Context) ([]byte, error) { runs++; return nil, errors.New("retry me") })
+	require.Error(t, err)
+	assertTTLsEqual(t, session, key, 4)
+	time.Sleep(1100 * time.Millisecond) // a later write must not drift from the first ones
+	_, err = s.ExecuteOnce(ctx, key, func(context.Context) ([]byte, error) { runs++; return []byte("v"), nil })
+	require.NoError(t, err)
+	assertTTLsEqual(t, session, key, 4)
+
+	rec := readRecord(t, s, key)
+	time.Sleep(time.Until(rec.ExpiresAt) + 1500*time.Millisecond)
+	res, err := s.ExecuteOnce(ctx, key, func(context.Context) ([]byte, error) { runs++; return []byte("again"), nil })
+	require.NoError(t, err)
+	assert.False(t, res.Replay, "an expired record lets the key run again")
+	assert.Equal(t, 1, res.Attempts, "an expired record's attempts are gone with it")
+	assert.Equal(t, 3, runs)
+}
+
+// assertTTLsEqual checks that every record column has a TTL, all within one second, at most limit.
+func assertTTLsEqual(t *testing.T, session *gocql.Session, key Key, limit int) {
+	t.Helper()
+	cols := recordColumns
+	sel := make([]string, len(cols))
+	for i, c := range cols {
+		sel[i] = "TTL(" + c + ")"
+	}
+	vals := make([]any, len(cols))
+	ttls := make([]*int, len(cols))
+	for i := range vals {
+		vals[i] = &ttls[i]
+	}
+	require.NoError(t, session.Query("SELECT "+strings.Join(sel, ", ")+" FROM idempotency_keys WHERE namespace = ? AND key = ?", key...).
+		Consistency(gocql.Quorum).Scan(vals...))
+	lo, hi := 1<<30, 0
+	for i, v := range ttls {
+		if cols[i] == "result" && v == nil {
+			continue // a null result is no cell at all
+		}
+		if !assert.NotNil(t, v, "column %s has no TTL", cols[i]) {
+			continue
+		}
+		lo, hi = min(lo, *v), max(hi, *v)
+	}
+	assert.LessOrEqual(t, hi-lo, 1, "TTLs differ: %v", deref(ttls))
+	assert.LessOrEqual(t, hi, limit)
+}
+
+func TestBadInputStoresNothing(t *testing.T) {
+	t.Parallel()
+	s, session, _ := newTestStore(t, WithMaxResultSize(1024))
+	ctx := ctxT(t)
+	ok := IdempotencyKey("tenant", "kept")
+	_, err := s.ExecuteOnce(ctx, ok, func(context.Context) ([]byte, error) { return []byte("kept"), nil })
+	require.NoError(t, err)
+
+	never := func(context.Context) ([]byte, error) { t.Error("fn ran on bad input"); return nil, nil }
+	for name, key := range map[string]Key{
+		"empty key":       IdempotencyKey("tenant", ""),
+		"empty namespace": IdempotencyKey("", "k"),
+		"oversized key":   IdempotencyKey("tenant", strings.Repeat("k", DefaultMaxKeyLength+1)),
+		"invalid utf-8":   IdempotencyKey("tenant", "k\xff"),
+		"too few values":  {"tenant"},
+		"wrong type":      {"tenant", 3.5},
+		"nil key":         nil,
+	} {
+		_, err := s.ExecuteOnce(ctx, key, never)
+		var ke *KeyError
+		assert.ErrorAs(t, err, &ke, name)
+		assert.ErrorIs(t, err, ErrInvalidKey, name)
+		_, _, err = s.Begin(ctx, key, nil)
+		assert.ErrorIs(t, err, ErrInvalidKey, name)
+	}
+	_, _, err = s.Begin(ctx, IdempotencyKey("tenant", "fp"), make([]byte, 2000))
+	assert.ErrorIs(t, err, ErrInvalidKey, "oversized fingerprint")
+
+	big := IdempotencyKey("tenant", "big")
+	_, err = s.ExecuteOnce(ctx, big, func(context.Context) ([]byte, error) { return make([]byte, 1025), nil })
+	assert.ErrorIs(t, err, ErrResultTooLarge)
+	rec := readRecord(t, s, big)
+	assert.Equal(t, StatusReleased, rec.Status, "the result was not stored; a retry may run again")
+	assert.Less(t, len(rec.Result), 1025)
+
+	var n int
+	require.NoError(t, session.Query("SELECT COUNT(*) FROM idempotency_keys").Scan(&n))
+	assert.Equal(t, 2, n, "only the good key and the released big one exist")
+	assert.Equal(t, "kept", string(readRecord(t, s, ok).Result), "nothing stored was lost")
+}
+
+func TestNewStoreValidates(t *testing.T) {
+	t.Parallel()
+	s, session, ks := newTestStore(t)
+	_ = s
+	for name, tc := range map[string]struct {
+		table Table
+		opts  []Option
+	}{
+		"bad keyspace":        {Table{Keyspace: "a-b", Name: "t", KeyColumns: []string{"k"}}, nil},
+		"bad table":           {Table{Keyspace: ks, Name: `x"; DROP`, KeyColumns: []string{"k"}}, nil},
+		"no key columns":      {Table{Keyspace: ks, Name: "t"}, nil},
+		"bad key column":      {Table{Keyspace: ks, Name: "t", KeyColumns: []string{"1k"}}, nil},
+		"record column key":   {Table{Keyspace: ks, Name: "t", KeyColumns: []string{"status"}}, nil},
+		"repeated key column": {Table{Keyspace: ks, Name: "t", KeyColumns: []string{"k", "k"}}, nil},
+		"lease > retention":   {IdempotencyKeys(ks), []Option{WithRetention(time.Minute), WithLease(2 * time.Minute)}},
+		"short retention":     {IdempotencyKeys(ks), []Option{WithRetention(time.Millisecond)}},
+		"short lease":         {IdempotencyKeys(ks), []Option{WithLease(0)}},
+		"serial":              {IdempotencyKeys(ks), []Option{WithSerialConsistency(gocql.SerialConsistency(gocql.One))}},
+		"commit":              {IdempotencyKeys(ks), []Option{WithCommitConsistency(gocql.Any)}},
+		"result size":         {IdempotencyKeys(ks), []Option{WithMaxResultSize(MaxResultSizeLimit + 1)}},
+		"key length":          {IdempotencyKeys(ks), []Option{WithMaxKeyLength(0)}},
+		"cache":               {IdempotencyKeys(ks), []Option{WithCache(-1)}},
+		"commit timeout":      {IdempotencyKeys(ks), []Option{WithCommitTimeout(0)}},
+	} {
+		_, err := NewStore(session, tc.table, tc.opts...)
+		assert.Error(t, err, name)
+	}
+	_, err := NewStore(nil, IdempotencyKeys(ks))
+	assert.Error(t, err)
+}
+
+// TestProcessedMessagesTable runs the state machine on the consumer guard's table, keyed by
+// (consumer_group, topic, partition, message_id), counting attempts across releases.
+func TestProcessedMessagesTable(t *testing.T) {
+	t.Parallel()
+	_, session, ks := newTestStore(t)
+	s, err := NewStore(session, Table{Keyspace: ks, Name: "processed_messages", KeyColumns: []string{"consumer_group", "topic", "partition", "message_id"}})
+	require.NoError(t, err)
+	ctx := ctxT(t)
+	key := Key{"billing", "payments", 3, "msg-1"}
+	for i := 1; i <= 3; i++ {
+		c, rec, err := s.Begin(ctx, key, nil)
+		require.NoError(t, err)
+		require.Nil(t, rec)
+		assert.Equal(t, i, c.Attempts)
+		require.NoError(t, s.Release(ctx, c, []byte("handler failed")))
+	}
+	res, err := s.ExecuteOnce(ctx, key, func(context.Context) ([]byte, error) { return nil, nil })
+	require.NoError(t, err)
+	assert.Equal(t, 4, res.Attempts)
+	_, rec, err := s.Begin(ctx, key, nil)
+	require.NoError(t, err)
+	assert.Equal(t, StatusCompleted, rec.Status)
+}
+
+func FuzzValidateKey(f *testing.F) {
+	f.Add("tenant", "key-1")
+	f.Add("", "k")
+	f.Add("t", "\xff\xfe")
+	f.Add("ns", strings.Repeat("x", 300))
+	f.Add("a\x00b", "日本語")
+	cols := []string{`"namespace"`, `"key"`}
+	f.Fuzz(func(t *testing.T, ns, k string) {
+		err := validateKey(cols, IdempotencyKey(ns, k), DefaultMaxKeyLength)
+		valid := ns != "" && k != "" && len(ns) <= DefaultMaxKeyLength && len(k) <= DefaultMaxKeyLength &&
+			utf8Valid(ns) && utf8Valid(k)
+		if valid != (err == nil) {
+			t.Fatalf("validateKey(%q, %q) = %v, want valid=%v", ns, k, err, valid)
+		}
+		if err != nil && !errors.Is(err, ErrInvalidKey) {
+			t.Fatalf("error %v does not match ErrInvalidKey", err)
+		}
+		// Distinct keys never share a cache slot.
+		if ns != "" && cacheKey(IdempotencyKey(ns, k)) == cacheKey(IdempotencyKey(ns+k[:min(1, len(k))], k[min(1, len(k)):])) && k != "" {
+			t.Fatalf("cache keys collide for %q/%q", ns, k)
+		}
+	})
+}
