@@ -68,3 +68,26 @@ func TestHTTPStatus(t *testing.T) {
 	_, ok = HTTPStatus(nil)
 	assert.False(t, ok)
 }
+
+func TestExecuteTyped(t *testing.T) {
+	t.Parallel()
+	s, _, _ := newTestStore(t)
+	ctx := ctxT(t)
+	type receipt struct {
+		ID    string
+		Total int
+	}
+	key := IdempotencyKey("t", "typed")
+	runs := 0
+	fn := func(context.Context) (receipt, error) { runs++; return receipt{ID: "r1", Total: 42}, nil }
+	r, replay, err := Execute(ctx, s, key, JSON[receipt]{}, fn)
+	require.NoError(t, err)
+	assert.False(t, replay)
+	r2, replay, err := Execute(ctx, s, key, JSON[receipt]{}, fn)
+	require.NoError(t, err)
+	assert.True(t, replay)
+	assert.Equal(t, r, r2)
+	assert.Equal(t, 1, runs)
+	_, _, err = Execute(ctx, s, IdempotencyKey("t", "unencodable"), JSON[func()]{}, func(context.Context) (func(), error) { return func() {}, nil })
+	assert.ErrorIs(t, err, ErrStoredFailure, "an unencodable result is a permanent failure")
+}
