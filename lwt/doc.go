@@ -1,4 +1,54 @@
 // Package lwt makes an operation take effect exactly once with Cassandra lightweight
-// transactions: conditional-write primitives that decode CAS results safely and resolve
-// outcome-unknown errors, and an exactly-once executor over the idempotency_keys table.
+// transactions (LWTs): conditional-write primitives that decode CAS results safely and report
+// outcome-unknown errors, and an exactly-once executor over a record table such as
+// idempotency_keys.
+//
+// # Primitives
+//
+// InsertIfNotExists, UpdateIf and ExecCAS run one conditional statement, sent exactly once (not
+// idempotent, no retry policy, no speculative execution), and return whether it applied plus the
+// row Cassandra returned when it did not. A timeout after which the write may or may not have
+// applied is an *OutcomeUnknownError; ReadSerial reads at SERIAL or LOCAL_SERIAL to learn the
+// truth.
+//
+// # The executor
+//
+// Store.ExecuteOnce(ctx, key, fn) claims the key with INSERT ... IF NOT EXISTS, runs fn, stores
+// its result and returns it; every later call with the key gets the stored result flagged as a
+// replay, until the record expires (the retention, 24h by default). One round trip answers a
+// duplicate: the rejected claim returns the stored record. Execute is the typed form.
+//
+// The record is a state machine (STARTED → COMPLETED, FAILED or RELEASED) in which every
+// transition is an LWT conditioned on the claim's random owner id and its fencing token:
+//   - a claim holds a lease, renewed while fn runs; a claim whose lease passed (a crashed
+//     worker) is taken over with the fence incremented, and the old owner's later writes fail
+//     with ErrLeaseLost instead of overwriting;
+//   - an error from fn releases the claim (RELEASED, attempts kept) so a retry runs fn again;
+//     an error marked with Permanent is stored and replayed, as an API replays a cached 4xx;
+//   - a duplicate that meets a live claim gets ErrInProgress, or waits with WithWait;
+//   - the same key with a different request (WithRequest) is ErrKeyReuse and nothing runs;
+//   - a write whose response was lost is resolved by a serial read of the owner id; if that
+//     read fails too, ErrOutcomeUnknown is returned, never a guess;
+//   - every write of a record computes its TTL from the record's one expiry, so no cell
+//     outlives the others.
+//
+// Store.Begin, Complete, Fail, Release and Renew expose the same state machine to callers
+// that cannot wrap their work in a function: an HTTP middleware (see HTTPStatus) or a message
+// consumer guard over the processed_messages table (see Table).
+//
+// # What is guaranteed, and what is not
+//
+// Within the retention window, at most one call's fn result is stored for a key, and every
+// caller that gets a result gets that one. fn itself runs once per key as long as leases hold:
+// if a worker stalls past its lease (a long GC pause, a partition, clocks skewed by more than
+// the lease), another worker takes over and fn may run a second time, though only one result
+// can be stored. Pass ClaimFromContext(ctx).Fence to downstream systems that can reject stale
+// writers to close that gap. A claim whose outcome stayed unknown, or whose caller's ctx ended
+// mid-claim, blocks the key until its lease passes. After the record expires the key runs again.
+// Lease expiry is judged by the local clock.
+//
+// # Concurrency
+//
+// A Store is safe for concurrent use. It starts no goroutine of its own; ExecuteOnce starts one
+// to renew the lease and stops it before returning. Observers are called synchronously.
 package lwt

@@ -14,6 +14,14 @@ import (
 	"github.com/cassdedup/cassdedup/cassandratest"
 )
 
+func newBenchStore(b *testing.B) (*Store, *gocql.Session, string) {
+	b.Helper()
+	session, ks := cassandratest.NewSession(b)
+	s, err := NewStore(session, IdempotencyKeys(ks))
+	require.NoError(b, err)
+	return s, session, ks
+}
+
 // newTestStore returns a store over idempotency_keys in a fresh keyspace, and the session.
 func newTestStore(t *testing.T, opts ...Option) (*Store, *gocql.Session, string) {
 	t.Helper()

@@ -1,0 +1,93 @@
+package lwt
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestCacheAndObserver(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	kinds := map[EventKind]int{}
+	obs := ObserverFunc(func(e Event) { mu.Lock(); kinds[e.Kind]++; mu.Unlock() })
+	s, _, _ := newTestStore(t, WithCache(2), WithObserver(obs), WithRetention(3*time.Second), WithLease(time.Second))
+	ctx := ctxT(t)
+	fn := func(context.Context) ([]byte, error) { return []byte("v"), nil }
+	for _, k := range []string{"a", "b", "c"} {
+		_, err := s.ExecuteOnce(ctx, IdempotencyKey("t", k), fn, WithRequest([]byte("r")))
+		require.NoError(t, err)
+	}
+	assert.Equal(t, 2, s.cache.len(), "bounded")
+	res, err := s.ExecuteOnce(ctx, IdempotencyKey("t", "c"), fn, WithRequest([]byte("r")))
+	require.NoError(t, err)
+	assert.True(t, res.FromCache)
+	res, err = s.ExecuteOnce(ctx, IdempotencyKey("t", "a"), fn, WithRequest([]byte("r")))
+	require.NoError(t, err)
+	assert.True(t, res.Replay)
+	assert.False(t, res.FromCache, "evicted as least recently used")
+
+	// A cached record expires with its record: the key then runs again.
+	time.Sleep(4 * time.Second)
+	res, err = s.ExecuteOnce(ctx, IdempotencyKey("t", "c"), fn, WithRequest([]byte("r")))
+	require.NoError(t, err)
+	assert.False(t, res.Replay)
+
+	st := s.Stats()
+	assert.EqualValues(t, 4, st.Claims)
+	assert.EqualValues(t, 1, st.CacheHits)
+	assert.EqualValues(t, 1, st.Replays)
+	assert.EqualValues(t, 4, st.Completions)
+	assert.Positive(t, st.LWTLatencyMean())
+	assert.GreaterOrEqual(t, st.LWTLatencyMax, st.LWTLatencyMean())
+	mu.Lock()
+	assert.EqualValues(t, st.Claims, kinds[EventClaim])
+	assert.EqualValues(t, st.LWTs, kinds[EventLWT])
+	mu.Unlock()
+}
+
+func TestHTTPStatus(t *testing.T) {
+	t.Parallel()
+	for err, want := range map[error]int{
+		&KeyError{Column: "key", Reason: "empty"}: http.StatusBadRequest,
+		&InProgressError{}:                        http.StatusConflict,
+		ErrKeyReuse:                               http.StatusUnprocessableEntity,
+	} {
+		code, ok := HTTPStatus(err)
+		assert.True(t, ok)
+		assert.Equal(t, want, code)
+	}
+	_, ok := HTTPStatus(errors.New("other"))
+	assert.False(t, ok)
+	_, ok = HTTPStatus(nil)
+	assert.False(t, ok)
+}
+
+func TestExecuteTyped(t *testing.T) {
+	t.Parallel()
+	s, _, _ := newTestStore(t)
+	ctx := ctxT(t)
+	type receipt struct {
+		ID    string
+		Total int
+	}
+	key := IdempotencyKey("t", "typed")
+	runs := 0
+	fn := func(context.Context) (receipt, error) { runs++; return receipt{ID: "r1", Total: 42}, nil }
+	r, replay, err := Execute(ctx, s, key, JSON[receipt]{}, fn)
+	require.NoError(t, err)
+	assert.False(t, replay)
+	r2, replay, err := Execute(ctx, s, key, JSON[receipt]{}, fn)
+	require.NoError(t, err)
+	assert.True(t, replay)
+	assert.Equal(t, r, r2)
+	assert.Equal(t, 1, runs)
+	_, _, err = Execute(ctx, s, IdempotencyKey("t", "unencodable"), JSON[func()]{}, func(context.Context) (func(), error) { return func() {}, nil })
+	assert.ErrorIs(t, err, ErrStoredFailure, "an unencodable result is a permanent failure")
+}

@@ -1,0 +1,163 @@
+package lwt
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gocql/gocql"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cassdedup/cassdedup/cassandratest"
+)
+
+// faultyStores returns a store that reaches the node through a fault proxy (client timeout
+// 2s) and one that reaches it directly, on the same fresh keyspace.
+func faultyStores(t *testing.T, opts ...Option) (proxied, direct *Store, p *faultProxy) {
+	t.Helper()
+	session, ks := cassandratest.NewSession(t)
+	hosts, err := cassandratest.Hosts()
+	require.NoError(t, err)
+	p = newFaultProxy(t, hosts[0])
+	cluster := cassandratest.Cluster(t)
+	cluster.Hosts = []string{p.addr()}
+	cluster.DisableInitialHostLookup = true
+	cluster.Keyspace = ks
+	cluster.Timeout = 2 * time.Second
+	cluster.NumConns = 1
+	ps, err := cluster.CreateSession()
+	require.NoError(t, err)
+	t.Cleanup(ps.Close)
+	proxied, err = NewStore(ps, IdempotencyKeys(ks), opts...)
+	require.NoError(t, err)
+	direct, err = NewStore(session, IdempotencyKeys(ks), opts...)
+	require.NoError(t, err)
+	return proxied, direct, p
+}
+
+// TestUnknownOutcomeClaimApplied: the claim reaches the node and applies, its response is lost;
+// the serial read finds our owner token, so this call continues as the owner: one run, result
+// stored.
+func TestUnknownOutcomeClaimApplied(t *testing.T) {
+	t.Parallel()
+	s, direct, p := faultyStores(t)
+	ctx := ctxT(t)
+	key := IdempotencyKey("tenant", "lost-response-claim")
+	p.arm("lost-response-claim", dropResponse, 1, nil)
+	var runs atomic.Int32
+	res, err := s.ExecuteOnce(ctx, key, func(context.Context) ([]byte, error) { runs.Add(1); return []byte("paid"), nil })
+	require.NoError(t, err)
+	assert.Equal(t, 1, p.lostCount(), "the claim's response was lost")
+	assert.False(t, res.Replay)
+	assert.EqualValues(t, 1, runs.Load())
+	st := s.Stats()
+	assert.EqualValues(t, 1, st.UnknownOutcomes)
+	assert.EqualValues(t, 1, st.ResolvedOutcomes)
+
+	again, err := direct.ExecuteOnce(ctx, key, func(context.Context) ([]byte, error) { runs.Add(1); return nil, nil })
+	require.NoError(t, err)
+	assert.True(t, again.Replay)
+	assert.Equal(t, "paid", string(again.Value))
+	assert.EqualValues(t, 1, runs.Load())
+}
+
+// TestUnknownOutcomeClaimNotApplied: the claim never reaches the node; the serial read finds no
+// record, so the claim is sent again (same owner token) and the function runs once.
+func TestUnknownOutcomeClaimNotApplied(t *testing.T) {
+	t.Parallel()
+	s, _, p := faultyStores(t)
+	ctx := ctxT(t)
+	key := IdempotencyKey("tenant", "lost-request-claim")
+	p.arm("lost-request-claim", dropRequest, 1, nil)
+	var runs atomic.Int32
+	res, err := s.ExecuteOnce(ctx, key, func(context.Context) ([]byte, error) { runs.Add(1); return []byte("once"), nil })
+	require.NoError(t, err)
+	assert.Equal(t, 1, p.lostCount())
+	assert.False(t, res.Replay)
+	assert.Equal(t, 1, res.Attempts)
+	assert.EqualValues(t, 1, runs.Load())
+	assert.EqualValues(t, 1, s.Stats().UnknownOutcomes)
+	assert.Equal(t, "once", string(readRecord(t, s, key).Result))
+}
+
+// TestUnknownOutcomeOtherWorkerWon: our claim is lost and meanwhile another worker claims and
+// completes the key; the serial read shows their record, so this call replays their result.
+func TestUnknownOutcomeOtherWorkerWon(t *testing.T) {
+	t.Parallel()
+	s, direct, p := faultyStores(t)
+	ctx := ctxT(t)
+	key := IdempotencyKey("tenant", "lost-request-race")
+	var runs atomic.Int32
+	var wg sync.WaitGroup
+	wg.Add(1)
+	p.arm("lost-request-race", dropRequest, 1, func() {
+		go func() {
+			defer wg.Done()
+			_, err := direct.ExecuteOnce(ctx, key, func(context.Context) ([]byte, error) { runs.Add(1); return []byte("theirs"), nil })
+			assert.NoError(t, err)
+		}()
+		wg.Wait() // the other worker finishes before our timeout fires
+	})
+	res, err := s.ExecuteOnce(ctx, key, func(context.Context) ([]byte, error) { runs.Add(1); return []byte("ours"), nil })
+	require.NoError(t, err)
+	assert.True(t, res.Replay)
+	assert.Equal(t, "theirs", string(res.Value))
+	assert.EqualValues(t, 1, runs.Load())
+}
+
+// TestUnknownOutcomeCompleteApplied: the completion applies but its response is lost; the
+// serial read shows our record COMPLETED, so the call succeeds and the result is not lost.
+func TestUnknownOutcomeCompleteApplied(t *testing.T) {
+	t.Parallel()
+	s, direct, p := faultyStores(t)
+	ctx := ctxT(t)
+	key := IdempotencyKey("tenant", "lost-response-complete")
+	res, err := s.ExecuteOnce(ctx, key, func(context.Context) ([]byte, error) {
+		p.arm("lost-response-complete", dropResponse, 1, nil) // the next request with the key is the completion
+		return []byte("done"), nil
+	})
+	require.NoError(t, err)
+	assert.Equal(t, 1, p.lostCount())
+	assert.Equal(t, "done", string(res.Value))
+	again, err := direct.ExecuteOnce(ctx, key, func(context.Context) ([]byte, error) { t.Error("ran twice"); return nil, nil })
+	require.NoError(t, err)
+	assert.Equal(t, "done", string(again.Value))
+	assert.EqualValues(t, 1, s.Stats().UnknownOutcomes)
+}
+
+// TestUnknownOutcomeUnresolved: the claim applies, its response and the resolving read are both
+// lost: the call returns ErrOutcomeUnknown wrapping the driver's timeout and never guesses. The
+// claim it may hold blocks the key until its lease passes; then a retry runs the function once.
+func TestUnknownOutcomeUnresolved(t *testing.T) {
+	t.Parallel()
+	s, _, p := faultyStores(t, WithLease(time.Second))
+	ctx := ctxT(t)
+	key := IdempotencyKey("tenant", "lost-everything")
+	p.arm("lost-everything", dropResponse, 2, nil)
+	var runs atomic.Int32
+	fn := func(context.Context) ([]byte, error) { runs.Add(1); return []byte("v"), nil }
+	_, err := s.ExecuteOnce(ctx, key, fn)
+	require.ErrorIs(t, err, ErrOutcomeUnknown)
+	assert.ErrorIs(t, err, gocql.ErrTimeoutNoResponse, "the driver's error is wrapped")
+	var ou *OutcomeUnknownError
+	require.ErrorAs(t, err, &ou)
+	assert.Equal(t, "claim", ou.Op)
+	assert.Zero(t, runs.Load())
+
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		res, err := s.ExecuteOnce(ctx, key, fn)
+		if err == nil {
+			assert.False(t, res.Replay)
+			assert.Equal(t, 2, res.Attempts, "the lost claim counted as an attempt and was taken over")
+			break
+		}
+		require.ErrorIs(t, err, ErrInProgress)
+		require.True(t, time.Now().Before(deadline))
+		time.Sleep(200 * time.Millisecond)
+	}
+	assert.EqualValues(t, 1, runs.Load())
+}
