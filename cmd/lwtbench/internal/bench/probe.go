@@ -112,10 +112,12 @@ type ClientConfig struct {
 	Operations     []string `json:"operations"`
 }
 
-// driverVersion reports the gocql module this binary was built with.
-func driverVersion() string {
+// driverVersion reports the gocql module this binary was built with. (A test binary carries
+// no module list, so there it is unknown.)
+func driverVersion() string { return driverVersionFrom(debug.ReadBuildInfo()) }
+
+func driverVersionFrom(info *debug.BuildInfo, ok bool) string {
 	const path = "github.com/gocql/gocql"
-	info, ok := debug.ReadBuildInfo()
 	if !ok {
 		return path + " " + unknown
 	}
