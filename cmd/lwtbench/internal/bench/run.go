@@ -28,6 +28,9 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	r, err := Execute(ctx, c, catalog, stderr)
 	if err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("interrupted, no result written: %w", err)
+		}
 		return err
 	}
 	if err := WriteTable(stdout, r); err != nil {

@@ -74,26 +74,31 @@ func keyspaceExists(ctx context.Context, s *gocql.Session, name string) (bool, e
 }
 
 // prepareKeyspace applies the schema and returns the function that removes the keyspace again,
-// or a no-op when it must stay.
+// or a no-op when it must stay. If applying fails half-way, what it created is removed.
 func prepareKeyspace(ctx context.Context, s *gocql.Session, c Config, name string) (drop func() error, kept bool, err error) {
-	existed, err := keyspaceExists(ctx, s, name)
-	if err != nil {
-		return nil, false, fmt.Errorf("check keyspace %s: %w", name, err)
-	}
-	if err := schema.Apply(ctx, s, schema.WithKeyspace(name), schema.WithReplication(c.replication())); err != nil {
-		return nil, false, err
-	}
-	if existed || c.KeepKeyspace {
-		return func() error { return nil }, true, nil
-	}
 	quoted, err := schema.QuoteIdentifier(name)
 	if err != nil {
 		return nil, false, err
 	}
-	return func() error {
-		// Its own deadline: the run's context may already be cancelled (Ctrl-C).
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		return s.Query(`DROP KEYSPACE IF EXISTS ` + quoted).WithContext(ctx).Exec()
-	}, false, nil
+	existed, err := keyspaceExists(ctx, s, name)
+	if err != nil {
+		return nil, false, fmt.Errorf("check keyspace %s: %w", name, err)
+	}
+	drop = func() error { return nil }
+	kept = existed || c.KeepKeyspace
+	if !kept {
+		drop = func() error {
+			// Its own deadline: the run's context may already be cancelled (Ctrl-C).
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			return s.Query(`DROP KEYSPACE IF EXISTS ` + quoted).WithContext(ctx).Exec()
+		}
+	}
+	if err := schema.Apply(ctx, s, schema.WithKeyspace(name), schema.WithReplication(c.replication())); err != nil {
+		if dropErr := drop(); dropErr != nil {
+			err = fmt.Errorf("%w (and dropping %s failed: %v)", err, name, dropErr)
+		}
+		return nil, false, err
+	}
+	return drop, kept, nil
 }
