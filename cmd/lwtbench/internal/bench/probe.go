@@ -23,9 +23,12 @@ type NodeConfig struct {
 	CommitlogGroupWindow string `json:"commitlog_sync_group_window"`
 	CASContentionTimeout string `json:"cas_contention_timeout"`
 	WriteRequestTimeout  string `json:"write_request_timeout"`
-	Datacenter           string `json:"datacenter"` // of the node that answered
-	Nodes                int    `json:"nodes"`      // that node and its peers
-	Replication          string `json:"replication"`
+	// SkipSync is the test-only -Dcassandra.skip_sync=true: the commitlog is never fsynced, so
+	// writes look cheaper than on any durable node. A result with it set is not a benchmark.
+	SkipSync    bool   `json:"skip_sync"`
+	Datacenter  string `json:"datacenter"` // of the node that answered
+	Nodes       int    `json:"nodes"`      // that node and its peers
+	Replication string `json:"replication"`
 }
 
 // settingsProbed maps system_views.settings names to the NodeConfig field they fill.
@@ -65,6 +68,11 @@ func probeNode(ctx context.Context, s *gocql.Session, keyspace string) (NodeConf
 		}
 	}
 	_ = iter.Close() // a cluster without system_views keeps "unknown"
+	var skip string
+	if err := s.Query(`SELECT value FROM system_views.system_properties WHERE name = 'cassandra.skip_sync'`).
+		WithContext(ctx).Scan(&skip); err == nil {
+		n.SkipSync = strings.EqualFold(skip, "true")
+	}
 	n.Nodes = 1
 	var peers int
 	if err := s.Query(`SELECT COUNT(*) FROM system.peers_v2`).WithContext(ctx).Scan(&peers); err == nil {

@@ -77,6 +77,13 @@ func TestWriteTable(t *testing.T) {
 		}
 	}
 	assert.Equal(t, 2, rows, "one lwt-new row per phase")
+	assert.NotContains(t, out, "WARNING")
+
+	r := sampleReport(t)
+	r.Node.SkipSync = true
+	b.Reset()
+	require.NoError(t, WriteTable(&b, r))
+	assert.Contains(t, b.String(), "WARNING: the node runs with cassandra.skip_sync=true")
 }
 
 func TestJSONRoundTrip(t *testing.T) {

@@ -15,6 +15,9 @@ func WriteTable(w io.Writer, r *Report) error {
 	fmt.Fprintf(w, "Cassandra %s, paxos %s (state purging %s), commitlog %s %s, %s, %d node(s)\n",
 		n.CassandraVersion, n.PaxosVariant, n.PaxosStatePurging, n.CommitlogSync,
 		commitlogWindow(n), n.Replication, n.Nodes)
+	if n.SkipSync {
+		fmt.Fprintln(w, "WARNING: the node runs with cassandra.skip_sync=true (commitlog never fsynced): not durable, not a benchmark")
+	}
 	fmt.Fprintf(w, "client: %s, consistency %s, serial %s, timeout %s, no driver retries, keyspace %s\n",
 		c.Driver, c.Consistency, c.Serial, c.RequestTimeout, r.Keyspace)
 	for _, p := range r.Phases {
