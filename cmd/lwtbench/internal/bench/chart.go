@@ -14,8 +14,9 @@ import (
 	"gonum.org/v1/plot/vg/vgimg"
 )
 
-// chartPercentiles are the points of each operation's line, left to right.
-var chartPercentiles = []string{"p50", "p90", "p99", "p99.9", "max"}
+// percentileNames label the points of each operation's line, left to right, as
+// percentilePoints orders them.
+func percentileNames() []string { return []string{"p50", "p90", "p99", "p99.9", "max"} }
 
 func percentilePoints(s Summary) plotter.XYs {
 	ys := []float64{s.P50Ms, s.P90Ms, s.P99Ms, s.P999Ms, s.MaxMs}
@@ -34,7 +35,7 @@ func phasePlot(p PhaseResult) (*plot.Plot, error) {
 	pl.Y.Label.Text = "latency, ms (log)"
 	pl.Y.Scale = plot.LogScale{}
 	pl.Y.Tick.Marker = logTicks125{}
-	pl.NominalX(chartPercentiles...)
+	pl.NominalX(percentileNames()...)
 	pl.Legend.Top = true
 	pl.Legend.Left = true // latencies rise to the right, so the top left is free
 	pl.Add(plotter.NewGrid())
