@@ -37,7 +37,7 @@ func newFlagSet(c *Config, raw *rawFlags, getenv func(string) string, catalog []
 	if defaultHosts == "" {
 		defaultHosts = "127.0.0.1:9042"
 	}
-	fs.StringVar(&raw.hosts, "hosts", defaultHosts, "comma-separated host[:port] contact points (default: $CASSANDRA_HOSTS, else 127.0.0.1:9042)")
+	fs.StringVar(&raw.hosts, "hosts", defaultHosts, "comma-separated host[:port] contact points; $CASSANDRA_HOSTS sets the default")
 	fs.StringVar(&c.Keyspace, "keyspace", "", "keyspace to create the schema in (default: a unique lwtbench_<time>_<random>)")
 	fs.BoolVar(&c.KeepKeyspace, "keep-keyspace", false, "keep the keyspace after the run instead of dropping it")
 	fs.IntVar(&c.RF, "rf", 1, "replication factor (SimpleStrategy) of the keyspace")
