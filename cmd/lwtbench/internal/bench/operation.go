@@ -1,0 +1,88 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/gocql/gocql"
+)
+
+// Operation is one kind of request the benchmark measures. The runner calls Setup once, before
+// the warm-up, then Do from many workers at once; an Operation must be safe for that. If an
+// Operation also implements io.Closer, Close is called once after the last phase (stop any
+// goroutine or cache the operation started there).
+type Operation interface {
+	// Name is the short name used in -ops, the table, the JSON and the chart.
+	Name() string
+	// Setup prepares what Do needs before any request is timed, such as the rows a duplicate
+	// is a duplicate of. It is not timed.
+	Setup(ctx context.Context) error
+	// Do performs one request and returns its error unchanged (the runner classifies timeouts).
+	// A request that completes but does not behave as the operation expects (a "new" key that
+	// already existed, a duplicate that was applied) must return an error: it is counted.
+	Do(ctx context.Context, req Request) error
+}
+
+// Request identifies one request of a run. (Phase, Worker, Seq) is unique within the run, so
+// Key gives every request of an operation its own key.
+type Request struct {
+	Phase  int // index of the phase in the run, warm-up included
+	Worker int // index of the worker within the phase
+	Seq    int // the worker's request number for this operation within the phase, from 0
+}
+
+// Key returns a key unique to this request within the run. Operations scope it by their own
+// namespace (see Env.Namespace), so each operation has its own key space.
+func (r Request) Key() string { return fmt.Sprintf("p%d-w%d-s%d", r.Phase, r.Worker, r.Seq) }
+
+// Env is what an operation is built from: the session and the settings of the run.
+type Env struct {
+	Session     *gocql.Session
+	Keyspace    string                  // validated CQL identifier; the schema is applied to it
+	RunID       string                  // unique per run
+	Consistency gocql.Consistency       // for plain writes and the commit phase of an LWT
+	Serial      gocql.SerialConsistency // for the Paxos phase of an LWT
+	MaxWorkers  int                     // the largest number of concurrent workers of any phase
+}
+
+// Namespace returns the namespace an operation named op writes its keys under: unique to the
+// run and the operation, so operations never see each other's keys or an earlier run's.
+func (e Env) Namespace(op string) string { return "lwtbench/" + e.RunID + "/" + op }
+
+// Spec registers an operation: its name, what it measures, and how to build it.
+type Spec struct {
+	Name        string
+	Description string
+	New         func(env Env) (Operation, error)
+}
+
+// Baseline is the operation every ratio is taken against: the plain INSERT, the floor.
+const Baseline = "insert"
+
+// Catalog lists every operation the benchmark knows, in the order they are reported. Operations
+// that need only gocql and the schema are here; the other five plug in by appending a Spec:
+//
+//   - "once-new":       lwt's exactly-once executor on new keys (claim, run, complete);
+//   - "once-dup-node":  the same executor on a completed key, answered by the node (cache off);
+//   - "once-dup-cache": the same executor on a completed key, answered from its in-process cache;
+//   - "guard":          events' consumer guard on new messages;
+//   - "bloom":          the Bloom pre-check on keys the filter has never seen.
+//
+// An entry's New builds the operation from Env (session, keyspace, consistency levels, a
+// run-unique namespace per operation); its Setup pre-inserts or warms what it needs untimed.
+func Catalog() []Spec {
+	return []Spec{
+		{Name: Baseline, Description: "plain INSERT on new keys (the floor)", New: newPlainInsert},
+		{Name: "lwt-new", Description: "INSERT ... IF NOT EXISTS on new keys (applied)", New: newLWTInsert},
+		{Name: "lwt-dup", Description: "INSERT ... IF NOT EXISTS on an existing key (rejected)", New: newLWTDuplicate},
+	}
+}
+
+// OpNames returns the names of the operations in catalog, in order.
+func OpNames(catalog []Spec) []string {
+	names := make([]string, len(catalog))
+	for i, s := range catalog {
+		names[i] = s.Name
+	}
+	return names
+}

@@ -1,0 +1,104 @@
+package bench
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"log"
+	"strings"
+	"time"
+
+	"github.com/gocql/gocql"
+
+	"github.com/cassdedup/cassdedup/schema"
+)
+
+// ConnectError is a cluster that could not be reached; the command exits with code 1.
+type ConnectError struct {
+	Hosts []string
+	Err   error
+}
+
+func (e *ConnectError) Error() string {
+	// gocql's messages can span lines; the command promises one.
+	msg := strings.Join(strings.Fields(e.Err.Error()), " ")
+	return fmt.Sprintf("cannot reach Cassandra at %s: %s", strings.Join(e.Hosts, ","), msg)
+}
+
+func (e *ConnectError) Unwrap() error { return e.Err }
+
+// newCluster configures the driver: explicit timeouts, no retries (a retried LWT is a second
+// request, and the benchmark must count the first one's failure), token-aware routing.
+func newCluster(c Config, driverLog io.Writer) (*gocql.ClusterConfig, string) {
+	cl := gocql.NewCluster(c.Hosts...)
+	cl.Consistency = c.Consistency
+	cl.SerialConsistency = c.Serial
+	cl.Timeout = c.RequestTimeout
+	cl.ConnectTimeout = c.ConnectTimeout
+	cl.RetryPolicy = nil
+	cl.Logger = log.New(driverLog, "gocql: ", log.LstdFlags)
+	policy := "token-aware round-robin"
+	if c.LocalDC != "" {
+		cl.PoolConfig.HostSelectionPolicy = gocql.TokenAwareHostPolicy(gocql.DCAwareRoundRobinPolicy(c.LocalDC))
+		policy = "token-aware, local DC " + c.LocalDC
+	} else {
+		cl.PoolConfig.HostSelectionPolicy = gocql.TokenAwareHostPolicy(gocql.RoundRobinHostPolicy())
+	}
+	return cl, policy
+}
+
+func connect(cl *gocql.ClusterConfig) (*gocql.Session, error) {
+	s, err := cl.CreateSession()
+	if err != nil {
+		return nil, &ConnectError{Hosts: cl.Hosts, Err: err}
+	}
+	return s, nil
+}
+
+// newRunID returns a name unique to this run, usable in a keyspace name.
+func newRunID(now time.Time) string {
+	var b [3]byte
+	_, _ = rand.Read(b[:])
+	return now.UTC().Format("20060102_150405") + "_" + hex.EncodeToString(b[:])
+}
+
+// keyspaceExists tells whether name is already a keyspace, so the run never drops one it did
+// not create.
+func keyspaceExists(ctx context.Context, s *gocql.Session, name string) (bool, error) {
+	var n int
+	err := s.Query(`SELECT COUNT(*) FROM system_schema.keyspaces WHERE keyspace_name = ?`, name).
+		WithContext(ctx).Scan(&n)
+	return n > 0, err
+}
+
+// prepareKeyspace applies the schema and returns the function that removes the keyspace again,
+// or a no-op when it must stay. If applying fails half-way, what it created is removed.
+func prepareKeyspace(ctx context.Context, s *gocql.Session, c Config, name string) (drop func() error, kept bool, err error) {
+	quoted, err := schema.QuoteIdentifier(name)
+	if err != nil {
+		return nil, false, err
+	}
+	existed, err := keyspaceExists(ctx, s, name)
+	if err != nil {
+		return nil, false, fmt.Errorf("check keyspace %s: %w", name, err)
+	}
+	drop = func() error { return nil }
+	kept = existed || c.KeepKeyspace
+	if !kept {
+		drop = func() error {
+			// Its own deadline: the run's context may already be cancelled (Ctrl-C).
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			return s.Query(`DROP KEYSPACE IF EXISTS ` + quoted).WithContext(ctx).Exec()
+		}
+	}
+	if err := schema.Apply(ctx, s, schema.WithKeyspace(name), schema.WithReplication(c.replication())); err != nil {
+		if dropErr := drop(); dropErr != nil {
+			err = fmt.Errorf("%w (and dropping %s failed: %v)", err, name, dropErr)
+		}
+		return nil, false, err
+	}
+	return drop, kept, nil
+}

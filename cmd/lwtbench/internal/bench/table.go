@@ -1,0 +1,76 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+)
+
+// WriteTable renders the report for a terminal: the configuration, then one table per phase
+// with each operation's latency percentiles in milliseconds, its ratios to the baseline, and its
+// failures. Failures are never folded into the percentiles, so they have their own columns.
+func WriteTable(w io.Writer, r *Report) error {
+	n, c := r.Node, r.Client
+	fmt.Fprintf(w, "Cassandra %s, paxos %s (state purging %s), commitlog %s %s, %s, %d node(s)\n",
+		n.CassandraVersion, n.PaxosVariant, n.PaxosStatePurging, n.CommitlogSync,
+		commitlogWindow(n), n.Replication, n.Nodes)
+	if n.SkipSync {
+		fmt.Fprintln(w, "WARNING: the node runs with cassandra.skip_sync=true (commitlog never fsynced): not durable, not a benchmark")
+	}
+	fmt.Fprintf(w, "client: %s, consistency %s, serial %s, timeout %s, no driver retries, keyspace %s\n",
+		c.Driver, c.Consistency, c.Serial, c.RequestTimeout, r.Keyspace)
+	for _, p := range r.Phases {
+		fmt.Fprintf(w, "\n%s: %.0f req/s over %.1fs, latency from %s\n", p.Label(), p.Throughput, p.ElapsedS, p.LatencyFrom)
+		// Numbers align right; names are padded to one width so they read left-aligned.
+		width := len("op")
+		for _, s := range p.Operations {
+			width = max(width, len(s.Op))
+		}
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintf(tw, "%-*s\tok\treq/s\tp50\tp90\tp99\tp99.9\tmax\tp50 ×\tp99 ×\terrors\ttimeouts\tunsent\t\n", width, "op")
+		for _, s := range p.Operations {
+			fmt.Fprintf(tw, "%-*s\t%d\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t\n",
+				width, s.Op, s.Requests, s.Throughput, ms(s.P50Ms), ms(s.P90Ms), ms(s.P99Ms), ms(s.P999Ms),
+				ms(s.MaxMs), ratio(s.RatioP50), ratio(s.RatioP99), s.Errors, s.Timeouts, s.Unsent)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		for _, s := range p.Operations {
+			if s.FirstError != "" {
+				fmt.Fprintf(w, "  %s, first failure: %s\n", s.Op, oneLine(s.FirstError))
+			}
+		}
+	}
+	fmt.Fprintf(w, "\nlatencies in ms; × is the ratio to %s in the same phase\n", r.Baseline)
+	return nil
+}
+
+func commitlogWindow(n NodeConfig) string {
+	if n.CommitlogSync == "group" {
+		return n.CommitlogGroupWindow
+	}
+	return n.CommitlogSyncPeriod
+}
+
+func ms(v float64) string {
+	switch {
+	case v == 0:
+		return "-"
+	case v < 10:
+		return fmt.Sprintf("%.2f", v)
+	case v < 100:
+		return fmt.Sprintf("%.1f", v)
+	}
+	return fmt.Sprintf("%.0f", v)
+}
+
+func ratio(v float64) string {
+	if v == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f", v)
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

@@ -1,0 +1,25 @@
+// Command lwtbench measures what exactly-once costs on a Cassandra cluster: the latency and
+// throughput of cassdedup's conditional writes relative to a plain INSERT, interleaved in one
+// run, in a closed-loop concurrency sweep and an open-loop fixed-rate phase. Run it with -h for
+// its flags.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/cassdedup/cassdedup/cmd/lwtbench/internal/bench"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := bench.Run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "lwtbench:", err)
+		os.Exit(bench.ExitCode(err))
+	}
+}
