@@ -1,0 +1,25 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cassdedup/cassdedup/cassandratest"
+)
+
+func TestRunAgainstNode(t *testing.T) {
+	session, ks := cassandratest.NewSession(t)
+	var out bytes.Buffer
+	require.NoError(t, run(context.Background(), session, ks, &out))
+	got := out.String()
+	t.Log("\n" + got)
+	assert.Regexp(t, `first attempt\s+-> 201 replayed=false {"charge":"ch_1"}`, got)
+	assert.Regexp(t, `retry after a lost response\s+-> 201 replayed=true  {"charge":"ch_1"}`, got)
+	assert.Regexp(t, `same key, different request\s+-> 422`, got)
+	assert.Regexp(t, `no key\s+-> 400`, got)
+	assert.Contains(t, got, "charges made: 1")
+}
