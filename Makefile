@@ -16,7 +16,26 @@ CQLSH_VERSION := 6.2.2
 TEST_TIMEOUT ?= 25m
 OUT          := out
 
-.PHONY: test check fmt-check vet go-test cqlsh cassandra-up cassandra-down schema fuzz
+# The benchmark's own node: durable (commitlog fsynced as in production, no test shortcuts)
+# and on its own ports, so it never reuses a test node. BENCH_PAXOS=v1 starts a Paxos v1 node.
+BENCH_PORT   ?= 9043
+BENCH_PAXOS  ?= v2
+BENCH_FLAGS  ?=
+BENCH_NODE   := CASSANDRA_DURABLE=1 CASSANDRA_CQL_PORT=$(BENCH_PORT) CASSANDRA_STORAGE_PORT=7100 CASSANDRA_PAXOS=$(BENCH_PAXOS) CASSANDRA_HEAP=2G $(NODE)
+
+.PHONY: test check fmt-check vet go-test cqlsh cassandra-up cassandra-down schema fuzz bench bench-long
+
+## bench: the LWT latency benchmark (about a minute) against CASSANDRA_HOSTS, or against a
+## durable local node started for the run and stopped after it. Results go to out/.
+bench:
+	$(GO) build -o bin/lwtbench ./cmd/lwtbench
+	@if [ -n "$${CASSANDRA_HOSTS:-}" ]; then bin/lwtbench -hosts "$$CASSANDRA_HOSTS" -out $(OUT) $(BENCH_FLAGS); \
+	else trap '$(BENCH_NODE) down' EXIT; $(BENCH_NODE) up; \
+	  bin/lwtbench -hosts 127.0.0.1:$(BENCH_PORT) -out $(OUT) $(BENCH_FLAGS); fi
+
+## bench-long: the same with the -long preset (about ten minutes, concurrency up to 64).
+bench-long:
+	@$(MAKE) --no-print-directory bench BENCH_FLAGS="-long $(BENCH_FLAGS)"
 
 ## test: gofmt, go vet, then every test with -race against a real Cassandra node.
 test: check cqlsh

@@ -39,6 +39,7 @@ var documentedTTL = map[string]int{
 	"processed_messages_by_scope": 7 * 86400,
 	"counter_events":              0,
 	"counter_rollups":             0,
+	"counter_buckets":             0,
 	"counter_ops":                 7 * 86400,
 	"counter_ops_by_hour":         7 * 86400,
 	"counter_values":              0,

@@ -7,6 +7,10 @@ passed=$(grep -cE '^\s*--- PASS' "$log" || true)
 failed=$(grep -cE '^\s*--- FAIL' "$log" || true)
 skipped=$(grep -cE '^\s*--- SKIP' "$log" || true)
 broken=$(grep -cE '^(FAIL|panic:)' "$log" || true)
+if [ "$failed" -gt 0 ] || [ "$broken" -gt 0 ]; then
+  echo "failures (the full log is $log):"
+  grep -E -B30 '^\s*--- FAIL|^panic:' "$log" | grep -vE '^=== (RUN|PAUSE|CONT)' | tail -n 120
+fi
 if [ "$skipped" -gt 0 ]; then
   echo "skipped tests (not allowed here):"
   grep -E -A2 '^\s*--- SKIP' "$log"
