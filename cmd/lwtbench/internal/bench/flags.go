@@ -228,8 +228,12 @@ func Usage(w io.Writer, getenv func(string) string, catalog []Spec) {
 	fmt.Fprintln(w, "\nMeasures what exactly-once costs on a Cassandra cluster: latency and throughput of")
 	fmt.Fprintln(w, "conditional writes relative to a plain INSERT, interleaved in one run.")
 	fmt.Fprintln(w, "\nOperations:")
+	width := 0
 	for _, s := range catalog {
-		fmt.Fprintf(w, "  %-14s %s\n", s.Name, s.Description)
+		width = max(width, len(s.Name))
+	}
+	for _, s := range catalog {
+		fmt.Fprintf(w, "  %-*s  %s\n", width, s.Name, s.Description)
 	}
 	fmt.Fprintln(w, "\nFlags:")
 	fs.SetOutput(w)
