@@ -27,6 +27,10 @@ func percentilePoints(s Summary) plotter.XYs {
 	return xys
 }
 
+// legendMargin is where the X axis starts, in percentile columns (p50 is at 0): room for the
+// legend's longest operation name.
+const legendMargin = -1.2
+
 // phasePlot draws one phase: a line per operation through its percentiles, latency on a log
 // scale so a 1 ms floor and a 200 ms tail are both readable.
 func phasePlot(p PhaseResult) (*plot.Plot, error) {
@@ -37,7 +41,10 @@ func phasePlot(p PhaseResult) (*plot.Plot, error) {
 	pl.Y.Tick.Marker = logTicks125{}
 	pl.NominalX(percentileNames()...)
 	pl.Legend.Top = true
-	pl.Legend.Left = true // latencies rise to the right, so the top left is free
+	pl.Legend.Left = true
+	// The legend gets a margin of its own left of p50: with seven operations it is as tall as
+	// the panel, and over the data it would hide the lines it names.
+	pl.X.Min = legendMargin
 	pl.Add(plotter.NewGrid())
 	var lines []any
 	for _, s := range p.Operations {

@@ -13,9 +13,21 @@
 // being hidden by coordinated omission.
 //
 // Latency is recorded in one HdrHistogram per worker and operation, merged at the end of each
-// phase. Errors and timeouts are counted per operation, never dropped.
+// phase. Errors and timeouts are counted per operation, never dropped. An answer that is not
+// the one the operation expects (a new key replayed, a duplicate that ran) is an error too, so
+// a wrong answer never passes for a fast one.
 //
-// Operations are registered in Catalog (operations.go). Run is safe to call from several
+// The operations come in two groups. The CQL ones (insert, lwt-new, lwt-dup) are the bare
+// statements: the floor and what one condition costs. The toolkit's own are what a caller
+// pays: lwt's Store.ExecuteOnce on a new key (once-new: claim, run, store the result, two
+// LWTs), on a completed key answered by the node (once-dup-node: one rejected LWT) or by the
+// store's in-process cache (once-dup-cache: no round trip), and events' Guard.Process on a new
+// message (guard). They use the run's consistency and serial consistency. The duplicate
+// operations cycle over a pool of keys completed untimed in Setup: a completed key replays for
+// its whole retention, so a pool is valid for any run length, and it matches lwt-dup's, so
+// once-dup-node against lwt-dup shows what the executor adds to a rejected LWT.
+//
+// Operations are registered in Catalog (operation.go); adding one is one Spec. Run is safe to call from several
 // goroutines with distinct configurations; an Operation must be safe for concurrent use by the
 // workers of a phase.
 package bench

@@ -226,10 +226,15 @@ func Usage(w io.Writer, getenv func(string) string, catalog []Spec) {
 	fs := newFlagSet(&c, &raw, getenv, catalog)
 	fmt.Fprintln(w, "Usage: lwtbench [flags]")
 	fmt.Fprintln(w, "\nMeasures what exactly-once costs on a Cassandra cluster: latency and throughput of")
-	fmt.Fprintln(w, "conditional writes relative to a plain INSERT, interleaved in one run.")
+	fmt.Fprintln(w, "conditional writes, the exactly-once executor and the consumer guard relative to a")
+	fmt.Fprintln(w, "plain INSERT, interleaved in one run.")
 	fmt.Fprintln(w, "\nOperations:")
+	width := 0
 	for _, s := range catalog {
-		fmt.Fprintf(w, "  %-14s %s\n", s.Name, s.Description)
+		width = max(width, len(s.Name))
+	}
+	for _, s := range catalog {
+		fmt.Fprintf(w, "  %-*s  %s\n", width, s.Name, s.Description)
 	}
 	fmt.Fprintln(w, "\nFlags:")
 	fs.SetOutput(w)

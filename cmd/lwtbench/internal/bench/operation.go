@@ -59,13 +59,17 @@ type Spec struct {
 // Baseline is the operation every ratio is taken against: the plain INSERT, the floor.
 const Baseline = "insert"
 
-// Catalog lists every operation the benchmark knows, in the order they are reported. Operations
-// that need only gocql and the schema are here; the other five plug in by appending a Spec:
+// Catalog lists every operation the benchmark knows, in the order they are reported: the CQL
+// statements the executor is built from (ops_cql.go), then the toolkit's own operations on the
+// same run's keyspace (ops_once.go, ops_guard.go):
 //
 //   - "once-new":       lwt's exactly-once executor on new keys (claim, run, complete);
 //   - "once-dup-node":  the same executor on a completed key, answered by the node (cache off);
 //   - "once-dup-cache": the same executor on a completed key, answered from its in-process cache;
-//   - "guard":          events' consumer guard on new messages;
+//   - "guard":          events' consumer guard on new messages.
+//
+// One more plugs in by appending a Spec:
+//
 //   - "bloom":          the Bloom pre-check on keys the filter has never seen.
 //
 // An entry's New builds the operation from Env (session, keyspace, consistency levels, a
@@ -75,6 +79,10 @@ func Catalog() []Spec {
 		{Name: Baseline, Description: "plain INSERT on new keys (the floor)", New: newPlainInsert},
 		{Name: "lwt-new", Description: "INSERT ... IF NOT EXISTS on new keys (applied)", New: newLWTInsert},
 		{Name: "lwt-dup", Description: "INSERT ... IF NOT EXISTS on an existing key (rejected)", New: newLWTDuplicate},
+		{Name: "once-new", Description: "lwt ExecuteOnce on new keys (claim, run, store the result)", New: newOnceNew},
+		{Name: "once-dup-node", Description: "lwt ExecuteOnce on a completed key, replayed by the node (no cache)", New: newOnceDupNode},
+		{Name: "once-dup-cache", Description: "lwt ExecuteOnce on a completed key, replayed from the in-process cache", New: newOnceDupCache},
+		{Name: "guard", Description: "events Guard.Process on new messages, handler does nothing", New: newGuardProcess},
 	}
 }
 

@@ -125,6 +125,13 @@ func newLWTDuplicate(env Env) (Operation, error) {
 
 func duplicateKey(i int) string { return fmt.Sprintf("dup-%d", i) }
 
+// poolIndex picks the pool key a duplicate request repeats. A multiplicative step spreads
+// consecutive requests of all workers over the pool; the step is odd and the pool a power of
+// two, so each worker's requests visit every key.
+func poolIndex(req Request) int {
+	return (req.Worker*7919 + req.Seq*104729 + req.Phase) % duplicatePool
+}
+
 // Setup claims every key of the pool with the same LWT the requests will repeat, so the rows
 // and their Paxos state look like those of real first attempts.
 func (d lwtDuplicate) Setup(ctx context.Context) error {
@@ -135,9 +142,7 @@ func (d lwtDuplicate) Setup(ctx context.Context) error {
 }
 
 func (d lwtDuplicate) Do(ctx context.Context, req Request) error {
-	// A multiplicative step spreads consecutive requests of all workers over the pool.
-	i := (req.Worker*7919 + req.Seq*104729 + req.Phase) % duplicatePool
-	applied, err := d.cas(ctx, duplicateKey(i))
+	applied, err := d.cas(ctx, duplicateKey(poolIndex(req)))
 	if err == nil && applied {
 		err = fmt.Errorf("%w: IF NOT EXISTS on an existing key was applied", errUnexpectedOutcome)
 	}

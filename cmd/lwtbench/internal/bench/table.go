@@ -54,10 +54,14 @@ func commitlogWindow(n NodeConfig) string {
 	return n.CommitlogSyncPeriod
 }
 
+// ms formats a latency to about three significant digits; below 0.1 ms (a cache hit) to the
+// microsecond, the histogram's resolution.
 func ms(v float64) string {
 	switch {
 	case v == 0:
 		return "-"
+	case v < 0.1:
+		return fmt.Sprintf("%.3f", v)
 	case v < 10:
 		return fmt.Sprintf("%.2f", v)
 	case v < 100:
@@ -66,9 +70,16 @@ func ms(v float64) string {
 	return fmt.Sprintf("%.0f", v)
 }
 
+// ratio formats a ratio to the baseline; a small one (an in-process answer against a round
+// trip) keeps a third decimal, or shows its bound, rather than reading as zero.
 func ratio(v float64) string {
-	if v == 0 {
+	switch {
+	case v == 0:
 		return "-"
+	case v < 0.001:
+		return "<0.001"
+	case v < 0.1:
+		return fmt.Sprintf("%.3f", v)
 	}
 	return fmt.Sprintf("%.2f", v)
 }
