@@ -214,3 +214,144 @@ func TestFastPathInFlightRedeliveryGetsInProgress(t *testing.T) {
 	require.Zero(t, s.FalsePositives, "the record existed")
 	require.Equal(t, uint64(1), s.PreChecks[scope].WarmUps)
 }
+
+// violation runs each of n messages through guards a and b at once and returns the handler
+// runs and the Processed outcomes.
+func violation(t *testing.T, ctx context.Context, a, b *events.Guard, scope events.Scope, prefix string, n int) (runs, processed int) {
+	var r, p atomic.Int64
+	h := func(context.Context, events.Message) error { r.Add(1); return nil }
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 8)
+	for i := range n {
+		m := events.Message{Scope: scope, ID: fmt.Sprint(prefix, i), Payload: []byte("x")}
+		for _, g := range []*events.Guard{a, b} {
+			wg.Add(1)
+			sem <- struct{}{}
+			go func() {
+				defer wg.Done()
+				defer func() { <-sem }()
+				for {
+					out, err := g.Process(ctx, m, h)
+					if out == events.Processed {
+						p.Add(1)
+					}
+					if out == events.Processed || out == events.Duplicate {
+						return
+					}
+					if out != events.InProgress && !errors.Is(err, events.ErrInProgress) {
+						// A strict consumer whose Complete met the fast path's record: its
+						// handler ran, its lease is reported lost, and the redelivery replays.
+						require.ErrorContains(t, err, "lease")
+					}
+					time.Sleep(2 * time.Millisecond)
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	return int(r.Load()), int(p.Load())
+}
+
+// TestFastPathOwnershipViolatedDuplicates gives one scope to two guards (two processes) and
+// delivers every message to both at once. With the fast path forced on in both, each warm
+// filter says new and both handlers run: the duplicate rate is measured and logged. With the
+// fast path on in one of them only, the other's LWTs meet plain writes. With the default
+// settings (no Own), the LWT path admits no duplicate and no fast path is taken.
+func TestFastPathOwnershipViolatedDuplicates(t *testing.T) {
+	t.Parallel()
+	const n = 300
+	session, ks := cassandratest.NewSession(t)
+	ctx := context.Background()
+	scope := events.Scope{Group: "g", Topic: "violated", Partition: 0}
+
+	a, b := guardOn(t, session, ks), guardOn(t, session, ks)
+	require.NoError(t, a.Own(ctx, scope, 1, newPreCheck(t, scope)))
+	require.NoError(t, b.Own(ctx, scope, 1, newPreCheck(t, scope)))
+	runs, processed := violation(t, ctx, a, b, scope, "both-", n)
+	dups := runs - n
+	t.Logf("both on the fast path: %d messages, %d handler runs, %d duplicates (%.1f%%); fast paths a=%d b=%d",
+		n, runs, dups, 100*float64(dups)/n, a.Stats().FastPath, b.Stats().FastPath)
+	require.Positive(t, dups)
+	require.Equal(t, runs, processed, "every handler run the test counted was reported processed")
+	require.Equal(t, uint64(runs), a.Stats().FastPath+b.Stats().FastPath, "every run was a fast path")
+
+	// Redelivered later to the other process: its filter, warmed before, never saw the ids.
+	var seq atomic.Int64
+	h := func(context.Context, events.Message) error { seq.Add(1); return nil }
+	for i := range n / 3 {
+		m := events.Message{Scope: scope, ID: fmt.Sprint("seq-", i), Payload: []byte("x")}
+		deliver(t, ctx, a, m, h)
+		deliver(t, ctx, b, m, h)
+	}
+	t.Logf("redelivered to the other process after the first finished: %d messages, %d duplicates (%.1f%%)",
+		n/3, seq.Load()-n/3, 100*float64(seq.Load()-n/3)/float64(n/3))
+	require.Positive(t, seq.Load()-n/3)
+
+	c := guardOn(t, session, ks) // strict: the LWT path for every message
+	runs, processed = violation(t, ctx, a, c, scope, "mixed-", n)
+	cs := c.Stats().Store
+	t.Logf("one fast path, one strict consumer: %d messages, %d handler runs, %d duplicates (%.1f%%); strict claims %d, lease lost %d",
+		n, runs, runs-n, 100*float64(runs-n)/n, cs.Claims, cs.LeaseLost)
+	require.Equal(t, runs, processed+int(cs.LeaseLost), "a run is reported processed or, when the plain write beat the Complete, lease lost")
+
+	d, e := guardOn(t, session, ks), guardOn(t, session, ks) // the defaults: no Own
+	runs, _ = violation(t, ctx, d, e, scope, "strict-", n)
+	t.Logf("default settings: %d messages, %d handler runs, fast paths %d", n, runs, d.Stats().FastPath+e.Stats().FastPath)
+	require.Equal(t, n, runs, "no duplicate without the fast path")
+	require.Zero(t, d.Stats().FastPath+e.Stats().FastPath, "the fast path is off unless the scope is owned")
+}
+
+// TestFastPathStopsWhenOwnershipMoves: after Disown the pre-check no longer answers clearly
+// new; a handler that returns after ownership moved records the message with a conditional
+// write, which finds a record the new owner made.
+func TestFastPathStopsWhenOwnershipMoves(t *testing.T) {
+	t.Parallel()
+	session, ks := cassandratest.NewSession(t)
+	ctx := context.Background()
+	scope := events.Scope{Group: "g", Topic: "moves", Partition: 3}
+	g := guardOn(t, session, ks)
+	pre := newPreCheck(t, scope)
+	require.NoError(t, g.Own(ctx, scope, 5, pre))
+	require.ErrorIs(t, g.Own(ctx, scope, 5, pre), bloom.ErrStaleEpoch, "an epoch must grow")
+	require.NoError(t, g.Own(ctx, scope, 6, pre))
+
+	// Disowned while the handler runs: the conditional write applies (nobody else has it).
+	m1 := events.Message{Scope: scope, ID: "m1"}
+	out, err := g.Process(ctx, m1, func(context.Context, events.Message) error { g.Disown(scope); return nil })
+	require.NoError(t, err)
+	require.Equal(t, events.Processed, out)
+	s := g.Stats()
+	require.Equal(t, uint64(1), s.FastPath)
+	require.Equal(t, uint64(1), s.StaleEpoch)
+	require.Zero(t, s.StaleConflicts)
+	require.Equal(t, bloom.Cold, pre.Stats().State)
+	require.False(t, pre.Check("never-seen").ClearlyNew(), "a disowned pre-check answers no clearly new")
+	out, err = g.Process(ctx, events.Message{Scope: scope, ID: "m2"}, func(context.Context, events.Message) error { return nil })
+	require.NoError(t, err)
+	require.Equal(t, events.Processed, out)
+	require.Equal(t, uint64(1), g.Stats().FastPath, "m2 took the LWT path")
+
+	// Ownership moves to another process that processes the message while the stale owner's
+	// handler still runs: the stale owner's conditional write finds the record.
+	require.NoError(t, g.Own(ctx, scope, 7, pre))
+	other := guardOn(t, session, ks)
+	m3 := events.Message{Scope: scope, ID: "m3"}
+	out, err = g.Process(ctx, m3, func(context.Context, events.Message) error {
+		g.Disown(scope)
+		o, err := other.Process(ctx, m3, func(context.Context, events.Message) error { return nil })
+		require.NoError(t, err)
+		require.Equal(t, events.Processed, o)
+		return nil
+	})
+	require.NoError(t, err)
+	require.Equal(t, events.Processed, out)
+	s = g.Stats()
+	require.Equal(t, uint64(2), s.StaleEpoch)
+	require.Equal(t, uint64(1), s.StaleConflicts, "the handler ran in two places and the guard says so")
+	var epoch *int64
+	var status string
+	require.NoError(t, session.Query(`SELECT epoch, status FROM processed_messages WHERE consumer_group = ? AND topic = ? AND partition = ? AND message_id = ?`,
+		scope.Group, scope.Topic, scope.Partition, m3.ID).Scan(&epoch, &status))
+	require.Nil(t, epoch, "the new owner's LWT record was not overwritten")
+	require.Equal(t, "COMPLETED", status)
+}
