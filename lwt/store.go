@@ -23,6 +23,7 @@ type Store struct {
 	stmt    statements
 	cache   *completedCache
 	stats   counters
+	fast    fastState
 }
 
 type statements struct {
