@@ -36,6 +36,14 @@
 // from the table, or when the retention is shorter than the table's TTL: a duplicate can then
 // be processed twice. The fast path is off unless a caller turns it on.
 //
+// Measured against a real node (package events, TestFastPathOwnershipViolatedDuplicates): when
+// two processes own one scope with the fast path on, every message delivered to both is
+// processed twice (a duplicate rate of 100%), and so is every message redelivered to the second
+// after the first processed it. With ownership respected (TestFastPathOwnershipRespected...),
+// no message ran twice and the fast path carried every new message once warm. The packages that
+// use a PreCheck (events.Guard.Own, lwt.Store.Own) keep the fast path off until a caller declares
+// the ownership scope and epoch.
+//
 // A "maybe seen" answer always takes the LWT path, so a false positive costs one LWT, never
 // correctness. A cold or warming PreCheck answers NotWarm to everything, so everything takes
 // the LWT path until the warm-up has finished.

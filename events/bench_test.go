@@ -7,6 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gocql/gocql"
+
+	"github.com/cassdedup/cassdedup/bloom"
+	"github.com/cassdedup/cassdedup/cassandratest"
 	"github.com/cassdedup/cassdedup/events"
 )
 
@@ -71,4 +75,58 @@ func recordBucket(ctx context.Context, l *events.Log, counter string, at time.Ti
 		}
 	}
 	return nil
+}
+
+// BenchmarkFastPath interleaves, in one loop, a plain INSERT of a processed_messages row, the
+// guard's fast path on a new message of an owned scope, and the guard's LWT path on a new
+// message of a scope it does not own; each is timed on its own, so drift in the node's latency
+// hits all three alike. It reports each one's mean latency and the ratios of the fast path to the
+// plain INSERT and to the LWT path.
+func BenchmarkFastPath(b *testing.B) {
+	session, ks := cassandratest.NewSession(b)
+	ctx := context.Background()
+	g := guardOn(b, session, ks)
+	owned := events.Scope{Group: "bench", Topic: "t", Partition: 0}
+	strict := events.Scope{Group: "bench", Topic: "t", Partition: 1}
+	pre, err := bloom.NewPreCheck("bench/t/0", bloom.WithExpectedItems(1_000_000), bloom.WithRetention(25*time.Hour))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := g.Own(ctx, owned, 1, pre); err != nil {
+		b.Fatal(err)
+	}
+	insert := `INSERT INTO processed_messages (consumer_group, topic, partition, message_id, fingerprint, status, owner, fence, lease_until, attempts, result, created_at, updated_at, expires_at) VALUES (?, ?, ?, ?, ?, 'COMPLETED', ?, 1, ?, 1, ?, ?, ?, ?) USING TTL ?`
+	noop := func(context.Context, events.Message) error { return nil }
+	payload := []byte("payload")
+	var tInsert, tFast, tLWT time.Duration
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		id := fmt.Sprint("m-", i)
+		now := time.Now()
+		start := time.Now()
+		if err := session.Query(insert, "bench", "t", 2, id, payload, gocql.TimeUUID(), now, []byte{}, now, now,
+			now.Add(24*time.Hour), 86400).Exec(); err != nil {
+			b.Fatal(err)
+		}
+		tInsert += time.Since(start)
+		start = time.Now()
+		if out, err := g.Process(ctx, events.Message{Scope: owned, ID: id, Payload: payload}, noop); err != nil || out != events.Processed {
+			b.Fatal(out, err)
+		}
+		tFast += time.Since(start)
+		start = time.Now()
+		if out, err := g.Process(ctx, events.Message{Scope: strict, ID: id, Payload: payload}, noop); err != nil || out != events.Processed {
+			b.Fatal(out, err)
+		}
+		tLWT += time.Since(start)
+	}
+	n := float64(b.N)
+	b.ReportMetric(float64(tInsert.Nanoseconds())/n, "insert-ns/op")
+	b.ReportMetric(float64(tFast.Nanoseconds())/n, "fast-ns/op")
+	b.ReportMetric(float64(tLWT.Nanoseconds())/n, "lwt-ns/op")
+	b.ReportMetric(float64(tFast)/float64(tInsert), "fast/insert")
+	b.ReportMetric(float64(tFast)/float64(tLWT), "fast/lwt")
+	if s := g.Stats(); s.FastPath != uint64(b.N) {
+		b.Fatalf("fast path taken %d times for %d new messages", s.FastPath, b.N)
+	}
 }

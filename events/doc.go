@@ -25,9 +25,32 @@
 // one message run the handler once: the others get Duplicate, or InProgress while the first
 // runs. After WithMaxAttempts handler runs the message is reported as Poison, for the caller
 // to dead-letter. Records live for the retention window (WithRetention, default 7 days).
-// Every message is its own partition; ProcessedIDs walks the hour-bucketed by-scope index, so
-// a pre-check (PreCheck, e.g. a Bloom filter) can warm up from its own scope. The guard is
-// strict: the LWT runs for every message; a pre-check only learns ids.
+// Every message is its own partition; ProcessedIDs walks the hour-bucketed by-scope index.
+//
+// # The fast path, and when it is safe
+//
+// By default every message takes the LWT path. Guard.Own(ctx, scope, epoch, pre) turns a fast
+// path on for one scope: it warms pre (a *bloom.PreCheck) from the scope's processed ids, and from
+// then on a message that pre answers "clearly new" runs its handler without a claim and, on
+// success, is recorded with plain writes (the COMPLETED record, carrying the epoch, and its index
+// row). "Maybe seen" and "not warm" answers take the LWT path; a false positive costs one LWT,
+// never correctness. A redelivery that arrives while this guard is still processing the id gets
+// InProgress at once. A fast-path handler failure writes nothing: the redelivery takes the LWT
+// path. Guard.Disown(scope) turns it off; a fast-path handler that returns after ownership moved
+// records the message with INSERT ... IF NOT EXISTS instead, so it cannot overwrite a new owner's
+// record. Measured on one local node (BenchmarkFastPath): the fast path costs 1.1 times a plain
+// INSERT and 0.3 times the LWT path.
+//
+// The fast path is exact only while ownership holds: every delivery of the scope's messages
+// reaches this guard (one consumer per partition), Own is called on assignment with an epoch
+// that grows on every assignment (the group generation), and Disown is called on revocation
+// before another consumer can receive the partition. If two processes own one scope at once, a
+// message delivered to both is processed by both: in TestFastPathOwnershipViolatedDuplicates,
+// 100% of the messages delivered to two fast-path owners ran twice, as did 100% of those
+// redelivered to the second after the first finished; with one fast-path owner and one strict
+// consumer, 14.7% ran twice in the recorded run (it depends on timing) and the strict consumer saw its lease lost on some of them. With the
+// default settings the same test shows no duplicate and no fast path. A fast-path handler has
+// no lease and no fencing token, and its failed run is not counted against WithMaxAttempts.
 //
 // # Concurrency
 //

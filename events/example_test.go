@@ -8,6 +8,7 @@ import (
 
 	"github.com/gocql/gocql"
 
+	"github.com/cassdedup/cassdedup/bloom"
 	"github.com/cassdedup/cassdedup/events"
 )
 
@@ -83,4 +84,32 @@ func ExampleGuard_Process() {
 	default: // InProgress or Failed: leave it to the broker to redeliver
 		fmt.Println("nack", out, err)
 	}
+}
+
+// Turn the fast path on for a partition this consumer was assigned, and off when it is revoked.
+func ExampleGuard_Own() {
+	ctx := context.Background()
+	guard, err := events.NewGuard(exampleSession())
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	scope := events.Scope{Group: "billing", Topic: "payments", Partition: 3}
+	pre, err := bloom.NewPreCheck("billing/payments/3", bloom.WithExpectedItems(5_000_000),
+		bloom.WithRetention(events.DefaultGuardRetention+time.Hour))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	generation := uint64(42) // from the group coordinator's assignment: it grows on every rebalance
+	if err := guard.Own(ctx, scope, generation, pre); err != nil {
+		fmt.Println("fast path stays off:", err) // every message still takes the LWT path
+	}
+	defer guard.Disown(scope) // on revocation, before another consumer can get the partition
+
+	m := events.Message{Scope: scope, ID: "offset-1030", Payload: []byte(`{"charge":7}`)}
+	out, err := guard.Process(ctx, m, func(ctx context.Context, m events.Message) error { return nil })
+	fmt.Println(out, err)
+	s := guard.Stats()
+	fmt.Println(s.FastPath, s.PreChecks[scope].WarmUpKeys)
 }

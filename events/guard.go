@@ -4,26 +4,36 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
+	"sync"
 
 	"github.com/gocql/gocql"
 
+	"github.com/cassdedup/cassdedup/bloom"
 	"github.com/cassdedup/cassdedup/lwt"
 	"github.com/cassdedup/cassdedup/schema"
 )
 
 // Guard makes an at-least-once consumer process each message once: it claims the message with
 // a lightweight transaction, runs the handler under a renewed lease, and marks the message
-// processed only when the handler succeeded. A Guard is safe for concurrent use.
+// processed only when the handler succeeded. For the scopes declared with Own, a message its
+// warm pre-check knows to be new takes the fast path instead: the handler runs without a claim
+// and the message is recorded with a plain write. A Guard is safe for concurrent use.
 type Guard struct {
 	session                *gocql.Session
 	store                  *lwt.Store
 	cfg                    guardConfig
 	insertScope, listScope string
+
+	mu      sync.Mutex
+	owned   map[Scope]*owner // scopes with the fast path on; guarded by mu
+	flights flights
+	stats   guardCounters
 }
 
-// Handler processes one message. Its ctx is canceled if the guard loses the message's lease;
-// lwt.ClaimFromContext(ctx) gives the claim's fencing token for downstream writes.
+// Handler processes one message. On the LWT path its ctx is canceled if the guard loses the
+// message's lease, and lwt.ClaimFromContext(ctx) gives the claim's fencing token for downstream
+// writes. On the fast path there is no claim (ClaimFromContext reports false) and no lease: the
+// ownership of the scope is what keeps other processes away.
 type Handler func(ctx context.Context, m Message) error
 
 // Outcome says what Process did with a message.
@@ -78,7 +88,7 @@ func NewGuard(session *gocql.Session, opts ...GuardOption) (*Guard, error) {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidOption, err)
 	}
 	return &Guard{
-		session: session, store: store, cfg: cfg,
+		session: session, store: store, cfg: cfg, owned: map[Scope]*owner{},
 		insertScope: "INSERT INTO " + byScope + " (consumer_group, topic, partition, hour, message_id) VALUES (?, ?, ?, ?, ?) USING TTL ?",
 		listScope:   "SELECT message_id FROM " + byScope + " WHERE consumer_group = ? AND topic = ? AND partition = ? AND hour = ?",
 	}, nil
@@ -93,7 +103,8 @@ func (e *handlerError) Unwrap() error { return e.err }
 // Process runs handler for m unless m was already processed in its scope. A nil error means
 // the message's effect is done: acknowledge it. Otherwise the outcome says what to do:
 // InProgress and Failed leave the message for redelivery, Poison asks to dead-letter it.
-// Bad input gives ErrInvalidMessage or ErrPayloadTooLarge before anything is stored.
+// Bad input gives ErrInvalidMessage or ErrPayloadTooLarge before anything is stored. A delivery
+// of an id that this guard is already processing gets InProgress at once.
 func (g *Guard) Process(ctx context.Context, m Message, handler Handler) (Outcome, error) {
 	if err := m.validate(g.cfg.maxPayload); err != nil {
 		return Failed, err
@@ -101,24 +112,58 @@ func (g *Guard) Process(ctx context.Context, m Message, handler Handler) (Outcom
 	if handler == nil {
 		return Failed, fmt.Errorf("%w: nil handler", ErrInvalidOption)
 	}
+	// Enter before reading the ownership: Own's warm-up waits for the deliveries that entered
+	// before it began, and every later one is recorded by the pre-check's Check.
+	if !g.flights.enter(m) {
+		g.stats.inFlight.Add(1)
+		return InProgress, fmt.Errorf("%w: %q is being processed by this guard", ErrInProgress, m.ID)
+	}
+	defer g.flights.leave(m)
+	g.mu.Lock()
+	o := g.owned[m.Scope]
+	g.mu.Unlock()
+	if o == nil {
+		out, _, err := g.strict(ctx, m, handler)
+		return out, err
+	}
+	a := o.pre.Check(m.ID)
+	if a.ClearlyNew() {
+		return g.fast(ctx, m, handler, o, a)
+	}
+	g.stats.lwtPath.Add(1)
+	out, tableSaidNew, err := g.strict(ctx, m, handler)
+	// Observe only what the table answered: a store error may have left it unknown.
+	if a.Verdict == bloom.MaybeSeen && (err == nil || tableSaidNew || out == InProgress || out == Poison) {
+		o.pre.Observe(a, tableSaidNew)
+		if tableSaidNew {
+			g.stats.falsePositives.Add(1)
+		}
+	}
+	return out, err
+}
+
+// strict is the LWT path. tableSaidNew reports that the claim created the record: the id had
+// no record in the table.
+func (g *Guard) strict(ctx context.Context, m Message, handler Handler) (out Outcome, tableSaidNew bool, err error) {
 	var opts []lwt.CallOption
 	if m.Payload != nil {
 		opts = append(opts, lwt.WithRequest(m.Payload))
 	}
 	key := lwt.Key{m.Group, m.Topic, m.Partition, m.ID}
 	res, err := g.store.ExecuteOnce(ctx, key, func(ctx context.Context) ([]byte, error) {
+		if c, ok := lwt.ClaimFromContext(ctx); ok && c.Previous == nil && c.Attempts == 1 {
+			tableSaidNew = true
+		}
 		return nil, g.run(ctx, m, handler)
 	}, opts...)
 	if err != nil {
-		return g.failure(m, err)
-	}
-	if g.cfg.pre != nil {
-		g.cfg.pre.Add(m.Scope, m.ID)
+		out, err = g.failure(m, err)
+		return out, tableSaidNew, err
 	}
 	if res.Replay {
-		return Duplicate, nil
+		return Duplicate, false, nil
 	}
-	return Processed, nil
+	return Processed, tableSaidNew, nil
 }
 
 // run is the claimed part of Process. The by-scope index row is written before the handler
@@ -133,11 +178,8 @@ func (g *Guard) run(ctx context.Context, m Message, handler Handler) error {
 		}
 		return lwt.Permanent(fmt.Errorf("%d attempts used; last error: %s", claim.Attempts-1, last))
 	}
-	now := g.cfg.now().UTC()
-	err := g.session.Query(g.insertScope, m.Group, m.Topic, m.Partition, now.Truncate(time.Hour), m.ID,
-		int(g.cfg.retention/time.Second)).WithContext(ctx).Consistency(g.cfg.consistency).Idempotent(true).Exec()
-	if err != nil {
-		return fmt.Errorf("events: index %q by scope: %w", m.ID, err)
+	if err := g.index(ctx, m); err != nil {
+		return err
 	}
 	if err := handler(ctx, m); err != nil {
 		if ok && claim.Attempts >= g.cfg.maxAttempts {

@@ -18,7 +18,6 @@ type guardConfig struct {
 	maxAttempts, maxPayload  int
 	consistency              gocql.Consistency
 	serial                   gocql.SerialConsistency
-	pre                      PreCheck
 	now                      func() time.Time
 }
 
@@ -77,11 +76,6 @@ func WithGuardConsistency(cl gocql.Consistency) GuardOption {
 func WithGuardSerialConsistency(sc gocql.SerialConsistency) GuardOption {
 	return func(c *guardConfig) { c.serial = sc }
 }
-
-// WithPreCheck plugs in a pre-check (a Bloom filter) that learns every processed id. In the
-// strict mode, the only mode today, the claim LWT runs for every message whatever the
-// pre-check says.
-func WithPreCheck(p PreCheck) GuardOption { return func(c *guardConfig) { c.pre = p } }
 
 // WithGuardClock replaces time.Now for the hour buckets of the by-scope index, for tests.
 func WithGuardClock(now func() time.Time) GuardOption { return func(c *guardConfig) { c.now = now } }

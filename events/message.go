@@ -26,14 +26,6 @@ type Message struct {
 	Payload []byte
 }
 
-// PreCheck is a fast, in-process answer to "was this id seen in this scope?", such as a Bloom
-// filter. MaybeSeen may answer true for ids never added (false positives) but must never answer
-// false for an id that was added. Implementations must be safe for concurrent use.
-type PreCheck interface {
-	MaybeSeen(scope Scope, id string) bool
-	Add(scope Scope, id string)
-}
-
 // validate checks m against the guard's limits.
 func (m Message) validate(maxPayload int) error {
 	for _, f := range []struct{ name, v string }{{"group", m.Group}, {"topic", m.Topic}, {"id", m.ID}} {

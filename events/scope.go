@@ -18,13 +18,18 @@ func (g *Guard) ProcessedIDs(ctx context.Context, scope Scope, yield func(id str
 	if err := (Message{Scope: scope, ID: "-"}).validate(0); err != nil {
 		return err
 	}
+	return g.walkScope(ctx, scope, func(id string, _ time.Time) error { return yield(id) })
+}
+
+// walkScope is ProcessedIDs with each id's hour bucket.
+func (g *Guard) walkScope(ctx context.Context, scope Scope, yield func(id string, hour time.Time) error) error {
 	now := g.cfg.now().UTC()
 	for hour := now.Add(-g.cfg.retention).Truncate(time.Hour); !hour.After(now); hour = hour.Add(time.Hour) {
 		iter := g.session.Query(g.listScope, scope.Group, scope.Topic, scope.Partition, hour).
 			WithContext(ctx).Consistency(g.cfg.consistency).PageSize(scopePageSize).Iter()
 		var id string
 		for iter.Scan(&id) {
-			if err := yield(id); err != nil {
+			if err := yield(id, hour); err != nil {
 				_ = iter.Close()
 				return err
 			}

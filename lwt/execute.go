@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/cassdedup/cassdedup/bloom"
 )
 
 // Result is the answer of ExecuteOnce.
@@ -83,6 +85,61 @@ func (s *Store) ExecuteOnce(ctx context.Context, key Key, fn func(context.Contex
 			return Result{Value: rec.Result, Replay: true, FromCache: true, Attempts: rec.Attempts, Fence: rec.Fence}, nil
 		}
 	}
+	fk := cacheKey(key)
+	for {
+		o, busy, done := s.enter(fk, key)
+		if o == nil || !busy {
+			break
+		}
+		// Owned and already running here: its record may not exist yet (a fast path), so the
+		// table cannot answer; this process can.
+		s.leave(fk)
+		if !cc.wait {
+			s.stats.inFlight.Add(1)
+			s.record(Event{Kind: EventConflict, Key: key})
+			return Result{}, &InProgressError{LeaseUntil: time.Now().Add(s.cfg.lease)}
+		}
+		select {
+		case <-done:
+		case <-ctx.Done():
+			return Result{}, ctx.Err()
+		}
+	}
+	defer s.leave(fk)
+	s.fast.mu.Lock()
+	o := s.fast.owned[namespaceOf(key, len(s.keyCols))]
+	s.fast.mu.Unlock()
+	if o == nil {
+		res, _, err := s.execute(ctx, key, ck, &cc, fn)
+		return res, err
+	}
+	a := o.pre.Check(key[1].(string))
+	if a.ClearlyNew() {
+		return s.fastRun(ctx, key, ck, &cc, o, a, fn)
+	}
+	s.stats.fastLWT.Add(1)
+	res, tableSaidNew, err := s.execute(ctx, key, ck, &cc, fn)
+	if a.Verdict == bloom.MaybeSeen && (err == nil || tableSaidNew || errors.Is(err, ErrInProgress)) {
+		o.pre.Observe(a, tableSaidNew)
+		if tableSaidNew {
+			s.stats.falsePositives.Add(1)
+		}
+	}
+	return res, err
+}
+
+// namespaceOf is the scope of a key for the fast path: its first value, for tables keyed by
+// two values; "" (never owned) otherwise.
+func namespaceOf(key Key, cols int) string {
+	if cols != 2 {
+		return ""
+	}
+	ns, _ := key[0].(string)
+	return ns
+}
+
+// execute is the LWT path. tableSaidNew reports that the claim created the record.
+func (s *Store) execute(ctx context.Context, key Key, ck string, cc *callConfig, fn func(context.Context) ([]byte, error)) (res Result, tableSaidNew bool, err error) {
 	for {
 		claim, rec, err := s.Begin(ctx, key, cc.fingerprint)
 		if err != nil && cc.wait && errors.Is(err, ErrInProgress) {
@@ -91,12 +148,15 @@ func (s *Store) ExecuteOnce(ctx context.Context, key Key, fn func(context.Contex
 			}
 		}
 		if err != nil {
-			return Result{}, err
+			return Result{}, false, err
 		}
 		if rec != nil {
-			return s.replay(ck, rec)
+			res, err := s.replay(ck, rec)
+			return res, false, err
 		}
-		return s.run(ctx, ck, cc.fingerprint, claim, fn)
+		tableSaidNew = claim.Previous == nil && claim.Attempts == 1
+		res, err := s.run(ctx, ck, cc.fingerprint, claim, fn)
+		return res, tableSaidNew, err
 	}
 }
 

@@ -30,6 +30,9 @@ type Record struct {
 	CreatedAt   time.Time
 	UpdatedAt   time.Time
 	ExpiresAt   time.Time // every cell of the record expires at this instant
+	// Epoch is the ownership epoch of a record written by the fast path (PutCompleted), 0 for a
+	// record claimed by LWT.
+	Epoch int64
 }
 
 // Final reports whether the record holds an answer that is replayed: COMPLETED or FAILED.
@@ -48,6 +51,7 @@ func recordFromRow(row Row) *Record {
 	r.CreatedAt = get[time.Time](row, "created_at")
 	r.UpdatedAt = get[time.Time](row, "updated_at")
 	r.ExpiresAt = get[time.Time](row, "expires_at")
+	r.Epoch = get[int64](row, "epoch")
 	return r
 }
 

@@ -66,6 +66,15 @@ type Stats struct {
 	LWTRejected      int64 // conditional writes that did not apply
 	LWTLatencyTotal  time.Duration
 	LWTLatencyMax    time.Duration
+
+	// The fast path (Own): calls that ran fn without a claim, and those whose fn failed
+	// (nothing was written); calls of owned namespaces that took the LWT path; of those, the
+	// ones whose pre-check said maybe seen and whose record did not exist (false positives,
+	// failed fast paths included); fast paths that found ownership moved when fn returned and
+	// wrote conditionally, and those of them that found a record (fn ran twice); calls answered
+	// ErrInProgress because the key was running in this process.
+	FastPath, FastPathFailed, FastPathLWT, FalsePositives int64
+	StaleEpoch, StaleConflicts, InFlight                  int64
 }
 
 // LWTLatencyMean is the mean latency of the LWTs counted.
@@ -79,6 +88,8 @@ func (s Stats) LWTLatencyMean() time.Duration {
 type counters struct {
 	claims, takeovers, replays, cacheHits, conflicts, keyReuses, completions, failures, releases,
 	leaseLost, unknown, resolved, lwts, rejected, latTotal, latMax atomic.Int64
+
+	fastPath, fastFailed, fastLWT, falsePositives, staleEpoch, staleConflicts, inFlight atomic.Int64
 }
 
 func (c *counters) snapshot() Stats {
@@ -89,6 +100,9 @@ func (c *counters) snapshot() Stats {
 		LeaseLost: c.leaseLost.Load(), UnknownOutcomes: c.unknown.Load(), ResolvedOutcomes: c.resolved.Load(),
 		LWTs: c.lwts.Load(), LWTRejected: c.rejected.Load(),
 		LWTLatencyTotal: time.Duration(c.latTotal.Load()), LWTLatencyMax: time.Duration(c.latMax.Load()),
+		FastPath: c.fastPath.Load(), FastPathFailed: c.fastFailed.Load(), FastPathLWT: c.fastLWT.Load(),
+		FalsePositives: c.falsePositives.Load(), StaleEpoch: c.staleEpoch.Load(),
+		StaleConflicts: c.staleConflicts.Load(), InFlight: c.inFlight.Load(),
 	}
 }
 

@@ -23,10 +23,11 @@ type Store struct {
 	stmt    statements
 	cache   *completedCache
 	stats   counters
+	fast    fastState
 }
 
 type statements struct {
-	insert, takeover, renew, finish, read string
+	insert, takeover, renew, finish, read, put, putIfNotExists string
 }
 
 // NewStore returns a store over table, which must have the record columns of
@@ -59,7 +60,7 @@ func NewStore(session *gocql.Session, table Table, opts ...Option) (*Store, erro
 func buildStatements(table string, keyCols []string) statements {
 	where := strings.Join(keyCols, " = ? AND ") + " = ?"
 	marks := strings.Repeat("?, ", len(keyCols))
-	return statements{
+	st := statements{
 		insert: "INSERT INTO " + table + " (" + strings.Join(keyCols, ", ") +
 			", fingerprint, status, owner, fence, lease_until, attempts, created_at, updated_at, expires_at) VALUES (" +
 			marks + "?, 'STARTED', ?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS USING TTL ?",
@@ -70,9 +71,14 @@ func buildStatements(table string, keyCols []string) statements {
 			where + " IF owner = ? AND fence = ? AND status = 'STARTED'",
 		finish: "UPDATE " + table + " USING TTL ? SET status = ?, result = ?, lease_until = ?, updated_at = ? WHERE " +
 			where + " IF owner = ? AND fence = ? AND status = 'STARTED'",
-		read: "SELECT fingerprint, status, owner, fence, lease_until, attempts, result, created_at, updated_at, expires_at FROM " +
+		read: "SELECT fingerprint, status, owner, fence, lease_until, attempts, result, created_at, updated_at, expires_at, epoch FROM " +
 			table + " WHERE " + where,
+		put: "INSERT INTO " + table + " (" + strings.Join(keyCols, ", ") +
+			", fingerprint, status, owner, fence, lease_until, attempts, result, created_at, updated_at, expires_at, epoch) VALUES (" +
+			marks + "?, 'COMPLETED', ?, 0, ?, 1, ?, ?, ?, ?, ?) USING TTL ?",
 	}
+	st.putIfNotExists = strings.Replace(st.put, ") USING TTL", ") IF NOT EXISTS USING TTL", 1)
+	return st
 }
 
 const maxFingerprint = 1024
