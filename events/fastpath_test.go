@@ -20,7 +20,7 @@ import (
 func guardOn(t testing.TB, session *gocql.Session, ks string, opts ...events.GuardOption) *events.Guard {
 	t.Helper()
 	g, err := events.NewGuard(session, append([]events.GuardOption{events.WithGuardKeyspace(ks),
-		events.WithRetention(24 * time.Hour)}, opts...)...)
+		events.WithGuardRetention(24 * time.Hour)}, opts...)...)
 	require.NoError(t, err)
 	return g
 }

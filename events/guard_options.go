@@ -47,15 +47,15 @@ func WithGuardTables(records, byScope string) GuardOption {
 	return func(c *guardConfig) { c.table, c.byScope = records, byScope }
 }
 
-// WithRetention sets how long a processed message is remembered (default 7 days; 1 min to 90
+// WithGuardRetention sets how long a processed message is remembered (default 7 days; 1 min to 90
 // days). A redelivery after it runs the handler again, so keep it longer than the broker can
 // redeliver.
-func WithRetention(d time.Duration) GuardOption { return func(c *guardConfig) { c.retention = d } }
+func WithGuardRetention(d time.Duration) GuardOption { return func(c *guardConfig) { c.retention = d } }
 
-// WithLease sets how long a claim lives without renewal (default 30 s; 100 ms up to the
+// WithGuardLease sets how long a claim lives without renewal (default 30 s; 100 ms up to the
 // retention). It is renewed while the handler runs; a consumer that dies holding it delays
 // redelivered copies by at most the lease.
-func WithLease(d time.Duration) GuardOption { return func(c *guardConfig) { c.lease = d } }
+func WithGuardLease(d time.Duration) GuardOption { return func(c *guardConfig) { c.lease = d } }
 
 // WithMaxAttempts sets how many handler runs a message gets (default 5; 1 to 1000). When a run
 // fails and it was the last, or a delivery finds the attempts used up (a consumer crashed in

@@ -210,7 +210,7 @@ func TestGuardProcessedIDsListsScope(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	clock := newFakeClock(t0)
-	g := newGuard(t, events.WithGuardClock(clock.Now), events.WithRetention(24*time.Hour))
+	g := newGuard(t, events.WithGuardClock(clock.Now), events.WithGuardRetention(24*time.Hour))
 	scope := events.Scope{Group: "g", Topic: "t", Partition: 2}
 	want := map[string]bool{}
 	for i := range 30 {
@@ -259,8 +259,8 @@ func TestGuardBadInputGivesTypedErrors(t *testing.T) {
 	}
 	_, err := g.Process(ctx, events.Message{Scope: s, ID: "x"}, nil)
 	require.ErrorIs(t, err, events.ErrInvalidOption)
-	for _, o := range []events.GuardOption{events.WithRetention(time.Second), events.WithLease(time.Millisecond),
-		events.WithLease(30 * 24 * time.Hour), events.WithMaxAttempts(0), events.WithMaxPayload(0),
+	for _, o := range []events.GuardOption{events.WithGuardRetention(time.Second), events.WithGuardLease(time.Millisecond),
+		events.WithGuardLease(30 * 24 * time.Hour), events.WithMaxAttempts(0), events.WithMaxPayload(0),
 		events.WithGuardClock(nil), events.WithGuardKeyspace("a b"), events.WithGuardTables("x", "-"),
 		events.WithGuardConsistency(gocql.One), events.WithGuardSerialConsistency(gocql.SerialConsistency(0))} {
 		_, err := events.NewGuard(&gocql.Session{}, o)
