@@ -2,8 +2,8 @@ package counters
 
 import (
 	"errors"
-	"fmt"
-	"unicode/utf8"
+
+	"github.com/cassdedup/cassdedup/internal/textcheck"
 )
 
 // Errors returned by the package, checked with errors.Is; returned errors wrap them with the
@@ -47,13 +47,5 @@ func ValidateOpID(id string) error {
 }
 
 func validateText(sentinel error, what, s string, max int) error {
-	switch {
-	case s == "":
-		return fmt.Errorf("%w: empty %s", sentinel, what)
-	case len(s) > max:
-		return fmt.Errorf("%w: %s is %d bytes, the limit is %d", sentinel, what, len(s), max)
-	case !utf8.ValidString(s):
-		return fmt.Errorf("%w: %s is not valid UTF-8", sentinel, what)
-	}
-	return nil
+	return textcheck.Check(sentinel, what, s, max)
 }

@@ -1,9 +1,6 @@
 package events
 
-import (
-	"fmt"
-	"unicode/utf8"
-)
+import "github.com/cassdedup/cassdedup/internal/textcheck"
 
 // Limits on caller-supplied names. Keys are bounded so every partition key stays far below
 // Cassandra's 64 KiB limit and rows stay small.
@@ -27,13 +24,5 @@ func ValidateEventID(id string) error {
 }
 
 func validateText(sentinel error, what, s string, max int) error {
-	switch {
-	case s == "":
-		return fmt.Errorf("%w: empty %s", sentinel, what)
-	case len(s) > max:
-		return fmt.Errorf("%w: %s is %d bytes, the limit is %d", sentinel, what, len(s), max)
-	case !utf8.ValidString(s):
-		return fmt.Errorf("%w: %s is not valid UTF-8", sentinel, what)
-	}
-	return nil
+	return textcheck.Check(sentinel, what, s, max)
 }

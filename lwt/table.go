@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
+	"github.com/cassdedup/cassdedup/internal/textcheck"
 	"github.com/cassdedup/cassdedup/schema"
 )
 
@@ -83,13 +83,8 @@ func validateKey(cols []string, k Key, maxLen int) error {
 	for i, v := range k {
 		switch v := v.(type) {
 		case string:
-			switch {
-			case v == "":
-				return &KeyError{Column: cols[i], Reason: "empty"}
-			case len(v) > maxLen:
-				return &KeyError{Column: cols[i], Reason: fmt.Sprintf("%d bytes, limit %d", len(v), maxLen)}
-			case !utf8.ValidString(v):
-				return &KeyError{Column: cols[i], Reason: "not valid UTF-8"}
+			if p := textcheck.Problem(v, maxLen); p != "" {
+				return &KeyError{Column: cols[i], Reason: p}
 			}
 		case int, int32, int64:
 		default:
