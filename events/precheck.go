@@ -6,19 +6,14 @@ import (
 	"time"
 
 	"github.com/cassdedup/cassdedup/bloom"
+	"github.com/cassdedup/cassdedup/lwt"
 )
 
 // PreCheck is the Bloom pre-check of one scope this process owns; *bloom.PreCheck satisfies it.
-// Check must be atomic per id (of racing callers at most one is told ClearlyNew), answer
-// ClearlyNew only when warm, and record every id it is asked about. Implementations must be
-// safe for concurrent use.
-type PreCheck interface {
-	Check(id string) bloom.Answer
-	Observe(a bloom.Answer, tableSaidNew bool)
-	Owns(epoch uint64) bool
-	WarmUp(ctx context.Context, epoch uint64, src bloom.KeySource) error
-	Invalidate()
-}
+// It is lwt's interface, so one implementation serves a guard and an executor alike: Check is
+// atomic per id (of racing callers at most one is told ClearlyNew), answers ClearlyNew only when
+// warm, and records every id it is asked about.
+type PreCheck = lwt.PreCheck
 
 // owner is one registered ownership: compared by pointer, so a fast path that began under it
 // can tell whether it still holds when the handler returns.
