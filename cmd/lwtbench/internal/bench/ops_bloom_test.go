@@ -1,11 +1,15 @@
 package bench
 
 import (
+	"context"
 	"testing"
 	"time"
 
+	"github.com/gocql/gocql"
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
+	"github.com/cassdedup/cassdedup/cassandratest"
 	"github.com/cassdedup/cassdedup/events"
 )
 
@@ -50,4 +54,34 @@ func TestBloomSizesFollowTheSpansWithinBounds(t *testing.T) {
 	assert.LessOrEqual(t, total, uint64(bloomMaxItems))
 	assert.InDelta(t, 2*sizes[1], sizes[0], 2)
 	assert.GreaterOrEqual(t, sizes[1], uint64(bloomMinItems))
+}
+
+// TestBloomFailsWhenTheLWTPathAnswers checks the operation against a node: requests on owned
+// scopes take the fast path, and once a scope is disowned its requests, now answered by the LWT
+// path, are errors rather than fast answers.
+func TestBloomFailsWhenTheLWTPathAnswers(t *testing.T) {
+	session, ks := cassandratest.NewSession(t)
+	ctx := context.Background()
+	env := Env{Session: session, Keyspace: ks, RunID: newRunID(time.Now()), Consistency: gocql.Quorum,
+		Serial: gocql.Serial, MaxWorkers: 2, WorkerSpans: []time.Duration{time.Second, time.Second}}
+	op, err := newBloomFastPath(env)
+	require.NoError(t, err)
+	b := op.(*bloomFastPath)
+	require.NoError(t, b.Setup(ctx))
+	for seq := range 3 {
+		for w := range 2 {
+			require.NoError(t, b.Do(ctx, Request{Phase: 0, Worker: w, Seq: seq}))
+		}
+	}
+	s := b.guard.Stats()
+	assert.Equal(t, uint64(6), s.FastPath)
+	assert.Zero(t, s.LWTPath)
+
+	b.guard.Disown(b.scope(1))
+	require.NoError(t, b.Do(ctx, Request{Phase: 1, Worker: 0, Seq: 0}), "worker 0's scope is still owned")
+	err = b.Do(ctx, Request{Phase: 1, Worker: 1, Seq: 0})
+	assert.ErrorIs(t, err, errNotFastPath)
+	assert.Equal(t, outcomeError, classify(err))
+	assert.Equal(t, uint64(7), b.guard.Stats().FastPath)
+	assert.NoError(t, b.Close(), "the guard counted exactly the handlers that ran without a claim")
 }
