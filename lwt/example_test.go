@@ -9,6 +9,7 @@ import (
 
 	"github.com/gocql/gocql"
 
+	"github.com/cassdedup/cassdedup/bloom"
 	"github.com/cassdedup/cassdedup/lwt"
 )
 
@@ -44,6 +45,51 @@ func ExampleStore_ExecuteOnce() {
 	case errors.Is(err, lwt.ErrOutcomeUnknown):
 		log.Print("retry the same call later")
 	case err != nil:
+		log.Fatal(err)
+	}
+	fmt.Printf("%s replay=%v\n", res.Value, res.Replay)
+}
+
+// routedKeys stands for the sticky router's own log of the keys it sent to a namespace:
+// idempotency_keys has no index by namespace, so the warm-up's keys come from the caller.
+func routedKeys(ctx context.Context, namespace string, since time.Time, yield func(key string, at time.Time) error) error {
+	return nil
+}
+
+// A sticky router assigned this process the namespace "tenant-42" at epoch 7 (its assignment
+// generation, which grows on every reassignment): every call for the namespace now reaches this
+// process alone, so keys the warm pre-check has never seen may skip the LWT.
+func ExampleStore_Own() {
+	session := connect()
+	defer session.Close()
+	store, err := lwt.NewStore(session, lwt.IdempotencyKeys("cassdedup"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	ctx := context.Background()
+	const namespace, epoch = "tenant-42", 7
+	// Remember keys at least as long as the store does, plus the time a fast-path write may take.
+	pre, err := bloom.NewPreCheck(namespace, bloom.WithExpectedItems(100_000),
+		bloom.WithRetention(lwt.DefaultRetention+lwt.DefaultCommitTimeout))
+	if err != nil {
+		log.Fatal(err)
+	}
+	// The source must yield every key of the namespace still within the store's retention, or a
+	// retry of a key it misses runs its function again.
+	src := bloom.KeySourceFunc(func(ctx context.Context, yield func(string, time.Time) error) error {
+		return routedKeys(ctx, namespace, time.Now().Add(-lwt.DefaultRetention), yield)
+	})
+	if err := store.Own(ctx, namespace, epoch, pre, src); err != nil {
+		log.Print(err) // the namespace keeps the LWT path; Own may be called again
+	}
+	// On reassignment, or as soon as the assignment is in doubt, before another process serves it.
+	defer store.Disown(namespace)
+
+	res, err := store.ExecuteOnce(ctx, lwt.IdempotencyKey(namespace, "charge-8c1d"),
+		func(ctx context.Context) ([]byte, error) {
+			return []byte(`{"charge":"ch_2"}`), nil
+		}, lwt.WithRequest([]byte(`{"amount":500,"currency":"EUR"}`)))
+	if err != nil {
 		log.Fatal(err)
 	}
 	fmt.Printf("%s replay=%v\n", res.Value, res.Replay)

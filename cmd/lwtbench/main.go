@@ -1,8 +1,9 @@
 // Command lwtbench measures what exactly-once costs on a Cassandra cluster: the latency and
 // throughput of conditional writes, of lwt's exactly-once executor (new keys, duplicates
-// answered by the node or the in-process cache) and of events' consumer guard, relative to a
-// plain INSERT, interleaved in one run, in a closed-loop concurrency sweep and an open-loop
-// fixed-rate phase. Run it with -h for its operations and flags.
+// answered by the node or the in-process cache) and of events' consumer guard, on its LWT path
+// and on its Bloom fast path for an owned scope, relative to a plain INSERT, interleaved in one
+// run, in a closed-loop concurrency sweep and an open-loop fixed-rate phase. Run it with -h for
+// its operations and flags.
 package main
 
 import (

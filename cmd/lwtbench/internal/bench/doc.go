@@ -22,7 +22,11 @@
 // pays: lwt's Store.ExecuteOnce on a new key (once-new: claim, run, store the result, two
 // LWTs), on a completed key answered by the node (once-dup-node: one rejected LWT) or by the
 // store's in-process cache (once-dup-cache: no round trip), and events' Guard.Process on a new
-// message (guard). They use the run's consistency and serial consistency. The duplicate
+// message (guard) and on a new message of a scope the guard owns with a warm Bloom pre-check
+// (bloom: the fast path, a plain write and no LWT). The fast path is exact only while one
+// process owns the scope; each bloom worker is the sole consumer of its own partition, and a
+// request that took the LWT path instead counts as an error, never as a fast answer. They use
+// the run's consistency and serial consistency. The duplicate
 // operations cycle over a pool of keys completed untimed in Setup: a completed key replays for
 // its whole retention, so a pool is valid for any run length, and it matches lwt-dup's, so
 // once-dup-node against lwt-dup shows what the executor adds to a rejected LWT.

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/gocql/gocql"
 )
@@ -43,6 +44,10 @@ type Env struct {
 	Consistency gocql.Consistency       // for plain writes and the commit phase of an LWT
 	Serial      gocql.SerialConsistency // for the Paxos phase of an LWT
 	MaxWorkers  int                     // the largest number of concurrent workers of any phase
+	// WorkerSpans holds, for each worker index below MaxWorkers, the total length of the phases
+	// (warm-up included) that run a worker of that index: how long it may send requests, so an
+	// operation can size per-worker state for the run.
+	WorkerSpans []time.Duration
 }
 
 // Namespace returns the namespace an operation named op writes its keys under: unique to the
@@ -61,17 +66,16 @@ const Baseline = "insert"
 
 // Catalog lists every operation the benchmark knows, in the order they are reported: the CQL
 // statements the executor is built from (ops_cql.go), then the toolkit's own operations on the
-// same run's keyspace (ops_once.go, ops_guard.go):
+// same run's keyspace (ops_once.go, ops_guard.go, ops_bloom.go):
 //
 //   - "once-new":       lwt's exactly-once executor on new keys (claim, run, complete);
 //   - "once-dup-node":  the same executor on a completed key, answered by the node (cache off);
 //   - "once-dup-cache": the same executor on a completed key, answered from its in-process cache;
-//   - "guard":          events' consumer guard on new messages.
+//   - "guard":          events' consumer guard on new messages;
+//   - "bloom":          the same guard on owned scopes, where a warm Bloom pre-check that has
+//     never seen a message lets it skip the LWT (the fast path).
 //
-// One more plugs in by appending a Spec:
-//
-//   - "bloom":          the Bloom pre-check on keys the filter has never seen.
-//
+// Another operation plugs in by appending a Spec.
 // An entry's New builds the operation from Env (session, keyspace, consistency levels, a
 // run-unique namespace per operation); its Setup pre-inserts or warms what it needs untimed.
 func Catalog() []Spec {
@@ -83,6 +87,8 @@ func Catalog() []Spec {
 		{Name: "once-dup-node", Description: "lwt ExecuteOnce on a completed key, replayed by the node (no cache)", New: newOnceDupNode},
 		{Name: "once-dup-cache", Description: "lwt ExecuteOnce on a completed key, replayed from the in-process cache", New: newOnceDupCache},
 		{Name: "guard", Description: "events Guard.Process on new messages, handler does nothing", New: newGuardProcess},
+		{Name: "bloom", Description: "events Guard.Process on new messages of an owned scope: Bloom fast path, plain writes, no LWT " +
+			"(safe only when one process owns the scope)", New: newBloomFastPath},
 	}
 }
 

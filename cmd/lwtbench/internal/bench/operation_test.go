@@ -27,7 +27,7 @@ func TestCatalogNamesAreUniqueAndComplete(t *testing.T) {
 		ns := Env{RunID: newRunID(time.Now())}.Namespace(s.Name)
 		assert.LessOrEqual(t, len(ns), min(lwt.DefaultMaxKeyLength, events.MaxMessageField))
 	}
-	for _, want := range []string{"insert", "lwt-new", "lwt-dup", "once-new", "once-dup-node", "once-dup-cache", "guard"} {
+	for _, want := range []string{"insert", "lwt-new", "lwt-dup", "once-new", "once-dup-node", "once-dup-cache", "guard", "bloom"} {
 		assert.True(t, seen[want], "%s is in the catalog", want)
 	}
 }

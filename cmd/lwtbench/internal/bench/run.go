@@ -106,7 +106,7 @@ func Execute(ctx context.Context, c Config, catalog []Spec, stderr io.Writer) (*
 		Node: node, Client: clientConfig(c, cluster, policy),
 	}
 	env := Env{Session: session, Keyspace: keyspace, RunID: runID, Consistency: c.Consistency,
-		Serial: c.Serial, MaxWorkers: maxPhaseWorkers(c.phases())}
+		Serial: c.Serial, MaxWorkers: maxPhaseWorkers(c.phases()), WorkerSpans: workerSpans(c.phases())}
 	if r.Phases, r.Operations, err = measure(ctx, c, catalog, env, stderr); err != nil {
 		return nil, err
 	}
@@ -125,6 +125,18 @@ func maxPhaseWorkers(phases []phasePlan) int {
 		n = max(n, p.workers)
 	}
 	return n
+}
+
+// workerSpans returns, for each worker index of any phase, the total duration of the phases that
+// have a worker of that index.
+func workerSpans(phases []phasePlan) []time.Duration {
+	spans := make([]time.Duration, maxPhaseWorkers(phases))
+	for _, p := range phases {
+		for w := range p.workers {
+			spans[w] += p.duration
+		}
+	}
+	return spans
 }
 
 // measure builds and sets up the selected operations, runs every phase and returns the
