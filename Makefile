@@ -21,17 +21,23 @@ OUT          := out
 BENCH_PORT   ?= 9043
 BENCH_PAXOS  ?= v2
 BENCH_FLAGS  ?=
-BENCH_NODE   := CASSANDRA_DURABLE=1 CASSANDRA_CQL_PORT=$(BENCH_PORT) CASSANDRA_STORAGE_PORT=7100 CASSANDRA_PAXOS=$(BENCH_PAXOS) CASSANDRA_HEAP=2G $(NODE)
+BENCH_NODE   := CASSANDRA_DURABLE=1 CASSANDRA_CQL_PORT=$(BENCH_PORT) CASSANDRA_STORAGE_PORT=7100 CASSANDRA_PAXOS=$(BENCH_PAXOS) CASSANDRA_HEAP=$(if $(filter 1,$(BENCH_NODES)),2G,1G) $(NODE)
 
 .PHONY: test check fmt-check vet go-test cqlsh cassandra-up cassandra-down schema fuzz bench bench-long
 
 ## bench: the LWT latency benchmark (about a minute) against CASSANDRA_HOSTS, or against a
 ## durable local node started for the run and stopped after it. Results go to out/.
+## BENCH_NODES=3 starts a three-node cluster on 127.0.0.1-3 instead and replicates with RF 3,
+## so Paxos rounds cross (loopback) connections as in production.
+BENCH_NODES ?= 1
+BENCH_ADDRS := $(foreach i,$(shell seq 1 $(BENCH_NODES)),127.0.0.$(i))
+BENCH_RF    := $(if $(filter 1,$(BENCH_NODES)),1,3)
 bench:
 	$(GO) build -o bin/lwtbench ./cmd/lwtbench
 	@if [ -n "$${CASSANDRA_HOSTS:-}" ]; then bin/lwtbench -hosts "$$CASSANDRA_HOSTS" -out $(OUT) $(BENCH_FLAGS); \
-	else trap '$(BENCH_NODE) down' EXIT; $(BENCH_NODE) up; \
-	  bin/lwtbench -hosts 127.0.0.1:$(BENCH_PORT) -out $(OUT) $(BENCH_FLAGS); fi
+	else trap 'for a in $(BENCH_ADDRS); do CASSANDRA_ADDRESS=$$a $(BENCH_NODE) down; done' EXIT; \
+	  for a in $(BENCH_ADDRS); do CASSANDRA_ADDRESS=$$a CASSANDRA_SEEDS=127.0.0.1:7100 $(BENCH_NODE) up; done; \
+	  bin/lwtbench -hosts 127.0.0.1:$(BENCH_PORT) -rf $(BENCH_RF) -out $(OUT) $(BENCH_FLAGS); fi
 
 ## bench-long: the same with the -long preset (about ten minutes, concurrency up to 64).
 bench-long:

@@ -150,9 +150,25 @@ func (g *Guard) strict(ctx context.Context, m Message, handler Handler) (out Out
 		opts = append(opts, lwt.WithRequest(m.Payload))
 	}
 	key := lwt.Key{m.Group, m.Topic, m.Partition, m.ID}
+	// The by-scope index row is written while the claim is in flight rather than after it, so
+	// a new message pays one round trip less. The handler still waits for it: a pre-check warmed
+	// from the index may then know ids that were never processed (costing an LWT), but never
+	// misses one that was. A duplicate writes the row again, which is harmless.
+	indexed := make(chan error, 1)
+	go func() { indexed <- g.index(ctx, m) }()
+	var indexOnce sync.Once
+	var indexErr error
+	waitIndex := func() error {
+		indexOnce.Do(func() { indexErr = <-indexed })
+		return indexErr
+	}
+	defer waitIndex() // the write never outlives Process
 	res, err := g.store.ExecuteOnce(ctx, key, func(ctx context.Context) ([]byte, error) {
 		if c, ok := lwt.ClaimFromContext(ctx); ok && c.Previous == nil && c.Attempts == 1 {
 			tableSaidNew = true
+		}
+		if err := waitIndex(); err != nil {
+			return nil, err
 		}
 		return nil, g.run(ctx, m, handler)
 	}, opts...)
@@ -166,9 +182,7 @@ func (g *Guard) strict(ctx context.Context, m Message, handler Handler) (out Out
 	return Processed, tableSaidNew, nil
 }
 
-// run is the claimed part of Process. The by-scope index row is written before the handler
-// runs: a pre-check warmed from it may then know ids that were never processed (costing an
-// LWT), but never misses one that was.
+// run is the claimed part of Process, after the by-scope index row is written.
 func (g *Guard) run(ctx context.Context, m Message, handler Handler) error {
 	claim, ok := lwt.ClaimFromContext(ctx)
 	if ok && claim.Attempts > g.cfg.maxAttempts {
@@ -177,9 +191,6 @@ func (g *Guard) run(ctx context.Context, m Message, handler Handler) error {
 			last = string(claim.Previous.Result)
 		}
 		return lwt.Permanent(fmt.Errorf("%d attempts used; last error: %s", claim.Attempts-1, last))
-	}
-	if err := g.index(ctx, m); err != nil {
-		return err
 	}
 	if err := handler(ctx, m); err != nil {
 		if ok && claim.Attempts >= g.cfg.maxAttempts {

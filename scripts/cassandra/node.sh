@@ -15,6 +15,7 @@
 #   CASSANDRA_ADDRESS     loopback address to bind               (default 127.0.0.1)
 #   CASSANDRA_CQL_PORT    native protocol port                   (default 9042)
 #   CASSANDRA_STORAGE_PORT internode port; differ it to run two nodes on one address (default 7000)
+#   CASSANDRA_SEEDS       seed list, to join a cluster           (default this node: a cluster of one)
 #   CASSANDRA_PAXOS       paxos_variant: v1 or v2                (default v2)
 #   CASSANDRA_HEAP        JVM heap                               (default 1G)
 #   CASSANDRA_DURABLE     1: no skip_sync (benchmarks, durability tests); 0: test speed-ups (default)
@@ -30,6 +31,7 @@ version=${CASSANDRA_VERSION:-5.0.9}
 address=${CASSANDRA_ADDRESS:-127.0.0.1}
 cql_port=${CASSANDRA_CQL_PORT:-9042}
 storage_port=${CASSANDRA_STORAGE_PORT:-7000}
+seeds=${CASSANDRA_SEEDS:-$address:$storage_port}
 paxos=${CASSANDRA_PAXOS:-v2}
 heap=${CASSANDRA_HEAP:-1G}
 durable=${CASSANDRA_DURABLE:-0}
@@ -112,7 +114,7 @@ java_flags() {
 }
 
 write_yaml() {
-  sed -e "s|@ADDRESS@|$address|g" -e "s|@CQL_PORT@|$cql_port|g" -e "s|@STORAGE_PORT@|$storage_port|g" -e "s|@DATA@|$run_dir/data|g" \
+  sed -e "s|@ADDRESS@|$address|g" -e "s|@CQL_PORT@|$cql_port|g" -e "s|@STORAGE_PORT@|$storage_port|g" -e "s|@SEEDS@|$seeds|g" -e "s|@DATA@|$run_dir/data|g" \
     -e "s|@PAXOS_VARIANT@|$paxos|g" \
     "$here/cassandra.yaml.in" >"$run_dir/cassandra.yaml"
 }
