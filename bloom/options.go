@@ -114,6 +114,7 @@ func newConfig(opts []Option, allowed optionSet) (config, error) {
 	return c, c.validate()
 }
 
+// String returns the name used in messages and stats.
 func (s optionSet) String() string {
 	switch {
 	case s&optRetention != 0:

@@ -21,6 +21,7 @@ const (
 	Warm
 )
 
+// String returns the name used in messages and stats.
 func (s State) String() string {
 	switch s {
 	case Cold:
@@ -48,6 +49,7 @@ const (
 	ClearlyNew
 )
 
+// String returns the name used in messages and stats.
 func (v Verdict) String() string {
 	switch v {
 	case NotWarm:

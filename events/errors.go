@@ -51,6 +51,7 @@ type PoisonError struct {
 	Err error
 }
 
+// Error describes the error.
 func (e *PoisonError) Error() string { return "events: poison message: " + e.LastError }
 
 // Unwrap returns ErrPoison and the handler's error, if any.

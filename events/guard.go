@@ -97,7 +97,10 @@ func NewGuard(session *gocql.Session, opts ...GuardOption) (*Guard, error) {
 // handlerError marks an error as the handler's own, so Process can tell it from the store's.
 type handlerError struct{ err error }
 
+// Error describes the error.
 func (e *handlerError) Error() string { return e.err.Error() }
+
+// Unwrap returns the underlying error, for errors.Is and errors.As.
 func (e *handlerError) Unwrap() error { return e.err }
 
 // Process runs handler for m unless m was already processed in its scope. A nil error means

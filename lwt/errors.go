@@ -52,6 +52,7 @@ type OutcomeUnknownError struct {
 	Err error  // the driver's error
 }
 
+// Error describes the error.
 func (e *OutcomeUnknownError) Error() string {
 	return fmt.Sprintf("lwt: outcome unknown: %s: %v", e.Op, e.Err)
 }
@@ -66,6 +67,7 @@ type InProgressError struct {
 	Attempts   int       // claims made on the key so far
 }
 
+// Error describes the error.
 func (e *InProgressError) Error() string {
 	return fmt.Sprintf("lwt: operation in progress under another claim (lease until %s)", e.LeaseUntil.UTC().Format(time.RFC3339Nano))
 }
@@ -82,6 +84,7 @@ type FailureError struct {
 	Err     error  // the function's error on the first run; nil on a replay
 }
 
+// Error describes the error.
 func (e *FailureError) Error() string { return "lwt: operation failed permanently: " + e.Message }
 
 // Unwrap returns ErrStoredFailure and, on the first run, the function's own error.
@@ -95,7 +98,10 @@ func (e *FailureError) Unwrap() []error {
 // permanentError marks an error the caller wants stored and replayed.
 type permanentError struct{ err error }
 
+// Error describes the error.
 func (e *permanentError) Error() string { return e.err.Error() }
+
+// Unwrap returns the underlying error, for errors.Is and errors.As.
 func (e *permanentError) Unwrap() error { return e.err }
 
 // Permanent marks err as a permanent failure: the executor stores its message and replays it

@@ -40,6 +40,7 @@ type KeyError struct {
 	Reason string
 }
 
+// Error describes the error.
 func (e *KeyError) Error() string { return fmt.Sprintf("lwt: invalid key: %s: %s", e.Column, e.Reason) }
 
 // Unwrap returns ErrInvalidKey.

@@ -69,6 +69,11 @@ func ping(hosts []string) (version, paxos string, err error) {
 // discard keeps the driver's reconnect chatter out of the start-up output.
 type discard struct{}
 
-func (discard) Print(...interface{})          {}
+// Print discards the driver's log line.
+func (discard) Print(...interface{}) {}
+
+// Printf discards the driver's log line.
 func (discard) Printf(string, ...interface{}) {}
-func (discard) Println(...interface{})        {}
+
+// Println discards the driver's log line.
+func (discard) Println(...interface{}) {}

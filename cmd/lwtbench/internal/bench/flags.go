@@ -18,6 +18,7 @@ import (
 // UsageError is a bad command line. The command prints it as one line and exits with code 2.
 type UsageError struct{ msg string }
 
+// Error describes the error.
 func (e *UsageError) Error() string { return e.msg }
 
 func usageErrorf(format string, args ...any) error {

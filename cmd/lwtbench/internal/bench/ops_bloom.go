@@ -73,6 +73,7 @@ func newBloomFastPath(env Env) (Operation, error) {
 	return &bloomFastPath{guard: g, group: env.Namespace("bloom"), spans: spans[:env.MaxWorkers]}, nil
 }
 
+// Name names the operation in reports.
 func (b *bloomFastPath) Name() string { return "bloom" }
 
 // scope is worker w's partition: one consumer per partition, as ownership requires.

@@ -84,6 +84,7 @@ func (w *claimWriter) cas(ctx context.Context, key string) (bool, error) {
 	return applied, nil
 }
 
+// Name names the operation in reports.
 func (w *claimWriter) Name() string { return w.name }
 
 type plainInsert struct{ *claimWriter }
@@ -93,8 +94,10 @@ func newPlainInsert(env Env) (Operation, error) {
 	return plainInsert{w}, err
 }
 
+// Setup prepares the operation before the timed phases.
 func (plainInsert) Setup(context.Context) error { return nil }
 
+// Do runs one request.
 func (p plainInsert) Do(ctx context.Context, req Request) error {
 	return p.query(ctx, req.Key()).Exec()
 }
@@ -106,8 +109,10 @@ func newLWTInsert(env Env) (Operation, error) {
 	return lwtInsert{w}, err
 }
 
+// Setup prepares the operation before the timed phases.
 func (lwtInsert) Setup(context.Context) error { return nil }
 
+// Do runs one request.
 func (l lwtInsert) Do(ctx context.Context, req Request) error {
 	applied, err := l.cas(ctx, req.Key())
 	if err == nil && !applied {
@@ -141,6 +146,7 @@ func (d lwtDuplicate) Setup(ctx context.Context) error {
 	})
 }
 
+// Do runs one request.
 func (d lwtDuplicate) Do(ctx context.Context, req Request) error {
 	applied, err := d.cas(ctx, duplicateKey(poolIndex(req)))
 	if err == nil && applied {

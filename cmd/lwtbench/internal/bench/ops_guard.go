@@ -32,8 +32,10 @@ func newGuardProcess(env Env) (Operation, error) {
 	return &guardProcess{guard: g, group: env.Namespace("guard")}, nil
 }
 
+// Name names the operation in reports.
 func (g *guardProcess) Name() string { return "guard" }
 
+// Setup prepares the operation before the timed phases.
 func (g *guardProcess) Setup(context.Context) error { return nil }
 
 // Do processes a new message. Each worker consumes its own broker partition, as a consumer

@@ -44,6 +44,7 @@ func newOnceExecutor(env Env, name string, cacheSize int) (*onceExecutor, error)
 	return &onceExecutor{name: name, namespace: env.Namespace(name), store: store}, nil
 }
 
+// Name names the operation in reports.
 func (o *onceExecutor) Name() string { return o.name }
 
 func (o *onceExecutor) execute(ctx context.Context, key string) (lwt.Result, error) {
@@ -84,8 +85,10 @@ func newOnceNew(env Env) (Operation, error) {
 	return onceNew{o}, err
 }
 
+// Setup prepares the operation before the timed phases.
 func (onceNew) Setup(context.Context) error { return nil }
 
+// Do runs one request.
 func (o onceNew) Do(ctx context.Context, req Request) error {
 	res, err := o.execute(ctx, req.Key())
 	if err != nil {
@@ -129,6 +132,7 @@ func (d onceDuplicate) Setup(ctx context.Context) error {
 	})
 }
 
+// Do runs one request.
 func (d onceDuplicate) Do(ctx context.Context, req Request) error {
 	res, err := d.execute(ctx, duplicateKey(poolIndex(req)))
 	if err != nil {

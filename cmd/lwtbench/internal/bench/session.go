@@ -21,12 +21,14 @@ type ConnectError struct {
 	Err   error
 }
 
+// Error describes the error.
 func (e *ConnectError) Error() string {
 	// gocql's messages can span lines; the command promises one.
 	msg := strings.Join(strings.Fields(e.Err.Error()), " ")
 	return fmt.Sprintf("cannot reach Cassandra at %s: %s", strings.Join(e.Hosts, ","), msg)
 }
 
+// Unwrap returns the underlying error, for errors.Is and errors.As.
 func (e *ConnectError) Unwrap() error { return e.Err }
 
 // newCluster configures the driver: explicit timeouts, no retries (a retried LWT is a second
