@@ -35,7 +35,14 @@ func run(ctx context.Context, session *gocql.Session, keyspace string, out io.Wr
 		return err
 	}
 	var charges atomic.Int64
+	// A request marked X-Slow signals that it runs (its key is claimed) and then waits, so
+	// the demo can show what a retry that arrives meanwhile gets.
+	running, slow := make(chan struct{}), make(chan struct{})
 	charge := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("X-Slow") != "" {
+			close(running)
+			<-slow
+		}
 		n := charges.Add(1) // the side effect that must happen once per key
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusCreated)
@@ -46,36 +53,56 @@ func run(ctx context.Context, session *gocql.Session, keyspace string, out io.Wr
 	defer srv.Close()
 
 	key := fmt.Sprintf("order-%d", time.Now().UnixNano())
-	for _, step := range []struct{ what, key, body string }{
-		{"first attempt", key, `{"amount":100}`},
-		{"retry after a lost response", key, `{"amount":100}`},
-		{"same key, different request", key, `{"amount":999}`},
-		{"no key", "", `{"amount":100}`},
-	} {
-		status, replayed, body, err := post(ctx, srv.URL+"/charges", step.key, step.body)
-		if err != nil {
-			return err
+	first := make(chan result, 1)
+	go func() { first <- post(ctx, srv.URL+"/charges", key, `{"amount":100}`, true) }()
+	<-running
+	retry := post(ctx, srv.URL+"/charges", key, `{"amount":100}`, false)
+	close(slow)
+	steps := []struct {
+		what string
+		res  result
+	}{
+		{"retry while the first runs", retry},
+		{"first attempt", <-first},
+		{"retry after a lost response", post(ctx, srv.URL+"/charges", key, `{"amount":100}`, false)},
+		{"same key, different request", post(ctx, srv.URL+"/charges", key, `{"amount":999}`, false)},
+		{"no key", post(ctx, srv.URL+"/charges", "", `{"amount":100}`, false)},
+	}
+	for _, step := range steps {
+		if step.res.err != nil {
+			return step.res.err
 		}
-		fmt.Fprintf(out, "%-28s -> %d replayed=%-5v %s\n", step.what, status, replayed, strings.TrimSpace(body))
+		fmt.Fprintf(out, "%-28s -> %d replayed=%-5v %s\n", step.what, step.res.status, step.res.replayed, strings.TrimSpace(step.res.body))
 	}
 	fmt.Fprintf(out, "charges made: %d\n", charges.Load())
 	return nil
 }
 
-func post(ctx context.Context, url, key, body string) (status int, replayed bool, text string, err error) {
+// result is what the client saw of one request.
+type result struct {
+	status   int
+	replayed bool
+	body     string
+	err      error
+}
+
+func post(ctx context.Context, url, key, body string, slow bool) result {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
 	if err != nil {
-		return 0, false, "", err
+		return result{err: err}
 	}
 	req.Header.Set("X-Tenant", "acme")
 	if key != "" {
 		req.Header.Set("Idempotency-Key", key)
 	}
+	if slow {
+		req.Header.Set("X-Slow", "1")
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return 0, false, "", err
+		return result{err: err}
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
-	return resp.StatusCode, resp.Header.Get("Idempotent-Replayed") == "true", string(b), err
+	return result{status: resp.StatusCode, replayed: resp.Header.Get("Idempotent-Replayed") == "true", body: string(b), err: err}
 }

@@ -17,6 +17,7 @@ func TestRunAgainstNode(t *testing.T) {
 	require.NoError(t, run(context.Background(), session, ks, &out))
 	got := out.String()
 	t.Log("\n" + got)
+	assert.Regexp(t, `retry while the first runs\s+-> 409`, got)
 	assert.Regexp(t, `first attempt\s+-> 201 replayed=false {"charge":"ch_1"}`, got)
 	assert.Regexp(t, `retry after a lost response\s+-> 201 replayed=true  {"charge":"ch_1"}`, got)
 	assert.Regexp(t, `same key, different request\s+-> 422`, got)
