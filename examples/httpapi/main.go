@@ -55,7 +55,11 @@ func run(ctx context.Context, session *gocql.Session, keyspace string, out io.Wr
 	key := fmt.Sprintf("order-%d", time.Now().UnixNano())
 	first := make(chan result, 1)
 	go func() { first <- post(ctx, srv.URL+"/charges", key, `{"amount":100}`, true) }()
-	<-running
+	select {
+	case <-running:
+	case r := <-first: // it ended without reaching the handler: nothing to demonstrate
+		return fmt.Errorf("first attempt: %d %s %v", r.status, r.body, r.err)
+	}
 	retry := post(ctx, srv.URL+"/charges", key, `{"amount":100}`, false)
 	close(slow)
 	steps := []struct {
