@@ -2,6 +2,7 @@ package bench
 
 import (
 	"fmt"
+	"image/color"
 	"io"
 	"math"
 	"strconv"
@@ -46,21 +47,38 @@ func phasePlot(p PhaseResult) (*plot.Plot, error) {
 	// the panel, and over the data it would hide the lines it names.
 	pl.X.Min = legendMargin
 	pl.Add(plotter.NewGrid())
-	var lines []any
+	drawn := 0
 	for _, s := range p.Operations {
 		if s.Requests == 0 {
 			continue // nothing to draw on a log scale; the table shows its failures
 		}
-		lines = append(lines, s.Op, percentilePoints(s))
+		line, points, err := plotter.NewLinePoints(percentilePoints(s))
+		if err != nil {
+			return nil, err
+		}
+		line.Color = lineColors[drawn%len(lineColors)]
+		line.Dashes = plotutil.Dashes(drawn)
+		points.Color = line.Color
+		points.Shape = plotutil.Shape(drawn)
+		pl.Add(line, points)
+		pl.Legend.Add(s.Op, line, points)
+		drawn++
 	}
-	if len(lines) == 0 {
+	if drawn == 0 {
 		pl.Title.Text += ": no successful request"
-		return pl, nil
-	}
-	if err := plotutil.AddLinePoints(pl, lines...); err != nil {
-		return nil, err
 	}
 	return pl, nil
+}
+
+// lineColors gives each of up to ten operations its own colour (the Tableau 10 palette);
+// plotutil's default palette has seven, so the eighth operation would repeat the first's.
+var lineColors = []color.Color{
+	rgb(0x4e79a7), rgb(0xf28e2b), rgb(0xe15759), rgb(0x76b7b2), rgb(0x59a14f),
+	rgb(0xedc948), rgb(0xb07aa1), rgb(0xff9da7), rgb(0x9c755f), rgb(0xbab0ac),
+}
+
+func rgb(v uint32) color.Color {
+	return color.RGBA{R: uint8(v >> 16), G: uint8(v >> 8), B: uint8(v), A: 0xff}
 }
 
 // WriteChart renders one panel per measured phase, stacked, as a PNG.
