@@ -9,6 +9,7 @@ import (
 	"github.com/gocql/gocql"
 
 	"github.com/cassdedup/cassdedup/bloom"
+	"github.com/cassdedup/cassdedup/internal/flights"
 	"github.com/cassdedup/cassdedup/lwt"
 	"github.com/cassdedup/cassdedup/schema"
 )
@@ -24,9 +25,12 @@ type Guard struct {
 	cfg                    guardConfig
 	insertScope, listScope string
 
-	mu      sync.Mutex
-	owned   map[Scope]*owner // scopes with the fast path on; guarded by mu
-	flights flights
+	mu    sync.Mutex
+	owned map[Scope]*owner // scopes with the fast path on; guarded by mu
+	// flights are the deliveries running here, by (scope, id). A delivery of an id already
+	// running gets InProgress without a round trip: on the fast path the table holds no row for
+	// the id until the handler returns, so only this set keeps a redelivery from running it.
+	flights flights.Set[flightKey, Scope]
 	stats   guardCounters
 }
 
@@ -94,6 +98,12 @@ func NewGuard(session *gocql.Session, opts ...GuardOption) (*Guard, error) {
 	}, nil
 }
 
+// flightKey names one message in the guard's set of running deliveries.
+type flightKey struct {
+	scope Scope
+	id    string
+}
+
 // handlerError marks an error as the handler's own, so Process can tell it from the store's.
 type handlerError struct{ err error }
 
@@ -117,11 +127,13 @@ func (g *Guard) Process(ctx context.Context, m Message, handler Handler) (Outcom
 	}
 	// Enter before reading the ownership: Own's warm-up waits for the deliveries that entered
 	// before it began, and every later one is recorded by the pre-check's Check.
-	if !g.flights.enter(m) {
+	fk := flightKey{m.Scope, m.ID}
+	if running, _ := g.flights.Enter(fk, m.Scope); running {
+		g.flights.Leave(fk)
 		g.stats.inFlight.Add(1)
 		return InProgress, fmt.Errorf("%w: %q is being processed by this guard", ErrInProgress, m.ID)
 	}
-	defer g.flights.leave(m)
+	defer g.flights.Leave(fk)
 	g.mu.Lock()
 	o := g.owned[m.Scope]
 	g.mu.Unlock()

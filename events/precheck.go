@@ -86,7 +86,7 @@ func (g *Guard) owns(scope Scope, o *owner, epoch uint64) bool {
 // row after the walk read that hour. Each id's write time is the end of its hour bucket.
 func (g *Guard) keySource(scope Scope) bloom.KeySource {
 	return bloom.KeySourceFunc(func(ctx context.Context, yield func(string, time.Time) error) error {
-		if err := g.flights.wait(ctx, scope); err != nil {
+		if err := g.flights.Wait(ctx, scope); err != nil {
 			return err
 		}
 		return g.walkScope(ctx, scope, func(id string, hour time.Time) error {

@@ -85,15 +85,21 @@ func (s *Store) ExecuteOnce(ctx context.Context, key Key, fn func(context.Contex
 			return Result{Value: rec.Result, Replay: true, FromCache: true, Attempts: rec.Attempts, Fence: rec.Fence}, nil
 		}
 	}
-	fk := cacheKey(key)
+	fk := ck
+	if fk == "" {
+		fk = cacheKey(key)
+	}
+	// Every call registers, owned or not, before it reads the ownership, so that Own, which
+	// registers the owner before it waits for the namespace's calls, waits for this one too.
+	ns := namespaceOf(key, len(s.keyCols))
 	for {
-		o, busy, done := s.enter(fk, key)
-		if o == nil || !busy {
+		running, done := s.fast.flights.Enter(fk, ns)
+		if !running || s.ownerOf(ns) == nil {
 			break
 		}
 		// Owned and already running here: its record may not exist yet (a fast path), so the
 		// table cannot answer; this process can.
-		s.leave(fk)
+		s.fast.flights.Leave(fk)
 		if !cc.wait {
 			s.stats.inFlight.Add(1)
 			s.record(Event{Kind: EventConflict, Key: key})
@@ -105,10 +111,8 @@ func (s *Store) ExecuteOnce(ctx context.Context, key Key, fn func(context.Contex
 			return Result{}, ctx.Err()
 		}
 	}
-	defer s.leave(fk)
-	s.fast.mu.Lock()
-	o := s.fast.owned[namespaceOf(key, len(s.keyCols))]
-	s.fast.mu.Unlock()
+	defer s.fast.flights.Leave(fk)
+	o := s.ownerOf(ns)
 	if o == nil {
 		res, _, err := s.execute(ctx, key, ck, &cc, fn)
 		return res, err

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/cassdedup/cassdedup/bloom"
+	"github.com/cassdedup/cassdedup/internal/flights"
 )
 
 // PreCheck is the Bloom pre-check of one namespace this store owns; *bloom.PreCheck satisfies
@@ -29,13 +30,7 @@ type owner struct {
 type fastState struct {
 	mu      sync.Mutex
 	owned   map[string]*owner
-	flights map[string]*flight // by cacheKey
-}
-
-type flight struct {
-	namespace string
-	n         int
-	done      chan struct{} // closed when the last call of the key here ends
+	flights flights.Set[string, string] // by cacheKey, scoped by namespace
 }
 
 // Own declares that every call for namespace reaches this process from now on (a sticky router
@@ -71,7 +66,7 @@ func (s *Store) Own(ctx context.Context, namespace string, epoch uint64, pre Pre
 	s.fast.mu.Unlock()
 	// The wait runs inside the warm-up, after pre began recording every key it checks.
 	err := pre.WarmUp(ctx, epoch, bloom.KeySourceFunc(func(ctx context.Context, yield func(string, time.Time) error) error {
-		if err := s.waitFlights(ctx, namespace); err != nil {
+		if err := s.fast.flights.Wait(ctx, namespace); err != nil {
 			return err
 		}
 		return src.Keys(ctx, yield)
@@ -98,62 +93,15 @@ func (s *Store) Disown(namespace string) {
 	}
 }
 
-// enter registers a call of key and returns the namespace's owner (nil if not owned) and
-// whether another call of key is running here. Every call registers, owned or not, so that Own
-// can wait for the calls that began before it.
-func (s *Store) enter(ck string, key Key) (o *owner, busy bool, done <-chan struct{}) {
-	ns, _ := key[0].(string)
+// ownerOf returns the namespace's registered owner, nil when the store does not own it.
+func (s *Store) ownerOf(namespace string) *owner {
 	s.fast.mu.Lock()
 	defer s.fast.mu.Unlock()
-	if len(s.keyCols) == 2 {
-		o = s.fast.owned[ns]
-	}
-	f := s.fast.flights[ck]
-	if f == nil {
-		if s.fast.flights == nil {
-			s.fast.flights = map[string]*flight{}
-		}
-		f = &flight{namespace: ns, done: make(chan struct{})}
-		s.fast.flights[ck] = f
-	}
-	f.n++
-	return o, f.n > 1, f.done
-}
-
-func (s *Store) leave(ck string) {
-	s.fast.mu.Lock()
-	defer s.fast.mu.Unlock()
-	f := s.fast.flights[ck]
-	if f.n--; f.n == 0 {
-		delete(s.fast.flights, ck)
-		close(f.done)
-	}
-}
-
-func (s *Store) waitFlights(ctx context.Context, namespace string) error {
-	s.fast.mu.Lock()
-	var running []chan struct{}
-	for _, f := range s.fast.flights {
-		if f.namespace == namespace {
-			running = append(running, f.done)
-		}
-	}
-	s.fast.mu.Unlock()
-	for _, done := range running {
-		select {
-		case <-done:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-	return nil
+	return s.fast.owned[namespace]
 }
 
 func (s *Store) owns(namespace string, o *owner, epoch uint64) bool {
-	s.fast.mu.Lock()
-	cur := s.fast.owned[namespace]
-	s.fast.mu.Unlock()
-	return cur == o && o.pre.Owns(epoch)
+	return s.ownerOf(namespace) == o && o.pre.Owns(epoch)
 }
 
 // fastRun is the fast path: the warm pre-check of the namespace this store owns never saw the
