@@ -227,7 +227,7 @@ func rotatingPeakFP(b *testing.B, items, probes, rotations int) float64 {
 // it (the end of its bucket; here, the time the source was made).
 func benchSource(n int) KeySource {
 	written := time.Now()
-	return KeySourceFunc(func(ctx context.Context, yield func(string, time.Time) error) error {
+	return KeySource(func(ctx context.Context, yield func(string, time.Time) error) error {
 		for _, k := range benchKeys[:n] {
 			if err := yield(k, written); err != nil {
 				return err

@@ -27,6 +27,8 @@ var (
 	ErrStaleEpoch = errors.New("bloom: stale ownership epoch")
 	// ErrOwnershipChanged: a warm-up was overtaken by Invalidate or a newer WarmUp.
 	ErrOwnershipChanged = errors.New("bloom: ownership changed during warm-up")
+	// ErrNilKeySource: WarmUp was given no key source.
+	ErrNilKeySource = errors.New("bloom: nil key source")
 	// ErrWarmUpLimit: the key source yielded more keys than the warm-up limit allows; the
 	// PreCheck stays cold rather than answer from a filter far past its capacity.
 	ErrWarmUpLimit = errors.New("bloom: warm-up key limit exceeded")

@@ -49,7 +49,7 @@ func ExamplePreCheck() {
 	fmt.Println(p.Check("msg-1").Verdict) // cold: take the LWT
 
 	// On partition assignment: warm from the table, under the new ownership epoch.
-	processed := bloom.KeySourceFunc(func(ctx context.Context, yield func(string, time.Time) error) error {
+	processed := bloom.KeySource(func(ctx context.Context, yield func(string, time.Time) error) error {
 		return yield("msg-1", time.Now())
 	})
 	if err := p.WarmUp(ctx, 1, processed); err != nil {

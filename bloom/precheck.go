@@ -136,35 +136,52 @@ func (p *PreCheck) Owns(epoch uint64) bool { return p.word.Load() == pack(epoch,
 // be written (or the work abandoned) — the filter remembers it either way, which is safe: a
 // remembered key only sends a later attempt to the LWT path.
 func (p *PreCheck) Check(key string) Answer {
+	clearlyNew, maybeSeen, epoch := p.Admit(key)
+	switch {
+	case clearlyNew:
+		return Answer{Verdict: ClearlyNew, Epoch: epoch}
+	case maybeSeen:
+		return Answer{Verdict: MaybeSeen, Epoch: epoch}
+	}
+	return Answer{Verdict: NotWarm, Epoch: epoch}
+}
+
+// Admit is Check in plain types, for callers that do not import this package (lwt.PreCheck):
+// clearlyNew and maybeSeen are the ClearlyNew and MaybeSeen verdicts; neither is NotWarm.
+func (p *PreCheck) Admit(key string) (clearlyNew, maybeSeen bool, epoch uint64) {
 	w := p.word.Load()
 	epoch, st := unpack(w)
 	if st == Cold {
 		// Nothing to record: WarmUp starts from an empty filter.
 		p.counters[0].notWarm.Add(1)
-		return Answer{Verdict: NotWarm, Epoch: epoch}
+		return false, false, epoch
 	}
 	seen, stripe := p.f.c.testOrAdd(key)
 	c := &p.counters[stripe]
 	if st != Warm || p.word.Load() != w {
 		// Warming, or ownership changed while we looked: recorded, but not an answer to act on.
 		c.notWarm.Add(1)
-		return Answer{Verdict: NotWarm, Epoch: epoch}
+		return false, false, epoch
 	}
 	if seen {
 		c.maybeSeen.Add(1)
-		return Answer{Verdict: MaybeSeen, Epoch: epoch}
+		return false, true, epoch
 	}
 	c.clearlyNew.Add(1)
-	return Answer{Verdict: ClearlyNew, Epoch: epoch}
+	return true, false, epoch
 }
 
 // Observe reports what the table said about a key that took the LWT path: tableSaidNew is
 // true when the conditional write applied. For a MaybeSeen answer that is an observed false
 // positive; other answers are ignored.
 func (p *PreCheck) Observe(a Answer, tableSaidNew bool) {
-	if a.Verdict != MaybeSeen {
-		return
+	if a.Verdict == MaybeSeen {
+		p.ObserveMaybeSeen(tableSaidNew)
 	}
+}
+
+// ObserveMaybeSeen is Observe for an answer that was MaybeSeen.
+func (p *PreCheck) ObserveMaybeSeen(tableSaidNew bool) {
 	c := &p.counters[0]
 	c.observed.Add(1)
 	if tableSaidNew {

@@ -11,7 +11,7 @@ import (
 
 // sliceSource yields keys [0, n) as written at the given time.
 func sliceSource(n int, written time.Time) KeySource {
-	return KeySourceFunc(func(ctx context.Context, yield func(string, time.Time) error) error {
+	return KeySource(func(ctx context.Context, yield func(string, time.Time) error) error {
 		for i := range n {
 			if err := yield(key(i), written); err != nil {
 				return err
@@ -180,7 +180,7 @@ func TestKeysCheckedWhileWarmingAreKept(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	src := KeySourceFunc(func(ctx context.Context, yield func(string, time.Time) error) error {
+	src := KeySource(func(ctx context.Context, yield func(string, time.Time) error) error {
 		if a := p.Check("during"); a.Verdict != NotWarm {
 			t.Errorf("Check while warming answered %v", a.Verdict)
 		}
@@ -204,7 +204,7 @@ func TestWarmUpFailuresLeaveItCold(t *testing.T) {
 		ctx  func() context.Context
 		want error
 	}{
-		{"source error", KeySourceFunc(func(context.Context, func(string, time.Time) error) error { return boom }), context.Background, boom},
+		{"source error", KeySource(func(context.Context, func(string, time.Time) error) error { return boom }), context.Background, boom},
 		{"over the limit", sliceSource(101, time.Time{}), context.Background, ErrWarmUpLimit},
 		{"cancelled", sliceSource(10, time.Time{}), func() context.Context {
 			ctx, cancel := context.WithCancel(context.Background())
@@ -233,7 +233,7 @@ func TestInvalidateDuringWarmUp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	src := KeySourceFunc(func(ctx context.Context, yield func(string, time.Time) error) error {
+	src := KeySource(func(ctx context.Context, yield func(string, time.Time) error) error {
 		for i := range 5000 {
 			if i == 10 {
 				p.Invalidate()
@@ -259,7 +259,7 @@ func TestWarmUpSkipsExpiredKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	clk.Advance(24 * time.Hour)
-	src := KeySourceFunc(func(ctx context.Context, yield func(string, time.Time) error) error {
+	src := KeySource(func(ctx context.Context, yield func(string, time.Time) error) error {
 		if err := yield("expired", clk.Now().Add(-6*time.Hour)); err != nil {
 			return err
 		}

@@ -7,22 +7,13 @@ import (
 )
 
 // KeySource yields the keys of one ownership scope that are still within the retention, for
-// example by reading a consumer group partition's recent processed_messages. Keys calls yield
-// for each key and stops, returning its error, if yield returns one. written is the latest time
-// the key may have been written (for an hourly bucket, the end of the hour); a zero time means
-// unknown and is taken as now, which is safe but ages the key out later. Keys returns ctx.Err()
-// when ctx ends.
-type KeySource interface {
-	Keys(ctx context.Context, yield func(key string, written time.Time) error) error
-}
-
-// KeySourceFunc adapts a function to KeySource.
-type KeySourceFunc func(ctx context.Context, yield func(key string, written time.Time) error) error
-
-// Keys calls fn.
-func (fn KeySourceFunc) Keys(ctx context.Context, yield func(key string, written time.Time) error) error {
-	return fn(ctx, yield)
-}
+// example by reading a consumer group partition's recent processed_messages. It calls yield for
+// each key and stops, returning its error, if yield returns one. written is the latest time the
+// key may have been written (for an hourly bucket, the end of the hour); a zero time means
+// unknown and is taken as now, which is safe but ages the key out later. It returns ctx.Err()
+// when ctx ends. It is a plain function type (an alias), so packages that do not import this one
+// (lwt.KeySource) name the same type.
+type KeySource = func(ctx context.Context, yield func(key string, written time.Time) error) error
 
 // checkEvery is how many keys a warm-up loads between checks of its context and ownership: often
 // enough to stop within microseconds, rarely enough to cost nothing measurable.
@@ -35,13 +26,16 @@ const checkEvery = 1024
 // time proportional to the keys loaded, bounded by WithWarmUpLimit and by ctx. On any error the
 // PreCheck is cold and every answer takes the LWT path; call WarmUp again to retry.
 func (p *PreCheck) WarmUp(ctx context.Context, epoch uint64, src KeySource) error {
+	if src == nil {
+		return ErrNilKeySource
+	}
 	if err := p.begin(epoch); err != nil {
 		return err
 	}
 	start := time.Now()
 	var loaded, skipped uint64
 	var now time.Time
-	err := src.Keys(ctx, func(key string, written time.Time) error {
+	err := src(ctx, func(key string, written time.Time) error {
 		if (loaded+skipped)%checkEvery == 0 {
 			if err := ctx.Err(); err != nil {
 				return err

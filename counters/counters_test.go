@@ -118,7 +118,7 @@ func TestShadowModeReportsDrift(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	session, ks := cassandratest.NewSession(t)
-	log, err := events.NewLog(session, events.WithLogKeyspace(ks))
+	log, err := events.NewLog(session, events.WithKeyspace(ks))
 	require.NoError(t, err)
 	s, err := New(session, WithKeyspace(ks), WithShadow(log))
 	require.NoError(t, err)

@@ -7,7 +7,9 @@ import (
 )
 
 // Errors returned by the package, checked with errors.Is; returned errors wrap them with the
-// offending value.
+// offending value. A claim that may or may not have applied matches lwt.ErrOutcomeUnknown (an
+// *lwt.OutcomeUnknownError with the driver's error); nothing was incremented by that call, and
+// a retry of the same operation is safe.
 var (
 	// ErrInvalidCounter is returned for an empty, over-long or non-UTF-8 counter name.
 	ErrInvalidCounter = errors.New("counters: invalid counter name")
@@ -21,9 +23,6 @@ var (
 	// increment may or may not have happened (see the package documentation). Retrying does
 	// not help; ListUnapplied reports the operation for repair.
 	ErrUnconfirmed = errors.New("counters: operation claimed but not confirmed")
-	// ErrOutcomeUnknown is returned when the claim timed out and reading it back failed too.
-	// Nothing was incremented by this call; retry it.
-	ErrOutcomeUnknown = errors.New("counters: outcome unknown")
 )
 
 // Limits on caller-supplied names, keeping partition keys small.

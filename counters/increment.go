@@ -88,33 +88,30 @@ func (s *Store) claim(ctx context.Context, op Op) (gocql.UUID, error) {
 	if err != nil {
 		return gocql.UUID{}, fmt.Errorf("counters: index claim %q: %w", op.ID, err)
 	}
-	q := s.session.Query(s.q.claim, op.Counter, op.ID, op.Delta, owner, now, ttl).Consistency(s.cfg.consistency)
-	applied, row, err := lwt.InsertIfNotExists(ctx, q, s.cfg.serial)
-	if lwt.IsOutcomeUnknown(err) && ctx.Err() == nil {
-		row, applied, err = s.resolveClaim(ctx, op, owner)
+	key := lwt.Key{op.Counter, op.ID}
+	mine := func(row lwt.Row, found bool) bool { o, _ := row["owner"].(gocql.UUID); return found && o == owner }
+	// A claim whose outcome was unknown and which the read found absent did not apply: send it
+	// again. Twice more at most; a node that keeps losing them is reported.
+	for range 3 {
+		applied, row, err := lwt.Resolve(ctx, lwt.Conditional{
+			Op: "claim", Write: s.session.Query(s.q.claim, op.Counter, op.ID, op.Delta, owner, now, ttl),
+			Read: s.session.Query(s.q.readOp, op.Counter, op.ID), Applied: mine,
+			Patience: resolvePatience, Observer: s.cfg.observer, Key: key,
+		}, s.cfg.consistency, s.cfg.serial)
+		switch {
+		case err != nil:
+			return gocql.UUID{}, fmt.Errorf("counters: claim %q: %w", op.ID, err)
+		case applied:
+			return owner, nil
+		case row != nil:
+			return gocql.UUID{}, rejected(op, row)
+		}
 	}
-	if err != nil {
-		return gocql.UUID{}, fmt.Errorf("counters: claim %q: %w", op.ID, err)
-	}
-	if applied {
-		return owner, nil
-	}
-	return gocql.UUID{}, rejected(op, row)
+	return gocql.UUID{}, fmt.Errorf("counters: claim %q: not applied after three sends", op.ID)
 }
 
-// resolveClaim reads a claim whose outcome is unknown at the serial consistency, which
-// finishes any Paxos round in flight: our owner token means the claim is ours.
-func (s *Store) resolveClaim(ctx context.Context, op Op, owner gocql.UUID) (lwt.Row, bool, error) {
-	row, found, err := lwt.ReadSerial(ctx, s.session.Query(s.q.readOp, op.Counter, op.ID), s.cfg.serial)
-	switch {
-	case err != nil:
-		return nil, false, fmt.Errorf("%w: %w", ErrOutcomeUnknown, err)
-	case !found:
-		return nil, false, fmt.Errorf("%w: the claim did not apply; retry", ErrOutcomeUnknown)
-	}
-	mine, _ := row["owner"].(gocql.UUID)
-	return row, mine == owner, nil
-}
+// resolvePatience bounds the serial reads that settle a claim or mark whose outcome is unknown.
+const resolvePatience = 2 * time.Second
 
 // rejected explains a claim that found the operation already claimed.
 func rejected(op Op, row lwt.Row) error {
@@ -137,8 +134,10 @@ func (s *Store) apply(ctx context.Context, op Op, owner gocql.UUID) error {
 		return err
 	}
 	// Counter updates are not idempotent: sent once, never retried by the driver.
+	start := time.Now()
 	err := s.session.Query(s.q.increment, op.Delta, op.Counter).WithContext(ctx).
 		Consistency(s.cfg.consistency).Idempotent(false).RetryPolicy(nil).Exec()
+	s.observe(lwt.Observation{Kind: lwt.ObservedWrite, Key: lwt.Key{op.Counter, op.ID}, Op: "increment", Latency: time.Since(start), Err: err})
 	if err != nil {
 		return s.failedIncrement(ctx, op, owner, err)
 	}
@@ -146,12 +145,21 @@ func (s *Store) apply(ctx context.Context, op Op, owner gocql.UUID) error {
 		return err
 	}
 	now := s.cfg.now().UTC()
-	q := s.session.Query(s.q.mark, s.ttlSeconds(now), now, op.Counter, op.ID, owner).Consistency(s.cfg.consistency)
-	applied, _, err := lwt.UpdateIf(ctx, q, s.cfg.serial)
+	marked := func(row lwt.Row, found bool) bool {
+		o, _ := row["owner"].(gocql.UUID)
+		st, _ := row["status"].(string)
+		return found && o == owner && st == statusApplied
+	}
+	applied, _, err := lwt.Resolve(ctx, lwt.Conditional{
+		Op: "mark", Write: s.session.Query(s.q.mark, s.ttlSeconds(now), now, op.Counter, op.ID, owner),
+		Read: s.session.Query(s.q.readOp, op.Counter, op.ID), Applied: marked,
+		Patience: resolvePatience, Observer: s.cfg.observer, Key: lwt.Key{op.Counter, op.ID},
+	}, s.cfg.consistency, s.cfg.serial)
 	if err == nil && !applied {
 		err = errors.New("claim lost (expired)")
 	}
 	if err != nil {
+		s.observe(lwt.Observation{Kind: lwt.ObservedUnconfirmed, Key: lwt.Key{op.Counter, op.ID}, Op: "mark", Err: err})
 		return fmt.Errorf("%w: %q incremented, mark applied: %w", ErrUnconfirmed, op.ID, err)
 	}
 	return nil
@@ -162,10 +170,16 @@ func (s *Store) apply(ctx context.Context, op Op, owner gocql.UUID) error {
 func (s *Store) failedIncrement(ctx context.Context, op Op, owner gocql.UUID, cause error) error {
 	var unavailable *gocql.RequestErrUnavailable
 	if !errors.As(cause, &unavailable) && !errors.Is(cause, gocql.ErrNoConnections) {
+		s.observe(lwt.Observation{Kind: lwt.ObservedUnconfirmed, Key: lwt.Key{op.Counter, op.ID}, Op: "increment", Err: cause})
 		return fmt.Errorf("%w: %q increment: %w", ErrUnconfirmed, op.ID, cause)
 	}
-	q := s.session.Query(s.q.release, op.Counter, op.ID, owner).Consistency(s.cfg.consistency)
-	if _, _, err := lwt.UpdateIf(ctx, q, s.cfg.serial); err != nil {
+	released := func(row lwt.Row, found bool) bool { o, _ := row["owner"].(gocql.UUID); return !found || o != owner }
+	_, _, err := lwt.Resolve(ctx, lwt.Conditional{
+		Op: "release", Write: s.session.Query(s.q.release, op.Counter, op.ID, owner),
+		Read: s.session.Query(s.q.readOp, op.Counter, op.ID), Applied: released,
+		Patience: resolvePatience, Observer: s.cfg.observer, Key: lwt.Key{op.Counter, op.ID},
+	}, s.cfg.consistency, s.cfg.serial)
+	if err != nil {
 		return fmt.Errorf("%w: %q increment: %w (release: %w)", ErrUnconfirmed, op.ID, cause, err)
 	}
 	return fmt.Errorf("counters: increment %q (not applied, claim released): %w", op.ID, cause)
@@ -193,4 +207,11 @@ func (s *Store) Value(ctx context.Context, counter string) (int64, error) {
 		return 0, fmt.Errorf("counters: read %q: %w", counter, err)
 	}
 	return v, nil
+}
+
+// observe passes o to the store's observer, if any.
+func (s *Store) observe(o lwt.Observation) {
+	if s.cfg.observer != nil {
+		s.cfg.observer.Observe(o)
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/gocql/gocql"
 
 	"github.com/cassdedup/cassdedup/events"
+	"github.com/cassdedup/cassdedup/lwt"
 	"github.com/cassdedup/cassdedup/schema"
 )
 
@@ -23,6 +24,7 @@ type config struct {
 	serial      gocql.SerialConsistency
 	now         func() time.Time
 	shadow      *events.Log
+	observer    lwt.Observer
 }
 
 func defaultConfig() config {
@@ -72,6 +74,11 @@ func WithClock(now func() time.Time) Option { return func(c *config) { c.now = n
 // operation id, before the native counter is touched, so Drift can compare the two while a
 // user migrates from native counters to the event log. Op.Time is then required.
 func WithShadow(log *events.Log) Option { return func(c *config) { c.shadow = log } }
+
+// WithObserver sets a hook called synchronously on every LWT, increment and unconfirmed
+// operation, the same lwt.Observer an lwt.Store takes. It must be fast and safe for concurrent
+// use. Default none.
+func WithObserver(o lwt.Observer) Option { return func(c *config) { c.observer = o } }
 
 func (c *config) validate() error {
 	switch {

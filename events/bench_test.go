@@ -126,7 +126,7 @@ func BenchmarkFastPath(b *testing.B) {
 	b.ReportMetric(float64(tLWT.Nanoseconds())/n, "lwt-ns/op")
 	b.ReportMetric(float64(tFast)/float64(tInsert), "fast/insert")
 	b.ReportMetric(float64(tFast)/float64(tLWT), "fast/lwt")
-	if s := g.Stats(); s.FastPath != uint64(b.N) {
+	if s := g.Stats(); s.FastPath != int64(b.N) {
 		b.Fatalf("fast path taken %d times for %d new messages", s.FastPath, b.N)
 	}
 }

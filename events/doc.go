@@ -24,7 +24,7 @@
 // failure releases the claim so a redelivery runs the handler again. Concurrent deliveries of
 // one message run the handler once: the others get Duplicate, or InProgress while the first
 // runs. After WithMaxAttempts handler runs the message is reported as Poison, for the caller
-// to dead-letter. Records live for the retention window (WithGuardRetention, default 7 days).
+// to dead-letter. Records live for the retention window (WithRetention, default 7 days).
 // Every message is its own partition; ProcessedIDs walks the hour-bucketed by-scope index.
 //
 // # The fast path, and when it is safe

@@ -3,7 +3,9 @@ package events
 import "errors"
 
 // Errors returned by the package. Each is checked with errors.Is; the returned error usually
-// wraps one with the offending value.
+// wraps one with the offending value. A message held by another consumer matches
+// lwt.ErrInProgress, and a write that may or may not have applied lwt.ErrOutcomeUnknown (as an
+// *lwt.OutcomeUnknownError carrying the driver's error): each sentinel is defined once, in lwt.
 var (
 	// ErrInvalidCounter is returned for an empty, over-long or non-UTF-8 counter name.
 	ErrInvalidCounter = errors.New("events: invalid counter name")
@@ -29,15 +31,9 @@ var (
 	// ErrMessageReuse is returned when a message id was processed with a different payload:
 	// two distinct messages share an id, so the second would be silently dropped.
 	ErrMessageReuse = errors.New("events: message id reused with a different payload")
-	// ErrInProgress is returned when another consumer holds a live claim on the message: do
-	// not acknowledge it; let the broker redeliver it later.
-	ErrInProgress = errors.New("events: message in progress elsewhere")
 	// ErrPoison is matched by a *PoisonError: the message used up its handler attempts. Dead-
 	// letter it and acknowledge it.
 	ErrPoison = errors.New("events: poison message")
-	// ErrOutcomeUnknown is returned when a conditional write timed out and reading the row
-	// back could not tell whether it applied. Retry the call; never assume either outcome.
-	ErrOutcomeUnknown = errors.New("events: outcome unknown")
 )
 
 // PoisonError reports a message whose handler attempts are used up. It matches ErrPoison and,

@@ -96,7 +96,7 @@ func ExampleGuard_Own() {
 	}
 	scope := events.Scope{Group: "billing", Topic: "payments", Partition: 3}
 	pre, err := bloom.NewPreCheck("billing/payments/3", bloom.WithExpectedItems(5_000_000),
-		bloom.WithRetention(events.DefaultGuardRetention+time.Hour))
+		bloom.WithRetention(events.DefaultRetention+time.Hour))
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -111,5 +111,5 @@ func ExampleGuard_Own() {
 	out, err := guard.Process(ctx, m, func(ctx context.Context, m events.Message) error { return nil })
 	fmt.Println(out, err)
 	s := guard.Stats()
-	fmt.Println(s.FastPath, s.PreChecks[scope].WarmUpKeys)
+	fmt.Println(s.FastPath, pre.Stats().WarmUpKeys)
 }

@@ -15,7 +15,7 @@ import (
 // A Log is safe for concurrent use.
 type Log struct {
 	session *gocql.Session
-	cfg     logConfig
+	cfg     config
 	q       logQueries
 
 	mu      sync.Mutex
@@ -37,15 +37,12 @@ type logQueries struct {
 }
 
 // NewLog returns a Log over session. The tables must exist (schema.Apply creates them).
-func NewLog(session *gocql.Session, opts ...LogOption) (*Log, error) {
+func NewLog(session *gocql.Session, opts ...Option) (*Log, error) {
 	if session == nil {
 		return nil, fmt.Errorf("%w: nil session", ErrInvalidOption)
 	}
-	cfg := defaultLogConfig()
-	for _, o := range opts {
-		o(&cfg)
-	}
-	if err := cfg.validate(); err != nil {
+	cfg, err := newConfig(forLog, opts)
+	if err != nil {
 		return nil, err
 	}
 	var names [3]string

@@ -21,10 +21,10 @@ import (
 
 var t0 = time.Date(2025, 3, 1, 0, 0, 0, 0, time.UTC)
 
-func newLog(t testing.TB, clock *fakeClock, opts ...events.LogOption) *events.Log {
+func newLog(t testing.TB, clock *fakeClock, opts ...events.Option) *events.Log {
 	t.Helper()
 	session, ks := cassandratest.NewSession(t)
-	opts = append([]events.LogOption{events.WithLogKeyspace(ks), events.WithLogClock(clock.Now)}, opts...)
+	opts = append([]events.Option{events.WithKeyspace(ks), events.WithClock(clock.Now)}, opts...)
 	l, err := events.NewLog(session, opts...)
 	require.NoError(t, err)
 	return l
@@ -103,10 +103,10 @@ func TestLogBadInputGivesTypedErrors(t *testing.T) {
 	_, err = events.NewLog(nil)
 	require.ErrorIs(t, err, events.ErrInvalidOption)
 
-	for _, opt := range []events.LogOption{
+	for _, opt := range []events.Option{
 		events.WithBucketWidth(7 * time.Minute), events.WithBucketWidth(0), events.WithGracePeriod(0),
-		events.WithSettleTime(-1), events.WithMaxClockSkew(2 * time.Hour), events.WithLogClock(nil),
-		events.WithLogKeyspace("bad-name"), events.WithLogTables("a", "", "c"),
+		events.WithSettleTime(-1), events.WithMaxClockSkew(2 * time.Hour), events.WithClock(nil),
+		events.WithKeyspace("bad-name"), events.WithCounterTables("a", "", "c"),
 	} {
 		_, err := events.NewLog(&gocql.Session{}, opt)
 		require.ErrorIs(t, err, events.ErrInvalidOption)

@@ -2,11 +2,13 @@ package events
 
 import (
 	"fmt"
+
+	"github.com/cassdedup/cassdedup/lwt"
 )
 
-// MaxMessageField is the longest group, topic or message id accepted, in bytes (the lwt
-// store's key limit).
-const MaxMessageField = 255
+// MaxMessageField is the longest group, topic or message id accepted, in bytes: the lwt
+// store's key limit.
+const MaxMessageField = lwt.DefaultMaxKeyLength
 
 // Scope is where message ids are unique: a consumer group reading a topic, and the broker
 // partition when there is one (0 otherwise).

@@ -59,42 +59,37 @@ func (l *Log) rollupRound(ctx context.Context, counter string) (RollupResult, bo
 	}
 	res := RollupResult{Watermark: h, Total: st.total + sum, Folded: n}
 	applied, err := l.moveWatermark(ctx, counter, st, res)
-	if lwt.IsOutcomeUnknown(err) && ctx.Err() == nil {
-		return l.resolveRollup(ctx, counter, res, err)
-	}
 	if err != nil {
 		return RollupResult{}, false, err
 	}
 	return res, applied, nil
 }
 
-// moveWatermark writes res conditionally on the row still holding st.
+// rollupPatience bounds the serial reads that settle a watermark move whose outcome is unknown.
+const rollupPatience = 2 * time.Second
+
+// moveWatermark writes res conditionally on the row still holding st. An unknown outcome is
+// settled by lwt.Resolve: a watermark at or past res's is correct whoever wrote it, since every
+// worker folding to the same horizon computes the same total; anything else did not apply, and
+// the caller reads again.
 func (l *Log) moveWatermark(ctx context.Context, counter string, st rollupState, res RollupResult) (bool, error) {
 	now := l.cfg.now().UTC()
 	q := l.session.Query(l.q.insertRollup, counter, res.Watermark, res.Total, now)
 	if st.exists {
 		q = l.session.Query(l.q.updateRollup, res.Watermark, res.Total, now, counter, st.watermark)
 	}
-	// lwt sends it once (no driver retry); an unknown outcome is resolved by the caller.
-	applied, _, err := lwt.ExecCAS(ctx, q.Consistency(l.cfg.consistency), l.cfg.serial)
+	reached := func(row lwt.Row, found bool) bool {
+		w, _ := row["watermark"].(time.Time)
+		return found && !w.Before(res.Watermark)
+	}
+	applied, _, err := lwt.Resolve(ctx, lwt.Conditional{
+		Op: "rollup", Write: q, Read: l.session.Query(l.q.readRollup, counter), Applied: reached,
+		Patience: rollupPatience, Observer: l.cfg.observer, Key: lwt.Key{counter},
+	}, l.cfg.consistency, l.cfg.serial)
 	if err != nil {
 		return false, fmt.Errorf("events: move watermark of %q to %v: %w", counter, res.Watermark, err)
 	}
 	return applied, nil
-}
-
-// resolveRollup settles a watermark move whose outcome is unknown. Reading at the serial
-// consistency completes any in-flight Paxos round. A watermark at or past the horizon is
-// correct whoever wrote it: every worker folding to the same horizon computes the same total.
-func (l *Log) resolveRollup(ctx context.Context, counter string, res RollupResult, cause error) (RollupResult, bool, error) {
-	st, err := l.readRollup(ctx, counter, true)
-	if err != nil {
-		return RollupResult{}, false, fmt.Errorf("%w: %w (read back: %w)", ErrOutcomeUnknown, cause, err)
-	}
-	if st.exists && !st.watermark.Before(res.Watermark) {
-		return RollupResult{Watermark: st.watermark, Total: st.total}, true, nil
-	}
-	return RollupResult{}, false, nil
 }
 
 // RollupEvery calls Rollup for each counter every interval until ctx is done, and then

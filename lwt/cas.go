@@ -24,8 +24,9 @@ type Row map[string]any
 // The query is sent once: it is marked non-idempotent, with no retry policy and no speculative
 // execution, because a re-sent conditional write can report "not applied" for its own first
 // attempt. A timeout whose outcome is unknown returns an *OutcomeUnknownError wrapping the
-// driver's error; resolve it with a serial read (Read with a serial consistency). When ctx ends
-// first, ctx.Err() is returned unchanged and the outcome is unknown in the same way.
+// driver's error; so does ctx ending while the request is in flight (it wraps ctx.Err(), which
+// still matches with errors.Is). A ctx that ended before the call returns ctx.Err() unchanged:
+// nothing was sent. Resolve runs a conditional write and settles such an outcome.
 func InsertIfNotExists(ctx context.Context, q *gocql.Query, serial gocql.SerialConsistency) (applied bool, existing Row, err error) {
 	if !strings.Contains(strings.ToUpper(q.Statement()), "IF NOT EXISTS") {
 		return false, nil, fmt.Errorf("%w: statement has no IF NOT EXISTS", ErrMalformedCASResult)
@@ -49,13 +50,17 @@ func ExecCAS(ctx context.Context, q *gocql.Query, serial gocql.SerialConsistency
 	if serial != gocql.Serial && serial != gocql.LocalSerial {
 		return false, nil, fmt.Errorf("lwt: serial consistency must be SERIAL or LOCAL_SERIAL, not %v", serial)
 	}
+	if err := ctx.Err(); err != nil {
+		return false, nil, err // never sent: certainly not applied
+	}
 	q = prepareCAS(ctx, q, serial)
 	iter := q.Iter()
 	applied, row, scanErr := scanCAS(iter)
 	closeErr := iter.Close()
 	if closeErr != nil {
 		if ctxErr := ctx.Err(); ctxErr != nil {
-			return false, nil, ctxErr
+			// The request may have been sent before ctx ended: its outcome is unknown.
+			return false, nil, &OutcomeUnknownError{Op: "cas", Err: ctxErr}
 		}
 		if IsOutcomeUnknown(closeErr) {
 			return false, nil, &OutcomeUnknownError{Op: "cas", Err: closeErr}

@@ -27,7 +27,12 @@ func (JSON[T]) Decode(b []byte) (T, error) {
 
 // Execute is the typed form of Store.ExecuteOnce: fn's result is encoded with codec when stored
 // and decoded on every replay. replay reports whether fn ran in an earlier call.
+//
+// A nil store, codec or fn is ErrInvalidArgument, before anything is written.
 func Execute[T any](ctx context.Context, s *Store, key Key, codec Codec[T], fn func(context.Context) (T, error), opts ...CallOption) (v T, replay bool, err error) {
+	if s == nil || codec == nil || fn == nil {
+		return v, false, fmt.Errorf("%w: nil store, codec or function", ErrInvalidArgument)
+	}
 	res, err := s.ExecuteOnce(ctx, key, func(ctx context.Context) ([]byte, error) {
 		v, err := fn(ctx)
 		if err != nil {

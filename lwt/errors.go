@@ -20,9 +20,24 @@ var (
 	// owner's write was rejected by its fencing condition. The result was not stored.
 	ErrLeaseLost = errors.New("lwt: lease lost")
 
-	// ErrOutcomeUnknown: a conditional write timed out and a serial read could not tell whether
-	// it applied. Retrying the same call with the same key is safe.
+	// ErrOutcomeUnknown: a write may or may not have applied. The driver could not report its
+	// outcome (a CAS write timeout, no response, a lost connection, ctx ending mid-flight) and
+	// serial reads within the store's patience could not tell. Every error of this module that
+	// means "may or may not have applied" matches it, and an *OutcomeUnknownError carries the
+	// driver's error. What a retry does depends on which write it was: a claim whose outcome is
+	// unknown blocks its key until the claim's lease passes, after which a retry takes the key
+	// over and runs the function; a completion whose outcome is unknown means the function HAS
+	// run and its result may be lost, so a retry after the lease may run it a second time. Give
+	// such functions an idempotent downstream write (keyed by the idempotency key or fenced by
+	// ClaimFromContext(ctx).Fence) if a second run would harm.
 	ErrOutcomeUnknown = errors.New("lwt: outcome unknown")
+
+	// ErrInvalidOption: an option passed to NewStore is out of range. Nothing was written.
+	ErrInvalidOption = errors.New("lwt: invalid option")
+
+	// ErrInvalidArgument: a required argument is missing (a nil function, codec, claim or
+	// session). Nothing was read or written.
+	ErrInvalidArgument = errors.New("lwt: invalid argument")
 
 	// ErrInvalidKey: a key or namespace is missing, too long, not UTF-8 or of an unsupported
 	// type. Nothing was read or written. An HTTP layer answers 400 Bad Request.
@@ -44,9 +59,10 @@ var (
 	ErrStoredFailure = errors.New("lwt: operation failed permanently")
 )
 
-// OutcomeUnknownError reports a conditional write whose outcome the driver could not report: a
-// CAS write timeout, a client-side timeout or a connection lost after the request was sent. It
-// matches ErrOutcomeUnknown and unwraps to the driver's error.
+// OutcomeUnknownError reports a write whose outcome could not be learnt: the driver could not
+// report it (a CAS write timeout, a client-side timeout, a connection lost after the request
+// was sent, ctx ending mid-flight) and reading it back failed too. It matches
+// ErrOutcomeUnknown and unwraps to the driver's error (and the read's, when one was made).
 type OutcomeUnknownError struct {
 	Op  string // the statement kind, e.g. "claim" or "complete"
 	Err error  // the driver's error

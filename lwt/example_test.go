@@ -76,14 +76,14 @@ func ExampleStore_Own() {
 	}
 	// The source must yield every key of the namespace still within the store's retention, or a
 	// retry of a key it misses runs its function again.
-	src := bloom.KeySourceFunc(func(ctx context.Context, yield func(string, time.Time) error) error {
+	src := func(ctx context.Context, yield func(string, time.Time) error) error {
 		return routedKeys(ctx, namespace, time.Now().Add(-lwt.DefaultRetention), yield)
-	})
-	if err := store.Own(ctx, namespace, epoch, pre, src); err != nil {
+	}
+	if err := store.Own(ctx, lwt.Key{namespace}, epoch, pre, src); err != nil {
 		log.Print(err) // the namespace keeps the LWT path; Own may be called again
 	}
 	// On reassignment, or as soon as the assignment is in doubt, before another process serves it.
-	defer store.Disown(namespace)
+	defer store.Disown(lwt.Key{namespace})
 
 	res, err := store.ExecuteOnce(ctx, lwt.IdempotencyKey(namespace, "charge-8c1d"),
 		func(ctx context.Context) ([]byte, error) {

@@ -5,9 +5,8 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
-
-	"github.com/cassdedup/cassdedup/bloom"
 )
 
 // Result is the answer of ExecuteOnce.
@@ -15,8 +14,11 @@ type Result struct {
 	Value     []byte
 	Replay    bool // the value was stored by an earlier call; the function did not run now
 	FromCache bool // the replay was served by the in-process cache
-	Attempts  int  // claims made on the key (known when this call ran or read the record)
-	Fence     int64
+	// Created reports that this call made the key's first record: the table (or, on the fast
+	// path, the warm pre-check) said the key was new.
+	Created  bool
+	Attempts int // claims made on the key (known when this call ran or read the record)
+	Fence    int64
 }
 
 // CallOption configures one ExecuteOnce call.
@@ -27,14 +29,17 @@ type callConfig struct {
 	wait        bool
 }
 
-// WithRequest sets the request the key stands for. Its SHA-256 is stored with the record; a
+// Fingerprint is the fingerprint WithRequest stores for request: its SHA-256.
+func Fingerprint(request []byte) []byte {
+	sum := sha256.Sum256(request)
+	return sum[:]
+}
+
+// WithRequest sets the request the key stands for. Its Fingerprint is stored with the record; a
 // later call with the same key and another request gets ErrKeyReuse and nothing runs. Without
 // it every request with the key matches.
 func WithRequest(request []byte) CallOption {
-	return func(c *callConfig) {
-		sum := sha256.Sum256(request)
-		c.fingerprint = sum[:]
-	}
+	return func(c *callConfig) { c.fingerprint = Fingerprint(request) }
 }
 
 // WithWait makes a duplicate that meets a live claim wait, within its ctx, for the stored
@@ -44,28 +49,35 @@ func WithWait() CallOption {
 	return func(c *callConfig) { c.wait = true }
 }
 
-type claimCtxKey struct{}
-
-// ClaimFromContext returns the claim under which the function passed to ExecuteOnce runs, so
-// it can hand the fencing token to systems that reject stale writers.
-func ClaimFromContext(ctx context.Context) (*Claim, bool) {
-	c, ok := ctx.Value(claimCtxKey{}).(*Claim)
-	return c, ok
+// call is one ExecuteOnce call's arguments, worked out once.
+type call struct {
+	key         Key
+	cacheKey    string
+	fingerprint []byte
+	wait        bool
+	fn          func(context.Context) ([]byte, error)
 }
 
 // ExecuteOnce runs fn at most once per key within the retention window and returns its stored
 // result to every call with the key, flagged as a replay after the first.
 //
-// fn runs under a lease that is renewed while it runs; its ctx is canceled with cause
-// ErrLeaseLost if the lease cannot be kept. fn's result is stored even if the caller's ctx
-// ended meanwhile (bounded by the commit timeout). If fn returns an error marked with
-// Permanent, its message is stored and this and every later call get a *FailureError; any
-// other error releases the claim, is returned unchanged and a retry runs fn again.
+// fn runs under a lease that is renewed while it runs and while its result is stored; its ctx
+// is canceled with cause ErrLeaseLost if the lease cannot be kept. fn's result is stored even if
+// the caller's ctx ended meanwhile: a store whose outcome is unknown is read back at the serial
+// consistency and sent again, with backoff, for the commit timeout (WithCommitTimeout). If fn
+// returns an error marked with Permanent, its message is stored and this and every later call
+// get a *FailureError; any other error releases the claim, is returned unchanged and a retry runs
+// fn again. A panic in fn releases the claim and is re-raised.
 //
-// Errors: ErrInvalidKey, ErrKeyReuse, *InProgressError, ErrLeaseLost (another worker took the
-// claim over; the result was not stored), ErrResultTooLarge (nothing stored; the claim is
-// released), *OutcomeUnknownError (retry the call), ctx.Err().
+// Errors: ErrInvalidKey and ErrInvalidArgument (nothing ran or was written), ErrKeyReuse,
+// *InProgressError, ErrLeaseLost (another worker took the claim over; the result was not
+// stored), ErrResultTooLarge (nothing stored; the claim is released), *OutcomeUnknownError (see
+// ErrOutcomeUnknown for what a retry does), ctx.Err() while claiming or waiting, fn's own error,
+// or a driver error from a claim that certainly did not apply.
 func (s *Store) ExecuteOnce(ctx context.Context, key Key, fn func(context.Context) ([]byte, error), opts ...CallOption) (Result, error) {
+	if fn == nil {
+		return Result{}, fmt.Errorf("%w: nil function", ErrInvalidArgument)
+	}
 	var cc callConfig
 	for _, o := range opts {
 		o(&cc)
@@ -73,94 +85,86 @@ func (s *Store) ExecuteOnce(ctx context.Context, key Key, fn func(context.Contex
 	if err := validateKey(s.keyCols, key, s.cfg.maxKey); err != nil {
 		return Result{}, err
 	}
-	ck := ""
+	c := &call{key: key, cacheKey: cacheKey(key), fingerprint: cc.fingerprint, wait: cc.wait, fn: fn}
 	if s.cache != nil {
-		ck = cacheKey(key)
-		if rec := s.cache.get(ck, time.Now()); rec != nil {
-			if !equalFingerprint(rec.Fingerprint, cc.fingerprint) {
-				s.record(Event{Kind: EventKeyReuse, Key: key})
+		if rec := s.cache.get(c.cacheKey, s.now()); rec != nil {
+			if !equalFingerprint(rec.Fingerprint, c.fingerprint) {
+				s.record(Observation{Kind: ObservedKeyReuse, Key: key})
 				return Result{}, ErrKeyReuse
 			}
-			s.record(Event{Kind: EventCacheHit, Key: key})
+			s.record(Observation{Kind: ObservedCacheHit, Key: key})
 			return Result{Value: rec.Result, Replay: true, FromCache: true, Attempts: rec.Attempts, Fence: rec.Fence}, nil
 		}
 	}
-	fk := ck
-	if fk == "" {
-		fk = cacheKey(key)
+	scope, last, scoped := scopeOf(key)
+	// Every call registers before it reads the ownership, so that Own, which registers the
+	// owner before it waits for the scope's calls, waits for this one too.
+	if err := s.enter(ctx, c, scope); err != nil {
+		return Result{}, err
 	}
-	// Every call registers, owned or not, before it reads the ownership, so that Own, which
-	// registers the owner before it waits for the namespace's calls, waits for this one too.
-	ns := namespaceOf(key, len(s.keyCols))
-	for {
-		running, done := s.fast.flights.Enter(fk, ns)
-		if !running || s.ownerOf(ns) == nil {
-			break
-		}
-		// Owned and already running here: its record may not exist yet (a fast path), so the
-		// table cannot answer; this process can.
-		s.fast.flights.Leave(fk)
-		if !cc.wait {
-			s.stats.inFlight.Add(1)
-			s.record(Event{Kind: EventConflict, Key: key})
-			return Result{}, &InProgressError{LeaseUntil: time.Now().Add(s.cfg.lease)}
-		}
-		select {
-		case <-done:
-		case <-ctx.Done():
-			return Result{}, ctx.Err()
-		}
+	defer s.fast.flights.Leave(c.cacheKey)
+	o := s.ownerOf(scope)
+	if !scoped || o == nil {
+		return s.execute(ctx, c)
 	}
-	defer s.fast.flights.Leave(fk)
-	o := s.ownerOf(ns)
-	if o == nil {
-		res, _, err := s.execute(ctx, key, ck, &cc, fn)
-		return res, err
+	k, ok := last.(string)
+	if !ok {
+		return Result{}, &KeyError{Column: s.keyCols[len(s.keyCols)-1], Reason: fmt.Sprintf("the fast path needs a string key, not %T", last)}
 	}
-	a := o.pre.Check(key[1].(string))
-	if a.ClearlyNew() {
-		return s.fastRun(ctx, key, ck, &cc, o, a, fn)
+	clearlyNew, maybeSeen, epoch := o.pre.Admit(k)
+	if clearlyNew {
+		return s.fastRun(ctx, c, scope, o, epoch)
 	}
 	s.stats.fastLWT.Add(1)
-	res, tableSaidNew, err := s.execute(ctx, key, ck, &cc, fn)
-	if a.Verdict == bloom.MaybeSeen && (err == nil || tableSaidNew || errors.Is(err, ErrInProgress)) {
-		o.pre.Observe(a, tableSaidNew)
-		if tableSaidNew {
+	res, err := s.execute(ctx, c)
+	// Observe only what the table answered: an error may have left it unknown.
+	if maybeSeen && (err == nil || res.Created || errors.Is(err, ErrInProgress)) {
+		o.pre.ObserveMaybeSeen(res.Created)
+		if res.Created {
 			s.stats.falsePositives.Add(1)
 		}
 	}
 	return res, err
 }
 
-// namespaceOf is the scope of a key for the fast path: its first value, for tables keyed by
-// two values; "" (never owned) otherwise.
-func namespaceOf(key Key, cols int) string {
-	if cols != 2 {
-		return ""
+// enter registers c as running in this process. A call of a key already running here is
+// answered without a round trip: ErrInProgress, or, with WithWait, a wait for that call to end.
+func (s *Store) enter(ctx context.Context, c *call, scope string) error {
+	for {
+		running, done := s.fast.flights.Enter(c.cacheKey, scope)
+		if !running {
+			return nil
+		}
+		s.fast.flights.Leave(c.cacheKey)
+		if !c.wait {
+			s.stats.inFlight.Add(1)
+			s.record(Observation{Kind: ObservedConflict, Key: c.key})
+			return &InProgressError{LeaseUntil: s.now().Add(s.cfg.lease)}
+		}
+		select {
+		case <-done:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
-	ns, _ := key[0].(string)
-	return ns
 }
 
-// execute is the LWT path. tableSaidNew reports that the claim created the record.
-func (s *Store) execute(ctx context.Context, key Key, ck string, cc *callConfig, fn func(context.Context) ([]byte, error)) (res Result, tableSaidNew bool, err error) {
+// execute is the LWT path.
+func (s *Store) execute(ctx context.Context, c *call) (Result, error) {
 	for {
-		claim, rec, err := s.Begin(ctx, key, cc.fingerprint)
-		if err != nil && cc.wait && errors.Is(err, ErrInProgress) {
-			if rec, err = s.wait(ctx, key, cc.fingerprint); err == nil && rec == nil {
+		claim, rec, err := s.Begin(ctx, c.key, c.fingerprint)
+		if err != nil && c.wait && errors.Is(err, ErrInProgress) {
+			if rec, err = s.wait(ctx, c.key, c.fingerprint); err == nil && rec == nil {
 				continue // the other claim ended without an answer: claim it ourselves
 			}
 		}
 		if err != nil {
-			return Result{}, false, err
+			return Result{}, err
 		}
 		if rec != nil {
-			res, err := s.replay(ck, rec)
-			return res, false, err
+			return s.replay(c.cacheKey, rec)
 		}
-		tableSaidNew = claim.Previous == nil && claim.Attempts == 1
-		res, err := s.run(ctx, ck, cc.fingerprint, claim, fn)
-		return res, tableSaidNew, err
+		return s.run(ctx, c, claim)
 	}
 }
 
@@ -176,126 +180,60 @@ func (s *Store) replay(ck string, rec *Record) (Result, error) {
 	return Result{Value: rec.Result, Replay: true, Attempts: rec.Attempts, Fence: rec.Fence}, nil
 }
 
-// wait polls the record until it is final (returned) or claimable (nil record).
+// wait polls the record until it is final (returned) or claimable (nil record). A failed read
+// is retried at the next poll: only ctx ends the wait without an answer.
 func (s *Store) wait(ctx context.Context, key Key, fp []byte) (*Record, error) {
 	delay := 10 * time.Millisecond
 	for {
-		t := time.NewTimer(delay)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, ctx.Err()
-		case <-t.C:
+		if err := sleepCtx(ctx, delay); err != nil {
+			return nil, err
 		}
+		delay = min(delay*2, s.cfg.lease/4, 500*time.Millisecond)
 		rec, err := s.Get(ctx, key)
 		switch {
 		case errors.Is(err, ErrNotFound):
 			return nil, nil
 		case err != nil:
-			return nil, err
+			continue
 		case !equalFingerprint(rec.Fingerprint, fp):
-			s.record(Event{Kind: EventKeyReuse, Key: key})
+			s.record(Observation{Kind: ObservedKeyReuse, Key: key})
 			return nil, ErrKeyReuse
 		case rec.Final():
-			s.record(Event{Kind: EventReplay, Key: key})
+			s.record(Observation{Kind: ObservedReplay, Key: key})
 			return rec, nil
-		case rec.Status == StatusReleased || !time.Now().Before(rec.LeaseUntil):
+		case rec.Status == StatusReleased || !s.now().Before(rec.LeaseUntil):
 			return nil, nil
 		}
-		delay = min(delay*2, s.cfg.lease/4, 500*time.Millisecond)
 	}
 }
 
-// run calls fn under claim, renewing the lease, and ends the claim by its outcome.
-func (s *Store) run(ctx context.Context, ck string, fp []byte, claim *Claim, fn func(context.Context) ([]byte, error)) (res Result, err error) {
-	fnCtx, cancel := context.WithCancelCause(context.WithValue(ctx, claimCtxKey{}, claim))
-	defer cancel(nil)
-	stop := s.renewLease(fnCtx, cancel, claim)
+// claimCtxKey keys the claim holder in fn's ctx.
+type claimCtxKey struct{}
 
-	// The claim's end is written even if the caller's ctx has ended: the work is done.
-	endCtx, endCancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.commitTimeout)
-	defer endCancel()
-
-	var value []byte
-	var fnErr error
-	func() {
-		defer func() {
-			if p := recover(); p != nil {
-				stop()
-				_ = s.Release(endCtx, claim, []byte("panic"))
-				panic(p)
-			}
-		}()
-		value, fnErr = fn(fnCtx)
-	}()
-	stop()
-	if errors.Is(context.Cause(fnCtx), ErrLeaseLost) {
-		s.record(Event{Kind: EventLeaseLost, Key: claim.Key})
-		return Result{}, ErrLeaseLost
-	}
-	base := Result{Attempts: claim.Attempts, Fence: claim.Fence}
-	switch {
-	case fnErr != nil && IsPermanent(fnErr):
-		if err := s.Fail(endCtx, claim, []byte(fnErr.Error())); err != nil {
-			return base, errors.Join(fnErr, err)
-		}
-		return base, &FailureError{Message: fnErr.Error(), Err: fnErr}
-	case fnErr != nil:
-		if err := s.Release(endCtx, claim, []byte(fnErr.Error())); err != nil {
-			return base, errors.Join(fnErr, err)
-		}
-		return base, fnErr
-	case len(value) > s.cfg.maxResult:
-		tooLarge := fmt.Errorf("%w: %d bytes, limit %d", ErrResultTooLarge, len(value), s.cfg.maxResult)
-		if err := s.Release(endCtx, claim, []byte(tooLarge.Error())); err != nil {
-			return base, errors.Join(tooLarge, err)
-		}
-		return base, tooLarge
-	}
-	if err := s.Complete(endCtx, claim, value); err != nil {
-		return base, err
-	}
-	if s.cache != nil {
-		s.cache.put(ck, &Record{Status: StatusCompleted, Fingerprint: fp, Owner: claim.Owner, Fence: claim.Fence,
-			Attempts: claim.Attempts, Result: value, ExpiresAt: claim.ExpiresAt})
-	}
-	base.Value = value
-	return base, nil
+// claimHolder publishes a running claim to fn: the renewal goroutine updates the lease while
+// fn may read it, so reads take a copy under the lock.
+type claimHolder struct {
+	mu    sync.Mutex
+	claim Claim
 }
 
-// renewLease starts the goroutine that keeps the claim's lease alive while fn runs. It cancels
-// fn's ctx with ErrLeaseLost when the lease is lost or runs out unrenewed. The returned stop
-// ends the goroutine and waits for it, so claim is not touched after stop returns.
-func (s *Store) renewLease(ctx context.Context, cancel context.CancelCauseFunc, claim *Claim) (stop func()) {
-	done := make(chan struct{})
-	quit := make(chan struct{})
-	go func() {
-		defer close(done)
-		t := time.NewTicker(s.cfg.lease / 3)
-		defer t.Stop()
-		for {
-			select {
-			case <-quit:
-				return
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-			rctx, rcancel := context.WithDeadline(ctx, claim.LeaseUntil)
-			err := s.Renew(rctx, claim)
-			rcancel()
-			if errors.Is(err, ErrLeaseLost) || (err != nil && !time.Now().Before(claim.LeaseUntil)) {
-				cancel(ErrLeaseLost)
-				return
-			}
-		}
-	}()
-	var once bool
-	return func() {
-		if !once {
-			once = true
-			close(quit)
-			<-done
-		}
+func (h *claimHolder) renewed(until time.Time) {
+	h.mu.Lock()
+	h.claim.LeaseUntil = until
+	h.mu.Unlock()
+}
+
+// ClaimFromContext returns a copy of the claim under which the function passed to ExecuteOnce
+// runs, with its lease as last renewed, so it can hand the fencing token to systems that
+// reject stale writers. It is safe to call while the lease is being renewed; the copy does not
+// change afterwards. ok is false outside a claimed run (on the fast path there is no claim).
+func ClaimFromContext(ctx context.Context) (*Claim, bool) {
+	h, ok := ctx.Value(claimCtxKey{}).(*claimHolder)
+	if !ok {
+		return nil, false
 	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	c := h.claim
+	return &c, true
 }

@@ -157,7 +157,8 @@ func TestInProgressAndWait(t *testing.T) {
 // and the crashed owner's late completion is fenced off.
 func TestCrashedWorkerTakenOver(t *testing.T) {
 	t.Parallel()
-	s, _, _ := newTestStore(t, WithLease(time.Second))
+	clock := newTestClock()
+	s, _, _ := newTestStore(t, WithLease(time.Second), WithClock(clock.Now))
 	ctx := ctxT(t)
 	key := IdempotencyKey("tenant", "crash")
 	crashed, rec, err := s.Begin(ctx, key, nil)
@@ -168,7 +169,7 @@ func TestCrashedWorkerTakenOver(t *testing.T) {
 	_, err = s.ExecuteOnce(ctx, key, func(context.Context) ([]byte, error) { return nil, nil })
 	require.ErrorIs(t, err, ErrInProgress, "the lease is still live")
 
-	time.Sleep(time.Until(crashed.LeaseUntil) + 100*time.Millisecond)
+	clock.Advance(crashed.LeaseUntil.Sub(clock.Now()) + 100*time.Millisecond)
 	var fence int64
 	res, err := s.ExecuteOnce(ctx, key, func(ctx context.Context) ([]byte, error) {
 		c, ok := ClaimFromContext(ctx)
@@ -197,13 +198,14 @@ func TestCrashedWorkerTakenOver(t *testing.T) {
 // the old run is stored.
 func TestLeaseLostCancelsFunction(t *testing.T) {
 	t.Parallel()
-	s, _, _ := newTestStore(t, WithLease(time.Second))
+	clock := newTestClock()
+	s, _, _ := newTestStore(t, WithLease(time.Second), WithClock(clock.Now))
 	ctx := ctxT(t)
 	key := IdempotencyKey("tenant", "stolen")
 	c, _, err := s.Begin(ctx, key, nil)
 	require.NoError(t, err)
 	// Take it over as a second worker would, by force: fence 1 → 2 with the takeover statement.
-	time.Sleep(time.Until(c.LeaseUntil) + 50*time.Millisecond)
+	clock.Advance(c.LeaseUntil.Sub(clock.Now()) + 50*time.Millisecond)
 	thief, _, err := s.Begin(ctx, key, nil)
 	require.NoError(t, err)
 	require.EqualValues(t, 2, thief.Fence)
@@ -217,7 +219,7 @@ func TestLeaseLostCancelsFunction(t *testing.T) {
 	res, err := s.ExecuteOnce(ctx, key2, func(fctx context.Context) ([]byte, error) {
 		cl, _ := ClaimFromContext(fctx)
 		// Simulate the node losing this claim: a conditional write with our owner's token.
-		now := time.Now()
+		now := clock.Now()
 		applied, _, err := UpdateIf(ctx, s.session.Query(s.stmt.takeover, ttlSeconds(cl.ExpiresAt, now), []byte{}, mustUUID(t), cl.Fence+1, now.Add(time.Minute), cl.Attempts+1, now, now, cl.ExpiresAt, "tenant", "stolen2", cl.Owner, cl.Fence, "STARTED"), s.cfg.serial)
 		require.NoError(t, err)
 		require.True(t, applied)

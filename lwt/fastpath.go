@@ -6,116 +6,148 @@ import (
 	"sync"
 	"time"
 
-	"github.com/cassdedup/cassdedup/bloom"
 	"github.com/cassdedup/cassdedup/internal/flights"
 )
 
-// PreCheck is the Bloom pre-check of one namespace this store owns; *bloom.PreCheck satisfies
-// it. Check must be atomic per key, answer ClearlyNew only when warm, and record every key it is
-// asked about. Implementations must be safe for concurrent use.
+// PreCheck is what the fast path needs from a Bloom pre-check of one scope this store owns;
+// *bloom.PreCheck satisfies it. Implementations must be safe for concurrent use.
 type PreCheck interface {
-	Check(key string) bloom.Answer
-	Observe(a bloom.Answer, tableSaidNew bool)
+	// Admit records key and answers, atomically per key (of racing callers at most one is told
+	// clearlyNew): clearlyNew when the pre-check is warm for its owner at epoch and never saw
+	// the key; maybeSeen when it is warm and may have seen it. Neither while it is cold or
+	// warming.
+	Admit(key string) (clearlyNew, maybeSeen bool, epoch uint64)
+	// ObserveMaybeSeen reports what the table said about a key Admit answered maybeSeen:
+	// tableSaidNew true is an observed false positive.
+	ObserveMaybeSeen(tableSaidNew bool)
+	// Owns reports whether the pre-check is still warm at epoch.
 	Owns(epoch uint64) bool
-	WarmUp(ctx context.Context, epoch uint64, src bloom.KeySource) error
+	// WarmUp loads every key keys yields and makes the pre-check warm at epoch; it records the
+	// keys Admit is asked about meanwhile.
+	WarmUp(ctx context.Context, epoch uint64, keys KeySource) error
+	// Invalidate makes the pre-check cold at once.
 	Invalidate()
 }
 
+// KeySource yields the keys of one scope still within the retention: yield(key, written), where
+// written is the latest time the key may have been written (zero: unknown). It stops and
+// returns yield's error if yield returns one, and ctx.Err() when ctx ends.
+type KeySource = func(ctx context.Context, yield func(key string, written time.Time) error) error
+
+// owner is one registered ownership: compared by pointer, so a fast path that began under it
+// can tell whether it still holds when fn returns.
 type owner struct {
 	pre   PreCheck
 	epoch uint64
 }
 
-// fastState is the store's fast-path state: owned namespaces and the calls running here.
+// fastState is the store's fast-path state: owned scopes and the calls running here.
 type fastState struct {
-	mu      sync.Mutex
-	owned   map[string]*owner
-	flights flights.Set[string, string] // by cacheKey, scoped by namespace
+	mu    sync.Mutex
+	owned map[string]*owner // by cacheKey of the scope
+	// flights are the calls running in this process, by cacheKey of the key and scoped by the
+	// cacheKey of the scope. A second call of a running key is answered here without a round
+	// trip; on the fast path only this set can, since the table holds no row until fn returns.
+	flights flights.Set[string, string]
 }
 
-// Own declares that every call for namespace reaches this process from now on (a sticky router
-// assigned it at epoch, which must grow on every assignment) and turns the fast path on for it:
-// pre is warmed from src, which must yield every key of namespace still within the retention
-// (idempotency_keys has no index by namespace; see the package doc), and from then on a key pre
-// answers ClearlyNew runs fn without a claim and is recorded with PutCompleted. Own first waits
-// for the namespace's calls already running here, so src need not know keys they are adding.
-// The fast path applies to tables keyed by two strings (namespace, key), such as
-// idempotency_keys; for others Own returns ErrInvalidKey. On a warm-up error the namespace
-// takes the LWT path; call Own again to retry. Call Disown as soon as the namespace is
-// reassigned or its assignment is in doubt.
-func (s *Store) Own(ctx context.Context, namespace string, epoch uint64, pre PreCheck, src bloom.KeySource) error {
-	if len(s.keyCols) != 2 {
-		return &KeyError{Column: s.keyCols[0], Reason: "the fast path needs a table keyed by (namespace, key)"}
+// scopeOf splits key into the fast path's scope (every value but the last) and the key within
+// it (the last value, which must be a string). ok is false when the key has no scope.
+func scopeOf(key Key) (scope string, last any, ok bool) {
+	if len(key) < 2 {
+		return "", nil, false
 	}
-	if err := validateKey(s.keyCols[:1], Key{namespace}, s.cfg.maxKey); err != nil {
+	return cacheKey(key[:len(key)-1]), key[len(key)-1], true
+}
+
+// Own declares that every call whose key starts with scope (all key values but the last:
+// Key{namespace} for idempotency_keys, Key{group, topic, partition} for processed_messages)
+// reaches this process from now on — a sticky router or a broker assigned it at epoch, which
+// must grow on every assignment — and turns the fast path on for it. pre is warmed from src,
+// which must yield every key of the scope still within the retention; from then on a key pre
+// answers clearly new runs fn without a claim and is recorded with PutCompleted. Own first waits
+// for the scope's calls already running here, so src need not know keys they are adding. The
+// last key value must be a string. On a warm-up error the scope takes the LWT path; call Own
+// again to retry. Call Disown as soon as the scope is reassigned or its assignment is in doubt.
+func (s *Store) Own(ctx context.Context, scope Key, epoch uint64, pre PreCheck, src KeySource) error {
+	if len(s.keyCols) < 2 {
+		return &KeyError{Column: s.keyCols[0], Reason: "the fast path needs a table keyed by a scope and a key"}
+	}
+	if err := validateKey(s.keyCols[:len(s.keyCols)-1], scope, s.cfg.maxKey); err != nil {
 		return err
 	}
 	if pre == nil || src == nil {
-		return fmt.Errorf("lwt: own %q: nil pre-check or key source", namespace)
+		return fmt.Errorf("%w: own %v: nil pre-check or key source", ErrInvalidArgument, scope)
 	}
+	sk := cacheKey(scope)
+	// Cold at once: an answer from an earlier warm-up of pre must not be acted on now.
 	pre.Invalidate()
 	o := &owner{pre: pre, epoch: epoch}
 	s.fast.mu.Lock()
-	if old := s.fast.owned[namespace]; old != nil && old.pre != pre {
+	if old := s.fast.owned[sk]; old != nil && old.pre != pre {
 		old.pre.Invalidate()
 	}
 	if s.fast.owned == nil {
 		s.fast.owned = map[string]*owner{}
 	}
-	s.fast.owned[namespace] = o
+	s.fast.owned[sk] = o
 	s.fast.mu.Unlock()
-	// The wait runs inside the warm-up, after pre began recording every key it checks.
-	err := pre.WarmUp(ctx, epoch, bloom.KeySourceFunc(func(ctx context.Context, yield func(string, time.Time) error) error {
-		if err := s.fast.flights.Wait(ctx, namespace); err != nil {
+	// The wait runs inside the warm-up, after pre began recording every key it is asked about.
+	err := pre.WarmUp(ctx, epoch, func(ctx context.Context, yield func(string, time.Time) error) error {
+		if err := s.fast.flights.Wait(ctx, sk); err != nil {
 			return err
 		}
-		return src.Keys(ctx, yield)
-	}))
+		return src(ctx, yield)
+	})
 	if err != nil {
 		s.fast.mu.Lock()
-		if s.fast.owned[namespace] == o {
-			delete(s.fast.owned, namespace)
+		if s.fast.owned[sk] == o {
+			delete(s.fast.owned, sk)
 		}
 		s.fast.mu.Unlock()
-		return fmt.Errorf("lwt: own %q at epoch %d: %w", namespace, epoch, err)
+		return fmt.Errorf("lwt: own %v at epoch %d: %w", scope, epoch, err)
 	}
 	return nil
 }
 
-// Disown turns the fast path off for namespace and makes its pre-check cold.
-func (s *Store) Disown(namespace string) {
+// Disown turns the fast path off for scope and makes its pre-check cold. A fast-path fn still
+// running finds the ownership gone when it returns and records its key with
+// PutCompletedIfNotExists instead.
+func (s *Store) Disown(scope Key) {
+	sk := cacheKey(scope)
 	s.fast.mu.Lock()
-	o := s.fast.owned[namespace]
-	delete(s.fast.owned, namespace)
+	o := s.fast.owned[sk]
+	delete(s.fast.owned, sk)
 	s.fast.mu.Unlock()
 	if o != nil {
 		o.pre.Invalidate()
 	}
 }
 
-// ownerOf returns the namespace's registered owner, nil when the store does not own it.
-func (s *Store) ownerOf(namespace string) *owner {
+// ownerOf returns the scope's registered owner, nil when the store does not own it.
+func (s *Store) ownerOf(scope string) *owner {
 	s.fast.mu.Lock()
 	defer s.fast.mu.Unlock()
-	return s.fast.owned[namespace]
+	return s.fast.owned[scope]
 }
 
-func (s *Store) owns(namespace string, o *owner, epoch uint64) bool {
-	return s.ownerOf(namespace) == o && o.pre.Owns(epoch)
+func (s *Store) owns(scope string, o *owner, epoch uint64) bool {
+	return s.ownerOf(scope) == o && o.pre.Owns(epoch)
 }
 
-// fastRun is the fast path: the warm pre-check of the namespace this store owns never saw the
-// key, so no record exists and no other call of the key can reach the table before this one
-// returns (other processes do not receive the namespace; this one's flights hold its calls).
-// fn runs without a claim, and its result is recorded by a plain write. A plain write beside
-// LWTs on one row can be lost (LWT cells carry Paxos ballot timestamps); here no LWT has touched
-// the row and none can until this write is acknowledged. Under violated ownership another
-// process can claim the row meanwhile: fn runs twice and the writes merge cell by cell (see
-// package events' measurements). An error from fn writes nothing, permanent or not: the next
-// call takes the LWT path and runs fn again.
-func (s *Store) fastRun(ctx context.Context, key Key, ck string, cc *callConfig, o *owner, a bloom.Answer, fn func(context.Context) ([]byte, error)) (Result, error) {
+// fastRun is the fast path: the warm pre-check of the scope this store owns never saw the key,
+// so no record exists and no other call of the key can reach the table before this one returns
+// (other processes do not receive the scope; this one's flights hold its calls). fn runs without
+// a claim, and its result is recorded by a plain write. A plain write beside LWTs on one row can
+// be lost (LWT cells carry Paxos ballot timestamps); here no LWT has touched the row and none can
+// until this write is acknowledged. Under violated ownership another process can claim the row
+// meanwhile: fn runs twice and the writes merge cell by cell (see package events' measurements).
+// An error from fn writes nothing, permanent or not: the next call takes the LWT path and runs
+// fn again.
+func (s *Store) fastRun(ctx context.Context, call *call, scope string, o *owner, epoch uint64) (Result, error) {
 	s.stats.fastPath.Add(1)
-	value, err := fn(ctx)
+	s.record(Observation{Kind: ObservedFastPath, Key: call.key})
+	value, err := call.fn(ctx)
 	if err == nil && len(value) > s.cfg.maxResult {
 		err = fmt.Errorf("%w: %d bytes, limit %d", ErrResultTooLarge, len(value), s.cfg.maxResult)
 	}
@@ -126,29 +158,47 @@ func (s *Store) fastRun(ctx context.Context, key Key, ck string, cc *callConfig,
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.commitTimeout)
 	defer cancel()
 	var rec *Record
-	if s.owns(key[0].(string), o, a.Epoch) {
-		if rec, err = s.PutCompleted(wctx, key, cc.fingerprint, value, a.Epoch); err != nil {
+	if s.owns(scope, o, epoch) {
+		if rec, err = s.PutCompleted(wctx, call.key, call.fingerprint, value, epoch); err != nil {
 			return Result{}, err
 		}
 	} else {
 		s.stats.staleEpoch.Add(1)
-		applied, existing, err := s.PutCompletedIfNotExists(wctx, key, cc.fingerprint, value, a.Epoch)
+		existing, err := s.putIfNotExists(wctx, call, value, epoch)
 		if err != nil {
 			return Result{}, err
 		}
-		if !applied {
+		if existing != nil {
 			// The new owner stored a result first: every caller gets that one.
 			s.stats.staleConflicts.Add(1)
 			if existing.Final() {
-				return s.replay(ck, existing)
+				// fn did run now, so this is no replay; the value is the stored one.
+				res, err := s.replay(call.cacheKey, existing)
+				res.Replay = false
+				return res, err
 			}
 			return Result{}, &InProgressError{LeaseUntil: existing.LeaseUntil, Attempts: existing.Attempts}
 		}
-		rec = &Record{Status: StatusCompleted, Fingerprint: cc.fingerprint, Result: value, Attempts: 1,
-			ExpiresAt: time.Now().Add(s.cfg.retention)}
+		rec = &Record{Status: StatusCompleted, Fingerprint: call.fingerprint, Result: value, Attempts: 1,
+			ExpiresAt: s.now().Add(s.cfg.retention)}
 	}
 	if s.cache != nil {
-		s.cache.put(ck, rec)
+		s.cache.put(call.cacheKey, rec)
 	}
-	return Result{Value: value, Attempts: 1}, nil
+	return Result{Value: value, Attempts: 1, Created: true}, nil
+}
+
+// putIfNotExists writes the fast path's record conditionally until it applies (nil) or finds a
+// record (returned). A put whose outcome was unknown and which a serial read found absent did
+// not apply, so it is sent again while ctx lasts.
+func (s *Store) putIfNotExists(ctx context.Context, call *call, value []byte, epoch uint64) (*Record, error) {
+	for {
+		applied, existing, err := s.PutCompletedIfNotExists(ctx, call.key, call.fingerprint, value, epoch)
+		if err != nil || applied || existing != nil {
+			return existing, err
+		}
+		if err := sleepCtx(ctx, 20*time.Millisecond); err != nil {
+			return nil, fmt.Errorf("lwt: put not applied: %w", err)
+		}
+	}
 }

@@ -15,8 +15,8 @@ import (
 func TestCacheAndObserver(t *testing.T) {
 	t.Parallel()
 	var mu sync.Mutex
-	kinds := map[EventKind]int{}
-	obs := ObserverFunc(func(e Event) { mu.Lock(); kinds[e.Kind]++; mu.Unlock() })
+	kinds := map[ObservationKind]int{}
+	obs := ObserverFunc(func(e Observation) { mu.Lock(); kinds[e.Kind]++; mu.Unlock() })
 	s, _, _ := newTestStore(t, WithCache(2), WithObserver(obs), WithRetention(3*time.Second), WithLease(time.Second))
 	ctx := ctxT(t)
 	fn := func(context.Context) ([]byte, error) { return []byte("v"), nil }
@@ -47,8 +47,8 @@ func TestCacheAndObserver(t *testing.T) {
 	assert.Positive(t, st.LWTLatencyMean())
 	assert.GreaterOrEqual(t, st.LWTLatencyMax, st.LWTLatencyMean())
 	mu.Lock()
-	assert.EqualValues(t, st.Claims, kinds[EventClaim])
-	assert.EqualValues(t, st.LWTs, kinds[EventLWT])
+	assert.EqualValues(t, st.Claims, kinds[ObservedClaim])
+	assert.EqualValues(t, st.LWTs, kinds[ObservedLWT])
 	mu.Unlock()
 }
 

@@ -30,6 +30,7 @@ type config struct {
 	cacheSize     int
 	commitTimeout time.Duration
 	observer      Observer
+	now           func() time.Time
 }
 
 func defaultConfig() config {
@@ -41,6 +42,7 @@ func defaultConfig() config {
 		maxResult:     DefaultMaxResultSize,
 		maxKey:        DefaultMaxKeyLength,
 		commitTimeout: DefaultCommitTimeout,
+		now:           time.Now,
 	}
 }
 
@@ -51,7 +53,7 @@ func defaultConfig() config {
 func WithRetention(d time.Duration) Option {
 	return func(c *config) error {
 		if d < time.Second || d > 20*365*24*time.Hour {
-			return fmt.Errorf("lwt: retention %v must be between 1s and 20 years", d)
+			return fmt.Errorf("%w: retention %v must be between 1s and 20 years", ErrInvalidOption, d)
 		}
 		c.retention = d
 		return nil
@@ -65,7 +67,7 @@ func WithRetention(d time.Duration) Option {
 func WithLease(d time.Duration) Option {
 	return func(c *config) error {
 		if d < 100*time.Millisecond {
-			return fmt.Errorf("lwt: lease %v must be at least 100ms", d)
+			return fmt.Errorf("%w: lease %v must be at least 100ms", ErrInvalidOption, d)
 		}
 		c.lease = d
 		return nil
@@ -78,23 +80,24 @@ func WithLease(d time.Duration) Option {
 func WithSerialConsistency(sc gocql.SerialConsistency) Option {
 	return func(c *config) error {
 		if sc != gocql.Serial && sc != gocql.LocalSerial {
-			return fmt.Errorf("lwt: serial consistency must be SERIAL or LOCAL_SERIAL, not %v", sc)
+			return fmt.Errorf("%w: serial consistency must be SERIAL or LOCAL_SERIAL, not %v", ErrInvalidOption, sc)
 		}
 		c.serial = sc
 		return nil
 	}
 }
 
-// WithCommitConsistency sets the consistency of the Paxos commit phase: gocql.Quorum (default),
-// gocql.LocalQuorum (with LOCAL_SERIAL in one datacenter), gocql.EachQuorum or gocql.All.
-func WithCommitConsistency(cl gocql.Consistency) Option {
+// WithConsistency sets the consistency of the Paxos commit phase and of plain writes:
+// gocql.Quorum (default), gocql.LocalQuorum (with LOCAL_SERIAL in one datacenter),
+// gocql.EachQuorum or gocql.All.
+func WithConsistency(cl gocql.Consistency) Option {
 	return func(c *config) error {
 		switch cl {
 		case gocql.Quorum, gocql.LocalQuorum, gocql.EachQuorum, gocql.All:
 			c.commit = cl
 			return nil
 		}
-		return fmt.Errorf("lwt: commit consistency must be QUORUM, LOCAL_QUORUM, EACH_QUORUM or ALL, not %v", cl)
+		return fmt.Errorf("%w: commit consistency must be QUORUM, LOCAL_QUORUM, EACH_QUORUM or ALL, not %v", ErrInvalidOption, cl)
 	}
 }
 
@@ -103,7 +106,7 @@ func WithCommitConsistency(cl gocql.Consistency) Option {
 func WithMaxResultSize(n int) Option {
 	return func(c *config) error {
 		if n < 1 || n > MaxResultSizeLimit {
-			return fmt.Errorf("lwt: max result size %d must be between 1 and %d bytes", n, MaxResultSizeLimit)
+			return fmt.Errorf("%w: max result size %d must be between 1 and %d bytes", ErrInvalidOption, n, MaxResultSizeLimit)
 		}
 		c.maxResult = n
 		return nil
@@ -114,7 +117,7 @@ func WithMaxResultSize(n int) Option {
 func WithMaxKeyLength(n int) Option {
 	return func(c *config) error {
 		if n < 1 || n > 4096 {
-			return fmt.Errorf("lwt: max key length %d must be between 1 and 4096 bytes", n)
+			return fmt.Errorf("%w: max key length %d must be between 1 and 4096 bytes", ErrInvalidOption, n)
 		}
 		c.maxKey = n
 		return nil
@@ -127,7 +130,7 @@ func WithMaxKeyLength(n int) Option {
 func WithCache(n int) Option {
 	return func(c *config) error {
 		if n < 0 {
-			return fmt.Errorf("lwt: cache size %d is negative", n)
+			return fmt.Errorf("%w: cache size %d is negative", ErrInvalidOption, n)
 		}
 		c.cacheSize = n
 		return nil
@@ -136,11 +139,12 @@ func WithCache(n int) Option {
 
 // WithCommitTimeout bounds how long storing a result (or releasing a claim) may take once the
 // function has returned. That write runs even if the caller's ctx has ended, so that work done
-// is not lost. Default 10s.
+// is not lost: while the budget lasts, a write whose outcome is unknown is read back at the
+// serial consistency and sent again, with backoff, and the lease is kept renewed. Default 10s.
 func WithCommitTimeout(d time.Duration) Option {
 	return func(c *config) error {
 		if d <= 0 {
-			return fmt.Errorf("lwt: commit timeout %v must be positive", d)
+			return fmt.Errorf("%w: commit timeout %v must be positive", ErrInvalidOption, d)
 		}
 		c.commitTimeout = d
 		return nil
@@ -152,6 +156,19 @@ func WithCommitTimeout(d time.Duration) Option {
 func WithObserver(o Observer) Option {
 	return func(c *config) error {
 		c.observer = o
+		return nil
+	}
+}
+
+// WithClock replaces time.Now for every judgement the store makes from time: leases, record
+// expiry and the cache. For tests and simulations; the clock must be safe for concurrent use.
+// Default time.Now.
+func WithClock(now func() time.Time) Option {
+	return func(c *config) error {
+		if now == nil {
+			return fmt.Errorf("%w: nil clock", ErrInvalidOption)
+		}
+		c.now = now
 		return nil
 	}
 }

@@ -28,7 +28,9 @@ func (s *Store) PutCompleted(ctx context.Context, key Key, fingerprint, result [
 	if err != nil {
 		return nil, err
 	}
+	start := time.Now()
 	err = s.session.Query(s.stmt.put, args...).WithContext(ctx).Consistency(s.cfg.commit).Idempotent(true).Exec()
+	s.record(Observation{Kind: ObservedWrite, Key: key, Op: "put", Latency: time.Since(start), Err: err})
 	if err != nil {
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			return nil, ctxErr
@@ -41,24 +43,19 @@ func (s *Store) PutCompleted(ctx context.Context, key Key, fingerprint, result [
 // PutCompletedIfNotExists writes the record PutCompleted writes, as INSERT ... IF NOT EXISTS: the
 // fallback of a fast path whose ownership changed while the operation ran, so that a stale owner
 // cannot overwrite a record someone else made. When it does not apply, existing is the record
-// found (the operation then ran twice: count it). Errors as for ExecCAS.
+// found (the operation then ran twice: count it). An unknown outcome is settled by Resolve: a
+// serial read that finds no row means the put did not apply (applied false, existing nil).
+// Errors as for Resolve.
 func (s *Store) PutCompletedIfNotExists(ctx context.Context, key Key, fingerprint, result []byte, epoch uint64) (applied bool, existing *Record, err error) {
 	rec, args, err := s.completed(key, fingerprint, result, epoch)
 	if err != nil {
 		return false, nil, err
 	}
-	applied, row, err := s.cas(ctx, "put", key, s.session.Query(s.stmt.putIfNotExists, args...))
-	if IsOutcomeUnknown(err) {
-		got, rerr := s.Get(ctx, key)
-		switch {
-		case rerr != nil:
-			return false, nil, &OutcomeUnknownError{Op: "put", Err: err}
-		case got.Owner == rec.Owner:
-			return true, nil, nil
-		}
-		return false, got, nil
-	}
-	if err != nil || applied {
+	// The owner id is random per put, so a record showing it was written by this put.
+	mine := func(row Row, found bool) bool { return found && recordFromRow(row).Owner == rec.Owner }
+	applied, row, err := s.resolve(ctx, "put", key, s.session.Query(s.stmt.putIfNotExists, args...), mine, s.cfg.commitTimeout)
+	if err != nil || applied || row == nil {
+		// No row after an unknown INSERT means it did not apply; the caller may put again.
 		return applied, nil, err
 	}
 	return false, recordFromRow(row), nil
@@ -88,7 +85,7 @@ func (s *Store) completed(key Key, fingerprint, result []byte, epoch uint64) (*R
 	if err != nil {
 		return nil, nil, err
 	}
-	now := time.Now()
+	now := s.now()
 	rec := &Record{Status: StatusCompleted, Fingerprint: fingerprint, Owner: owner, LeaseUntil: now, Attempts: 1,
 		Result: result, CreatedAt: now, UpdatedAt: now, ExpiresAt: now.Add(s.cfg.retention), Epoch: int64(epoch)}
 	args := append(append([]any{}, key...), fingerprint, owner, now, result, now, now, rec.ExpiresAt, int64(epoch),

@@ -5,49 +5,6 @@ import (
 	"time"
 )
 
-// EventKind names what an Event reports.
-type EventKind int
-
-// Event kinds.
-const (
-	EventLWT             EventKind = iota + 1 // one conditional write or serial read; Op, Applied, Latency, Err set
-	EventClaim                                // a new claim of a key (first claim or re-claim)
-	EventTakeover                             // a claim whose lease had passed was taken over
-	EventReplay                               // a stored result was replayed from the node
-	EventCacheHit                             // a stored result was replayed from the in-process cache
-	EventConflict                             // a duplicate met a live claim (ErrInProgress)
-	EventKeyReuse                             // a key met a different fingerprint (ErrKeyReuse)
-	EventComplete                             // a result was stored
-	EventFail                                 // a permanent failure was stored
-	EventRelease                              // a claim was released after a retryable failure
-	EventLeaseLost                            // a write was fenced off (ErrLeaseLost)
-	EventOutcomeUnknown                       // an LWT outcome was unknown; Err is the driver's error
-	EventOutcomeResolved                      // an unknown outcome was resolved by a serial read
-)
-
-// Event is what an Observer sees.
-type Event struct {
-	Kind    EventKind
-	Key     Key
-	Op      string // for EventLWT: claim, takeover, renew, complete, fail, release, read
-	Applied bool   // for EventLWT
-	Latency time.Duration
-	Err     error
-}
-
-// Observer receives events. Adapt it to a logger or metrics library in your own code; this
-// package forces none on its importers. Observe is called synchronously on the caller's
-// goroutine and must be fast and safe for concurrent use.
-type Observer interface {
-	Observe(Event)
-}
-
-// ObserverFunc adapts a function to Observer.
-type ObserverFunc func(Event)
-
-// Observe calls f(e).
-func (f ObserverFunc) Observe(e Event) { f(e) }
-
 // Stats is a snapshot of a store's counters since it was created.
 type Stats struct {
 	Claims           int64 // keys claimed (takeovers included)
@@ -106,39 +63,39 @@ func (c *counters) snapshot() Stats {
 	}
 }
 
-func (c *counters) counter(k EventKind) *atomic.Int64 {
+func (c *counters) counter(k ObservationKind) *atomic.Int64 {
 	switch k {
-	case EventClaim:
+	case ObservedClaim:
 		return &c.claims
-	case EventTakeover:
+	case ObservedTakeover:
 		return &c.takeovers
-	case EventReplay:
+	case ObservedReplay:
 		return &c.replays
-	case EventCacheHit:
+	case ObservedCacheHit:
 		return &c.cacheHits
-	case EventConflict:
+	case ObservedConflict:
 		return &c.conflicts
-	case EventKeyReuse:
+	case ObservedKeyReuse:
 		return &c.keyReuses
-	case EventComplete:
+	case ObservedComplete:
 		return &c.completions
-	case EventFail:
+	case ObservedFail:
 		return &c.failures
-	case EventRelease:
+	case ObservedRelease:
 		return &c.releases
-	case EventLeaseLost:
+	case ObservedLeaseLost:
 		return &c.leaseLost
-	case EventOutcomeUnknown:
+	case ObservedOutcomeUnknown:
 		return &c.unknown
-	case EventOutcomeResolved:
+	case ObservedOutcomeResolved:
 		return &c.resolved
 	}
 	return nil
 }
 
 // record counts e and passes it to the observer.
-func (s *Store) record(e Event) {
-	if e.Kind == EventLWT {
+func (s *Store) record(e Observation) {
+	if e.Kind == ObservedLWT {
 		s.stats.lwts.Add(1)
 		if e.Err == nil && !e.Applied && e.Op != "read" {
 			s.stats.rejected.Add(1)

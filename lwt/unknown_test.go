@@ -12,18 +12,19 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cassdedup/cassdedup/cassandratest"
+	"github.com/cassdedup/cassdedup/internal/faultproxy"
 )
 
 // faultyStores returns a store that reaches the node through a fault proxy (client timeout
 // 2s) and one that reaches it directly, on the same fresh keyspace.
-func faultyStores(t *testing.T, opts ...Option) (proxied, direct *Store, p *faultProxy) {
+func faultyStores(t *testing.T, opts ...Option) (proxied, direct *Store, p *faultproxy.Proxy) {
 	t.Helper()
 	session, ks := cassandratest.NewSession(t)
 	hosts, err := cassandratest.Hosts()
 	require.NoError(t, err)
-	p = newFaultProxy(t, hosts[0])
+	p = faultproxy.New(t, hosts[0])
 	cluster := cassandratest.Cluster(t)
-	cluster.Hosts = []string{p.addr()}
+	cluster.Hosts = []string{p.Addr()}
 	cluster.DisableInitialHostLookup = true
 	cluster.Keyspace = ks
 	cluster.Timeout = 2 * time.Second
@@ -46,11 +47,11 @@ func TestUnknownOutcomeClaimApplied(t *testing.T) {
 	s, direct, p := faultyStores(t)
 	ctx := ctxT(t)
 	key := IdempotencyKey("tenant", "lost-response-claim")
-	p.arm("lost-response-claim", dropResponse, 1, nil)
+	p.Arm("lost-response-claim", faultproxy.DropResponse, 1, nil)
 	var runs atomic.Int32
 	res, err := s.ExecuteOnce(ctx, key, func(context.Context) ([]byte, error) { runs.Add(1); return []byte("paid"), nil })
 	require.NoError(t, err)
-	assert.Equal(t, 1, p.lostCount(), "the claim's response was lost")
+	assert.Equal(t, 1, p.Lost(), "the claim's response was lost")
 	assert.False(t, res.Replay)
 	assert.EqualValues(t, 1, runs.Load())
 	st := s.Stats()
@@ -71,11 +72,11 @@ func TestUnknownOutcomeClaimNotApplied(t *testing.T) {
 	s, _, p := faultyStores(t)
 	ctx := ctxT(t)
 	key := IdempotencyKey("tenant", "lost-request-claim")
-	p.arm("lost-request-claim", dropRequest, 1, nil)
+	p.Arm("lost-request-claim", faultproxy.DropRequest, 1, nil)
 	var runs atomic.Int32
 	res, err := s.ExecuteOnce(ctx, key, func(context.Context) ([]byte, error) { runs.Add(1); return []byte("once"), nil })
 	require.NoError(t, err)
-	assert.Equal(t, 1, p.lostCount())
+	assert.Equal(t, 1, p.Lost())
 	assert.False(t, res.Replay)
 	assert.Equal(t, 1, res.Attempts)
 	assert.EqualValues(t, 1, runs.Load())
@@ -93,7 +94,7 @@ func TestUnknownOutcomeOtherWorkerWon(t *testing.T) {
 	var runs atomic.Int32
 	var wg sync.WaitGroup
 	wg.Add(1)
-	p.arm("lost-request-race", dropRequest, 1, func() {
+	p.Arm("lost-request-race", faultproxy.DropRequest, 1, func() {
 		go func() {
 			defer wg.Done()
 			_, err := direct.ExecuteOnce(ctx, key, func(context.Context) ([]byte, error) { runs.Add(1); return []byte("theirs"), nil })
@@ -116,11 +117,11 @@ func TestUnknownOutcomeCompleteApplied(t *testing.T) {
 	ctx := ctxT(t)
 	key := IdempotencyKey("tenant", "lost-response-complete")
 	res, err := s.ExecuteOnce(ctx, key, func(context.Context) ([]byte, error) {
-		p.arm("lost-response-complete", dropResponse, 1, nil) // the next request with the key is the completion
+		p.Arm("lost-response-complete", faultproxy.DropResponse, 1, nil) // the next request with the key is the completion
 		return []byte("done"), nil
 	})
 	require.NoError(t, err)
-	assert.Equal(t, 1, p.lostCount())
+	assert.Equal(t, 1, p.Lost())
 	assert.Equal(t, "done", string(res.Value))
 	again, err := direct.ExecuteOnce(ctx, key, func(context.Context) ([]byte, error) { t.Error("ran twice"); return nil, nil })
 	require.NoError(t, err)
@@ -133,10 +134,11 @@ func TestUnknownOutcomeCompleteApplied(t *testing.T) {
 // claim it may hold blocks the key until its lease passes; then a retry runs the function once.
 func TestUnknownOutcomeUnresolved(t *testing.T) {
 	t.Parallel()
-	s, _, p := faultyStores(t, WithLease(time.Second))
+	clock := newTestClock()
+	s, _, p := faultyStores(t, WithLease(time.Second), WithClock(clock.Now))
 	ctx := ctxT(t)
 	key := IdempotencyKey("tenant", "lost-everything")
-	p.arm("lost-everything", dropResponse, 2, nil)
+	p.Arm("lost-everything", faultproxy.DropResponse, 2, nil)
 	var runs atomic.Int32
 	fn := func(context.Context) ([]byte, error) { runs.Add(1); return []byte("v"), nil }
 	_, err := s.ExecuteOnce(ctx, key, fn)
@@ -157,7 +159,92 @@ func TestUnknownOutcomeUnresolved(t *testing.T) {
 		}
 		require.ErrorIs(t, err, ErrInProgress)
 		require.True(t, time.Now().Before(deadline))
-		time.Sleep(200 * time.Millisecond)
+		clock.Advance(200 * time.Millisecond)
 	}
 	assert.EqualValues(t, 1, runs.Load())
+}
+
+// TestUnknownOutcomeCompletePersists: the function has run; the completion applies but its
+// response and the next two confirming reads are lost (each a client timeout). The resolver
+// keeps reading within the commit budget, with the lease still renewed, and finds the
+// completion: the call succeeds, the function ran once, and a retry replays.
+func TestUnknownOutcomeCompletePersists(t *testing.T) {
+	t.Parallel()
+	s, direct, p := faultyStores(t, WithLease(2*time.Second), WithCommitTimeout(30*time.Second))
+	ctx := ctxT(t)
+	key := IdempotencyKey("tenant", "persist-applied")
+	var runs atomic.Int32
+	res, err := s.ExecuteOnce(ctx, key, func(context.Context) ([]byte, error) {
+		runs.Add(1)
+		p.Arm("persist-applied", faultproxy.DropResponse, 3, nil) // the completion, then two serial reads
+		return []byte("done"), nil
+	})
+	require.NoError(t, err)
+	assert.Equal(t, 3, p.Lost())
+	assert.Equal(t, "done", string(res.Value))
+	again, err := direct.ExecuteOnce(ctx, key, func(context.Context) ([]byte, error) { runs.Add(1); return nil, nil })
+	require.NoError(t, err)
+	assert.True(t, again.Replay)
+	assert.Equal(t, "done", string(again.Value))
+	assert.EqualValues(t, 1, runs.Load())
+	assert.Zero(t, s.Stats().Takeovers+direct.Stats().Takeovers)
+}
+
+// TestUnknownOutcomeCompleteResent: the completion never reaches the node (its request is
+// lost, so the driver times out); the serial read shows the record still ours and STARTED, so
+// the completion is sent again and applies. One run, result stored.
+func TestUnknownOutcomeCompleteResent(t *testing.T) {
+	t.Parallel()
+	s, direct, p := faultyStores(t, WithLease(2*time.Second), WithCommitTimeout(30*time.Second))
+	ctx := ctxT(t)
+	key := IdempotencyKey("tenant", "persist-resent")
+	var runs atomic.Int32
+	res, err := s.ExecuteOnce(ctx, key, func(context.Context) ([]byte, error) {
+		runs.Add(1)
+		p.Arm("persist-resent", faultproxy.DropRequest, 1, nil)
+		return []byte("done"), nil
+	})
+	require.NoError(t, err)
+	assert.Equal(t, 1, p.Lost())
+	assert.Equal(t, "done", string(res.Value))
+	rec := readRecord(t, direct, key)
+	assert.Equal(t, StatusCompleted, rec.Status)
+	assert.Equal(t, "done", string(rec.Result))
+	assert.EqualValues(t, 1, runs.Load())
+}
+
+// TestUnknownOutcomeCompleteGivesUp: every send and read of the completion is lost for longer
+// than the commit budget: the call reports ErrOutcomeUnknown (the function HAS run) with the
+// driver's error reachable, never success and never ErrLeaseLost.
+func TestUnknownOutcomeCompleteGivesUp(t *testing.T) {
+	t.Parallel()
+	s, _, p := faultyStores(t, WithLease(2*time.Second), WithCommitTimeout(3*time.Second))
+	ctx := ctxT(t)
+	key := IdempotencyKey("tenant", "persist-gives-up")
+	_, err := s.ExecuteOnce(ctx, key, func(context.Context) ([]byte, error) {
+		p.Arm("persist-gives-up", faultproxy.DropRequest, 1000, nil)
+		return []byte("done"), nil
+	})
+	require.ErrorIs(t, err, ErrOutcomeUnknown)
+	var ou *OutcomeUnknownError
+	require.ErrorAs(t, err, &ou)
+	assert.Equal(t, "complete", ou.Op)
+	assert.ErrorIs(t, err, gocql.ErrTimeoutNoResponse)
+	p.Arm("persist-gives-up", faultproxy.DropRequest, 0, nil)
+}
+
+// TestPutNotFoundAfterUnknownIsNotApplied: a conditional put whose request was lost is read
+// back; no row means it did not apply (never "unknown"), and the fast path sends it again.
+func TestPutNotFoundAfterUnknownIsNotApplied(t *testing.T) {
+	t.Parallel()
+	s, direct, p := faultyStores(t)
+	ctx := ctxT(t)
+	key := IdempotencyKey("tenant", "put-lost")
+	p.Arm("put-lost", faultproxy.DropRequest, 1, nil)
+	applied, existing, err := s.PutCompletedIfNotExists(ctx, key, nil, []byte("v"), 1)
+	require.NoError(t, err)
+	assert.False(t, applied)
+	assert.Nil(t, existing)
+	_, err = direct.Get(ctx, key)
+	assert.ErrorIs(t, err, ErrNotFound)
 }

@@ -125,7 +125,7 @@ func TestNewStoreValidates(t *testing.T) {
 		"short retention":     {IdempotencyKeys(ks), []Option{WithRetention(time.Millisecond)}},
 		"short lease":         {IdempotencyKeys(ks), []Option{WithLease(0)}},
 		"serial":              {IdempotencyKeys(ks), []Option{WithSerialConsistency(gocql.SerialConsistency(gocql.One))}},
-		"commit":              {IdempotencyKeys(ks), []Option{WithCommitConsistency(gocql.Any)}},
+		"commit":              {IdempotencyKeys(ks), []Option{WithConsistency(gocql.Any)}},
 		"result size":         {IdempotencyKeys(ks), []Option{WithMaxResultSize(MaxResultSizeLimit + 1)}},
 		"key length":          {IdempotencyKeys(ks), []Option{WithMaxKeyLength(0)}},
 		"cache":               {IdempotencyKeys(ks), []Option{WithCache(-1)}},
@@ -184,4 +184,70 @@ func FuzzValidateKey(f *testing.F) {
 			t.Fatalf("cache keys collide for %q/%q", ns, k)
 		}
 	})
+}
+
+// TestBadArgumentsNeverPanicOrWrite: a nil function, codec or claim is ErrInvalidArgument
+// before anything is written; a non-string key value on an owned scope is ErrInvalidKey, not a
+// panic.
+func TestBadArgumentsNeverPanicOrWrite(t *testing.T) {
+	t.Parallel()
+	s, _, _ := newTestStore(t)
+	ctx := ctxT(t)
+	key := IdempotencyKey("tenant", "bad-args")
+	_, err := s.ExecuteOnce(ctx, key, nil)
+	assert.ErrorIs(t, err, ErrInvalidArgument)
+	ran := false
+	_, _, err = Execute[string](ctx, s, key, nil, func(context.Context) (string, error) { ran = true; return "", nil })
+	assert.ErrorIs(t, err, ErrInvalidArgument)
+	assert.False(t, ran, "a nil codec is refused before the function runs")
+	_, _, err = Execute[string](ctx, nil, key, JSON[string]{}, func(context.Context) (string, error) { return "", nil })
+	assert.ErrorIs(t, err, ErrInvalidArgument)
+	assert.ErrorIs(t, s.Complete(ctx, nil, nil), ErrInvalidArgument)
+	assert.ErrorIs(t, s.Fail(ctx, nil, nil), ErrInvalidArgument)
+	assert.ErrorIs(t, s.Release(ctx, nil, nil), ErrInvalidArgument)
+	assert.ErrorIs(t, s.Renew(ctx, nil), ErrInvalidArgument)
+	_, err = s.Get(ctx, key)
+	assert.ErrorIs(t, err, ErrNotFound, "nothing was written")
+	_, err = NewStore(nil, IdempotencyKeys("ks"))
+	assert.ErrorIs(t, err, ErrInvalidArgument)
+	_, err = NewStore(s.session, IdempotencyKeys("ks"), WithClock(nil))
+	assert.ErrorIs(t, err, ErrInvalidOption)
+
+	pre := newNamespacePreCheck(t, "owned")
+	require.NoError(t, s.Own(ctx, Key{"owned"}, 1, pre, func(context.Context, func(string, time.Time) error) error { return nil }))
+	assert.NotPanics(t, func() {
+		_, err = s.ExecuteOnce(ctx, Key{"owned", 42}, func(context.Context) ([]byte, error) { return nil, nil })
+	})
+	assert.ErrorIs(t, err, ErrInvalidKey)
+	assert.ErrorIs(t, s.Own(ctx, Key{"owned"}, 2, nil, nil), ErrInvalidArgument)
+}
+
+// TestClaimReadableWhileRenewing reads the claim fn sees while its lease is renewed many times
+// (run with -race): each read is a consistent copy, and the lease it shows only moves forward.
+func TestClaimReadableWhileRenewing(t *testing.T) {
+	t.Parallel()
+	s, _, _ := newTestStore(t, WithLease(300*time.Millisecond))
+	ctx := ctxT(t)
+	var leases []time.Time
+	_, err := s.ExecuteOnce(ctx, IdempotencyKey("tenant", "renewing"), func(ctx context.Context) ([]byte, error) {
+		deadline := time.Now().Add(time.Second) // about ten renewals
+		for time.Now().Before(deadline) {
+			c, ok := ClaimFromContext(ctx)
+			if !ok {
+				return nil, errors.New("no claim in ctx")
+			}
+			leases = append(leases, c.LeaseUntil)
+			time.Sleep(5 * time.Millisecond)
+		}
+		return []byte("v"), nil
+	})
+	require.NoError(t, err)
+	distinct := 0
+	for i := 1; i < len(leases); i++ {
+		require.False(t, leases[i].Before(leases[i-1]), "the lease never moves back")
+		if !leases[i].Equal(leases[i-1]) {
+			distinct++
+		}
+	}
+	assert.GreaterOrEqual(t, distinct, 2, "fn saw the lease renewed")
 }

@@ -36,7 +36,7 @@ type summary struct {
 // run delivers 200 payments three times each over two consumers; every 10th payment's handler
 // fails on its first run, so the broker has to redeliver it.
 func run(ctx context.Context, session *gocql.Session, keyspace string, out io.Writer) (summary, error) {
-	guard, err := events.NewGuard(session, events.WithGuardKeyspace(keyspace), events.WithMaxAttempts(3))
+	guard, err := events.NewGuard(session, events.WithKeyspace(keyspace), events.WithMaxAttempts(3))
 	if err != nil {
 		return summary{}, err
 	}

@@ -30,7 +30,7 @@ func main() {
 // run records 500 views, each sent one to three times as retries would, from 8 goroutines,
 // while a rollup worker runs, and returns the total the log reports.
 func run(ctx context.Context, session *gocql.Session, keyspace string, out io.Writer) (int64, error) {
-	log, err := events.NewLog(session, events.WithLogKeyspace(keyspace))
+	log, err := events.NewLog(session, events.WithKeyspace(keyspace))
 	if err != nil {
 		return 0, err
 	}

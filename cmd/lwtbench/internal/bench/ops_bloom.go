@@ -61,8 +61,8 @@ type bloomFastPath struct {
 }
 
 func newBloomFastPath(env Env) (Operation, error) {
-	g, err := events.NewGuard(env.Session, events.WithGuardKeyspace(env.Keyspace),
-		events.WithGuardConsistency(env.Consistency), events.WithGuardSerialConsistency(env.Serial))
+	g, err := events.NewGuard(env.Session, events.WithKeyspace(env.Keyspace),
+		events.WithConsistency(env.Consistency), events.WithSerialConsistency(env.Serial))
 	if err != nil {
 		return nil, err
 	}
@@ -110,7 +110,7 @@ func bloomPreCheckOptions(items uint64) []bloom.Option {
 	return []bloom.Option{
 		bloom.WithExpectedItems(items),
 		bloom.WithFalsePositiveRate(bloomFalsePositiveRate),
-		bloom.WithRetention(events.DefaultGuardRetention + lwt.DefaultCommitTimeout),
+		bloom.WithRetention(events.DefaultRetention + lwt.DefaultCommitTimeout),
 		bloom.WithGenerations(1),
 	}
 }
@@ -174,11 +174,11 @@ func (b *bloomFastPath) Close() error {
 		b.guard.Disown(sc)
 	}
 	var errs []error
-	if fast := b.fast.Load(); s.FastPath != fast {
+	if fast := b.fast.Load(); uint64(s.FastPath) != fast {
 		errs = append(errs, fmt.Errorf("the guard counted %d fast paths, the handlers %d", s.FastPath, fast))
 	}
-	if s.LWTPath != 0 {
-		errs = append(errs, fmt.Errorf("%d messages of owned scopes took the LWT path", s.LWTPath))
+	if s.FastPathLWT != 0 {
+		errs = append(errs, fmt.Errorf("%d messages of owned scopes took the LWT path", s.FastPathLWT))
 	}
 	return errors.Join(errs...)
 }

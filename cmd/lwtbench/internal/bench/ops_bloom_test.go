@@ -74,14 +74,14 @@ func TestBloomFailsWhenTheLWTPathAnswers(t *testing.T) {
 		}
 	}
 	s := b.guard.Stats()
-	assert.Equal(t, uint64(6), s.FastPath)
-	assert.Zero(t, s.LWTPath)
+	assert.Equal(t, int64(6), s.FastPath)
+	assert.Zero(t, s.FastPathLWT)
 
 	b.guard.Disown(b.scope(1))
 	require.NoError(t, b.Do(ctx, Request{Phase: 1, Worker: 0, Seq: 0}), "worker 0's scope is still owned")
 	err = b.Do(ctx, Request{Phase: 1, Worker: 1, Seq: 0})
 	assert.ErrorIs(t, err, errNotFastPath)
 	assert.Equal(t, outcomeError, classify(err))
-	assert.Equal(t, uint64(7), b.guard.Stats().FastPath)
+	assert.Equal(t, int64(7), b.guard.Stats().FastPath)
 	assert.NoError(t, b.Close(), "the guard counted exactly the handlers that ran without a claim")
 }

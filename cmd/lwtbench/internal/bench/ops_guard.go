@@ -24,8 +24,8 @@ type guardProcess struct {
 }
 
 func newGuardProcess(env Env) (Operation, error) {
-	g, err := events.NewGuard(env.Session, events.WithGuardKeyspace(env.Keyspace),
-		events.WithGuardConsistency(env.Consistency), events.WithGuardSerialConsistency(env.Serial))
+	g, err := events.NewGuard(env.Session, events.WithKeyspace(env.Keyspace),
+		events.WithConsistency(env.Consistency), events.WithSerialConsistency(env.Serial))
 	if err != nil {
 		return nil, err
 	}

@@ -33,7 +33,7 @@ type onceExecutor struct {
 }
 
 func newOnceExecutor(env Env, name string, cacheSize int) (*onceExecutor, error) {
-	opts := []lwt.Option{lwt.WithSerialConsistency(env.Serial), lwt.WithCommitConsistency(env.Consistency)}
+	opts := []lwt.Option{lwt.WithSerialConsistency(env.Serial), lwt.WithConsistency(env.Consistency)}
 	if cacheSize > 0 {
 		opts = append(opts, lwt.WithCache(cacheSize))
 	}

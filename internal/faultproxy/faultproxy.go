@@ -1,4 +1,7 @@
-package lwt
+// Package faultproxy is a test proxy for the CQL native protocol that loses exactly one exchange
+// on demand: a request never reaches the node, or its response never reaches the client. Tests
+// of outcome-unknown handling use it against a real node.
+package faultproxy
 
 import (
 	"bytes"
@@ -9,7 +12,7 @@ import (
 	"testing"
 )
 
-// faultProxy forwards CQL native-protocol connections to a node and, when armed, loses one
+// Proxy forwards CQL native-protocol connections to a node and, when armed, loses one
 // exchange: the next request frame whose body contains a marker (a bound key value) is either
 // not forwarded (the node never sees it) or forwarded with its response frame discarded (the
 // node applies it; the client never hears). It parses frames (protocol v4, uncompressed), so
@@ -18,13 +21,14 @@ import (
 //
 // It is hand-written rather than toxiproxy: toxiproxy's toxics act on byte streams, so they
 // cannot lose exactly one response while the connection carries the resolving serial read.
-type faultProxy struct {
+type Proxy struct {
 	ln     net.Listener
 	target string
 
 	mu     sync.Mutex
 	marker []byte
-	mode   faultMode
+	mode   Mode
+	skip   int    // matching exchanges still to let through first
 	times  int    // exchanges still to lose
 	onLost func() // called when an exchange is lost, before its response would arrive
 	lost   int
@@ -32,44 +36,57 @@ type faultProxy struct {
 	conns  []net.Conn
 }
 
-type faultMode int
+// Mode says which half of an exchange the proxy loses.
+type Mode int
 
 const (
-	dropRequest faultMode = iota + 1
-	dropResponse
+	// DropRequest: the request is not forwarded; the node never sees it.
+	DropRequest Mode = iota + 1
+	// DropResponse: the request is forwarded and applied; its response is discarded.
+	DropResponse
 )
 
 const frameHeader = 9
 
-func newFaultProxy(t *testing.T, target string) *faultProxy {
+// New starts a proxy to target (host:port of a node) on a loopback port; it closes when the
+// test ends.
+func New(t testing.TB, target string) *Proxy {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &faultProxy{ln: ln, target: target}
+	p := &Proxy{ln: ln, target: target}
 	p.wg.Add(1)
 	go p.accept()
 	t.Cleanup(p.close)
 	return p
 }
 
-func (p *faultProxy) addr() string { return p.ln.Addr().String() }
+// Addr is the proxy's listening address, to give the driver as its only host.
+func (p *Proxy) Addr() string { return p.ln.Addr().String() }
 
-// arm makes the proxy lose the next n exchanges whose request contains marker.
-func (p *faultProxy) arm(marker string, mode faultMode, n int, onLost func()) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.marker, p.mode, p.times, p.onLost = []byte(marker), mode, n, onLost
+// Arm makes the proxy lose the next n exchanges whose request contains marker.
+func (p *Proxy) Arm(marker string, mode Mode, n int, onLost func()) {
+	p.ArmAfter(marker, mode, 0, n, onLost)
 }
 
-func (p *faultProxy) lostCount() int {
+// ArmAfter is Arm, letting the first skip matching exchanges through before it loses any: for a
+// call whose first statement carrying the marker must succeed.
+func (p *Proxy) ArmAfter(marker string, mode Mode, skip, n int, onLost func()) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.marker, p.mode, p.skip, p.times, p.onLost = []byte(marker), mode, skip, n, onLost
+}
+
+// Lost is how many exchanges the proxy has lost so far.
+func (p *Proxy) Lost() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.lost
 }
 
-func (p *faultProxy) close() {
+func (p *Proxy) close() {
 	_ = p.ln.Close()
 	p.mu.Lock()
 	for _, c := range p.conns {
@@ -79,7 +96,7 @@ func (p *faultProxy) close() {
 	p.wg.Wait()
 }
 
-func (p *faultProxy) accept() {
+func (p *Proxy) accept() {
 	defer p.wg.Done()
 	for {
 		client, err := p.ln.Accept()
@@ -102,7 +119,7 @@ func (p *faultProxy) accept() {
 }
 
 // request decides whether a client frame is forwarded, recording streams whose response is lost.
-func (p *faultProxy) request(h, body []byte, drop *streamSet) bool {
+func (p *Proxy) request(h, body []byte, drop *streamSet) bool {
 	opcode := h[4]
 	if opcode != 0x07 && opcode != 0x0A { // QUERY, EXECUTE
 		return true
@@ -112,21 +129,26 @@ func (p *faultProxy) request(h, body []byte, drop *streamSet) bool {
 		p.mu.Unlock()
 		return true
 	}
+	if p.skip > 0 {
+		p.skip--
+		p.mu.Unlock()
+		return true
+	}
 	p.times--
 	p.lost++
 	mode, onLost := p.mode, p.onLost
 	p.mu.Unlock()
-	if mode == dropResponse {
+	if mode == DropResponse {
 		drop.add(binary.BigEndian.Uint16(h[2:4]))
 	}
 	if onLost != nil {
 		onLost()
 	}
-	return mode != dropRequest
+	return mode != DropRequest
 }
 
 // pipe copies frames from src to dst, skipping those keep rejects.
-func (p *faultProxy) pipe(src, dst net.Conn, keep func(header, body []byte) bool) {
+func (p *Proxy) pipe(src, dst net.Conn, keep func(header, body []byte) bool) {
 	defer p.wg.Done()
 	defer dst.Close()
 	defer src.Close()

@@ -1,0 +1,238 @@
+package events
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/gocql/gocql"
+
+	"github.com/cassdedup/cassdedup/lwt"
+	"github.com/cassdedup/cassdedup/schema"
+)
+
+// Option configures a Log or a Guard. WithKeyspace, WithConsistency, WithSerialConsistency,
+// WithClock and WithObserver apply to both; every other option to one of them, and the other's
+// constructor refuses it with ErrInvalidOption. Options are validated by the constructor.
+type Option struct {
+	name  string
+	for_  target
+	apply func(*config)
+}
+
+type target uint8
+
+const (
+	forLog target = 1 << iota
+	forGuard
+	forBoth = forLog | forGuard
+)
+
+// config holds the settings of a Log and of a Guard; each reads its own.
+type config struct {
+	keyspace    string
+	consistency gocql.Consistency
+	serial      gocql.SerialConsistency
+	now         func() time.Time
+	observer    lwt.Observer
+
+	// The Log's.
+	events, buckets, rollups   string
+	width, grace, settle, skew time.Duration
+
+	// The Guard's.
+	records, byScope        string
+	retention, lease        time.Duration
+	maxAttempts, maxPayload int
+}
+
+// Defaults of the options.
+const (
+	DefaultRetention   = 7 * 24 * time.Hour // longer than brokers usually redeliver
+	DefaultLease       = lwt.DefaultLease
+	DefaultMaxAttempts = 5
+	DefaultMaxPayload  = 4 << 20 // larger than common brokers' message size limits
+)
+
+func defaultConfig() config {
+	return config{
+		keyspace: schema.DefaultKeyspace, consistency: gocql.Quorum, serial: gocql.Serial, now: time.Now,
+		events: "counter_events", buckets: "counter_buckets", rollups: "counter_rollups",
+		width: time.Hour, grace: time.Hour, settle: 5 * time.Minute, skew: time.Minute,
+		records: "processed_messages", byScope: "processed_messages_by_scope",
+		retention: DefaultRetention, lease: DefaultLease,
+		maxAttempts: DefaultMaxAttempts, maxPayload: DefaultMaxPayload,
+	}
+}
+
+// newConfig applies opts for the constructor of t and validates the result.
+func newConfig(t target, opts []Option) (config, error) {
+	c := defaultConfig()
+	for _, o := range opts {
+		if o.apply == nil {
+			return c, fmt.Errorf("%w: zero Option", ErrInvalidOption)
+		}
+		if o.for_&t == 0 {
+			return c, fmt.Errorf("%w: %s does not apply to a %s", ErrInvalidOption, o.name, t)
+		}
+		o.apply(&c)
+	}
+	if err := c.validateShared(); err != nil {
+		return c, err
+	}
+	if t == forLog {
+		return c, c.validateLog()
+	}
+	return c, c.validateGuard()
+}
+
+func (t target) String() string {
+	var names []string
+	if t&forLog != 0 {
+		names = append(names, "Log")
+	}
+	if t&forGuard != 0 {
+		names = append(names, "Guard")
+	}
+	return strings.Join(names, " or ")
+}
+
+// WithKeyspace names the keyspace of the tables (default "cassdedup"). Log and Guard.
+func WithKeyspace(name string) Option {
+	return Option{"WithKeyspace", forBoth, func(c *config) { c.keyspace = name }}
+}
+
+// WithConsistency sets the consistency of plain writes, reads and Paxos commits (default
+// QUORUM; LOCAL_QUORUM with LOCAL_SERIAL in one datacenter). Log and Guard.
+func WithConsistency(cl gocql.Consistency) Option {
+	return Option{"WithConsistency", forBoth, func(c *config) { c.consistency = cl }}
+}
+
+// WithSerialConsistency sets the Paxos consistency of claims and rollup watermarks (default
+// SERIAL; LOCAL_SERIAL only when a message, or a counter's rollup, is handled in one
+// datacenter). Log and Guard.
+func WithSerialConsistency(sc gocql.SerialConsistency) Option {
+	return Option{"WithSerialConsistency", forBoth, func(c *config) { c.serial = sc }}
+}
+
+// WithClock replaces time.Now, for tests and simulations of history: buckets, leases, expiry.
+// Log and Guard.
+func WithClock(now func() time.Time) Option {
+	return Option{"WithClock", forBoth, func(c *config) { c.now = now }}
+}
+
+// WithObserver sets a hook called synchronously on every LWT, write and state transition, the
+// same lwt.Observer an lwt.Store takes. It must be fast and safe for concurrent use. Default
+// none. Log and Guard.
+func WithObserver(o lwt.Observer) Option {
+	return Option{"WithObserver", forBoth, func(c *config) { c.observer = o }}
+}
+
+// WithCounterTables names the event, bucket-index and rollup tables (defaults
+// "counter_events", "counter_buckets", "counter_rollups"). Log.
+func WithCounterTables(events, buckets, rollups string) Option {
+	return Option{"WithCounterTables", forLog, func(c *config) { c.events, c.buckets, c.rollups = events, buckets, rollups }}
+}
+
+// WithBucketWidth sets the width of a time bucket (default 1 h; 1 min to 24 h, dividing 24 h).
+// The width is part of the data: an event's bucket is computed from it, so never change it for
+// a log that already holds events. Log.
+func WithBucketWidth(d time.Duration) Option {
+	return Option{"WithBucketWidth", forLog, func(c *config) { c.width = d }}
+}
+
+// WithGracePeriod sets how long after its bucket ends an event is still accepted (default 1 h;
+// at least 1 s). Every retry of one event must be made within it; later ones fail with
+// ErrBucketClosed rather than be lost from the total. Log.
+func WithGracePeriod(d time.Duration) Option {
+	return Option{"WithGracePeriod", forLog, func(c *config) { c.grace = d }}
+}
+
+// WithSettleTime sets how much longer than the grace period a rollup waits before it folds a
+// bucket (default 5 min; at least 1 s). It must exceed the clock skew between writers and
+// rollup workers plus the longest a write can take, so no write accepted at the end of the
+// grace period lands after the bucket was folded. Log.
+func WithSettleTime(d time.Duration) Option {
+	return Option{"WithSettleTime", forLog, func(c *config) { c.settle = d }}
+}
+
+// WithMaxClockSkew sets how far ahead of the clock an event time may be (default 1 min; 0 to
+// 1 h). Reads include buckets up to now plus this skew. Log.
+func WithMaxClockSkew(d time.Duration) Option {
+	return Option{"WithMaxClockSkew", forLog, func(c *config) { c.skew = d }}
+}
+
+// WithMessageTables names the record table and the by-scope index (defaults
+// "processed_messages", "processed_messages_by_scope"). Guard.
+func WithMessageTables(records, byScope string) Option {
+	return Option{"WithMessageTables", forGuard, func(c *config) { c.records, c.byScope = records, byScope }}
+}
+
+// WithRetention sets how long a processed message is remembered (default 7 days; 1 min to 90
+// days). A redelivery after it runs the handler again, so keep it longer than the broker can
+// redeliver. Guard.
+func WithRetention(d time.Duration) Option {
+	return Option{"WithRetention", forGuard, func(c *config) { c.retention = d }}
+}
+
+// WithLease sets how long a claim lives without renewal (default 30 s; 100 ms up to the
+// retention). It is renewed while the handler runs; a consumer that dies holding it delays
+// redelivered copies by at most the lease. Guard.
+func WithLease(d time.Duration) Option {
+	return Option{"WithLease", forGuard, func(c *config) { c.lease = d }}
+}
+
+// WithMaxAttempts sets how many handler runs a message gets (default 5; 1 to 1000). When a run
+// fails and it was the last, or a delivery finds the attempts used up (a consumer crashed in
+// the handler each time), the message is reported as Poison from then on. Guard.
+func WithMaxAttempts(n int) Option {
+	return Option{"WithMaxAttempts", forGuard, func(c *config) { c.maxAttempts = n }}
+}
+
+// WithMaxPayload sets the largest payload accepted (default 4 MiB; 1 byte to 256 MiB). The
+// payload is only hashed, to detect two messages sharing an id. Guard.
+func WithMaxPayload(n int) Option {
+	return Option{"WithMaxPayload", forGuard, func(c *config) { c.maxPayload = n }}
+}
+
+func (c *config) validateShared() error {
+	switch {
+	case c.now == nil:
+		return fmt.Errorf("%w: nil clock", ErrInvalidOption)
+	case c.serial != gocql.Serial && c.serial != gocql.LocalSerial:
+		return fmt.Errorf("%w: serial consistency %v must be SERIAL or LOCAL_SERIAL", ErrInvalidOption, c.serial)
+	}
+	return nil
+}
+
+func (c *config) validateLog() error {
+	switch {
+	case c.width < time.Minute || c.width > 24*time.Hour || (24*time.Hour)%c.width != 0:
+		return fmt.Errorf("%w: bucket width %v must be 1m..24h and divide 24h", ErrInvalidOption, c.width)
+	case c.grace < time.Second:
+		return fmt.Errorf("%w: grace period %v must be at least 1s", ErrInvalidOption, c.grace)
+	case c.settle < time.Second:
+		return fmt.Errorf("%w: settle time %v must be at least 1s", ErrInvalidOption, c.settle)
+	case c.skew < 0 || c.skew > time.Hour:
+		return fmt.Errorf("%w: clock skew %v must be 0..1h", ErrInvalidOption, c.skew)
+	}
+	return nil
+}
+
+func (c *config) validateGuard() error {
+	switch {
+	case c.retention < time.Minute || c.retention > 90*24*time.Hour:
+		return fmt.Errorf("%w: retention %v must be 1m..90d", ErrInvalidOption, c.retention)
+	case c.lease < 100*time.Millisecond || c.lease > c.retention:
+		return fmt.Errorf("%w: lease %v must be 100ms..retention", ErrInvalidOption, c.lease)
+	case c.maxAttempts < 1 || c.maxAttempts > 1000:
+		return fmt.Errorf("%w: max attempts %d must be 1..1000", ErrInvalidOption, c.maxAttempts)
+	case c.maxPayload < 1 || c.maxPayload > 256<<20:
+		return fmt.Errorf("%w: max payload %d must be 1..256 MiB", ErrInvalidOption, c.maxPayload)
+	}
+	return nil
+}
+
+// serialRead returns the serial consistency as a read consistency: a SELECT at SERIAL sees
+// every committed Paxos write and completes one in flight.
+func (c *config) serialRead() gocql.Consistency { return gocql.Consistency(c.serial) }

@@ -1,0 +1,47 @@
+package events
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/cassdedup/cassdedup/lwt"
+)
+
+// Own declares that this process alone receives the messages of scope from now on (it was
+// assigned the broker partition at epoch, e.g. the consumer group's generation), and turns
+// lwt's fast path on for it: pre (a *bloom.PreCheck) is warmed from the scope's processed ids,
+// and from then on an id it answers clearly new is processed without a lightweight transaction.
+// epoch must be greater than any epoch pre has seen. Own returns when pre is warm, or with the
+// warm-up's error (pre is then cold and the scope takes the LWT path; call Own again to retry).
+//
+// Call Disown as soon as the assignment is revoked or in doubt: if two processes own one scope
+// at once, a message delivered to both is processed by both.
+func (g *Guard) Own(ctx context.Context, scope Scope, epoch uint64, pre lwt.PreCheck) error {
+	if err := (Message{Scope: scope, ID: "-"}).validate(0); err != nil {
+		return err
+	}
+	if pre == nil {
+		return fmt.Errorf("%w: nil pre-check", ErrInvalidOption)
+	}
+	err := g.store.Own(ctx, scope.key(), epoch, pre, g.keySource(scope))
+	if err != nil {
+		return fmt.Errorf("events: own %s/%s/%d: %w", scope.Group, scope.Topic, scope.Partition, err)
+	}
+	return nil
+}
+
+// Disown turns the fast path off for scope and makes its pre-check cold: from now on its
+// messages take the LWT path. A fast-path handler still running finds the ownership gone when it
+// returns and records the message with a conditional write instead.
+func (g *Guard) Disown(scope Scope) { g.store.Disown(scope.key()) }
+
+// keySource adapts the by-scope index to a warm-up. Each id's write time is the end of its
+// hour bucket.
+func (g *Guard) keySource(scope Scope) lwt.KeySource {
+	return func(ctx context.Context, yield func(string, time.Time) error) error {
+		return g.walkScope(ctx, scope, func(id string, hour time.Time) error {
+			return yield(id, hour.Add(time.Hour))
+		})
+	}
+}

@@ -1,0 +1,65 @@
+package lwt
+
+import (
+	"fmt"
+	"time"
+)
+
+// ObservationKind names what an Observation reports.
+type ObservationKind int
+
+// Observation kinds.
+const (
+	ObservedLWT             ObservationKind = iota + 1 // one conditional write or serial read; Op, Applied, Latency, Err set
+	ObservedClaim                                      // a new claim of a key (first claim or re-claim)
+	ObservedTakeover                                   // a claim whose lease had passed was taken over
+	ObservedReplay                                     // a stored result was replayed from the node
+	ObservedCacheHit                                   // a stored result was replayed from the in-process cache
+	ObservedConflict                                   // a duplicate met a live claim (ErrInProgress)
+	ObservedKeyReuse                                   // a key met a different fingerprint (ErrKeyReuse)
+	ObservedComplete                                   // a result was stored
+	ObservedFail                                       // a permanent failure was stored
+	ObservedRelease                                    // a claim was released after a retryable failure
+	ObservedLeaseLost                                  // a write was fenced off (ErrLeaseLost)
+	ObservedOutcomeUnknown                             // an LWT outcome was unknown; Err is the driver's error
+	ObservedOutcomeResolved                            // an unknown outcome was resolved by a serial read
+	ObservedFastPath                                   // a call ran without a claim on the Bloom fast path
+	ObservedWrite                                      // a plain (non-LWT) write; Op, Latency, Err set
+	ObservedUnconfirmed                                // a counter increment was claimed but not confirmed
+)
+
+var observationNames = [...]string{"", "lwt", "claim", "takeover", "replay", "cache-hit", "conflict",
+	"key-reuse", "complete", "fail", "release", "lease-lost", "outcome-unknown", "outcome-resolved",
+	"fast-path", "write", "unconfirmed"}
+
+// String names the kind in lower case with dashes (for log fields and metric labels).
+func (k ObservationKind) String() string {
+	if k > 0 && int(k) < len(observationNames) {
+		return observationNames[k]
+	}
+	return fmt.Sprintf("ObservationKind(%d)", int(k))
+}
+
+// Observation is what an Observer sees.
+type Observation struct {
+	Kind    ObservationKind
+	Key     Key
+	Op      string // for ObservedLWT and ObservedWrite: claim, takeover, renew, complete, fail, release, read, put, ...
+	Applied bool   // for ObservedLWT
+	Latency time.Duration
+	Err     error
+}
+
+// Observer receives observations. Adapt it to a logger or metrics library in your own code;
+// this package forces none on its importers. Observe is called synchronously on the caller's
+// goroutine and must be fast and safe for concurrent use. Stores of packages events and
+// counters take the same Observer.
+type Observer interface {
+	Observe(Observation)
+}
+
+// ObserverFunc adapts a function to Observer.
+type ObserverFunc func(Observation)
+
+// Observe calls f(o).
+func (f ObserverFunc) Observe(o Observation) { f(o) }

@@ -1,0 +1,105 @@
+package lwt
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/gocql/gocql"
+)
+
+// Conditional is one conditional write together with the way to settle it when its outcome is
+// unknown: a SELECT of the row it writes, read at the serial consistency (which completes any
+// Paxos round in flight), and a test of whether that row shows the write applied.
+//
+// Every conditional write of this module (claims, transitions, fast-path puts, counter claims,
+// rollup watermarks) runs through Resolve, so an unknown outcome is settled the same way
+// everywhere.
+type Conditional struct {
+	// Op names the write in errors and observations: "claim", "complete", "rollup", ...
+	Op string
+	// Write is the conditional statement (INSERT ... IF NOT EXISTS, UPDATE ... IF ...).
+	Write *gocql.Query
+	// Read selects the row Write targets. It runs only after an unknown outcome.
+	Read *gocql.Query
+	// Applied reports whether the row read back (found false: there is none) shows that Write
+	// applied: a value only this attempt could have written, such as its owner id. A row that
+	// does not show it means the write did not apply; so does no row after an INSERT.
+	Applied func(row Row, found bool) bool
+	// Patience is how long failing serial reads are retried, with backoff, before the outcome
+	// is reported unknown; 0 reads once. ctx bounds it too.
+	Patience time.Duration
+	// Observer, if set, sees the write, each read and the resolution.
+	Observer Observer
+	// Key is the record's key, passed to Observer.
+	Key Key
+}
+
+// Resolve runs c.Write once (as ExecCAS does) and returns whether it applied and the row
+// Cassandra returned when it did not. When the driver cannot tell (a CAS write timeout, no
+// response, a lost connection, ctx ending mid-flight), Resolve reads the row at serial and
+// decides with c.Applied; row is then the row read (nil when none was found). If the row cannot
+// be read within c.Patience, the error is an *OutcomeUnknownError matching ErrOutcomeUnknown,
+// with the write's error and the last read's error both reachable through errors.Is and As.
+func Resolve(ctx context.Context, c Conditional, commit gocql.Consistency, serial gocql.SerialConsistency) (applied bool, row Row, err error) {
+	start := time.Now()
+	applied, row, err = ExecCAS(ctx, c.Write.Consistency(commit), serial)
+	var unknown *OutcomeUnknownError
+	if errors.As(err, &unknown) {
+		unknown.Op = c.Op
+	}
+	c.observe(Observation{Kind: ObservedLWT, Op: c.Op, Applied: applied, Latency: time.Since(start), Err: err})
+	if unknown == nil {
+		return applied, row, err
+	}
+	c.observe(Observation{Kind: ObservedOutcomeUnknown, Op: c.Op, Err: err})
+	row, found, rerr := c.readBack(ctx, serial)
+	if rerr != nil {
+		return false, nil, &OutcomeUnknownError{Op: c.Op, Err: errors.Join(unknown.Err, rerr)}
+	}
+	c.observe(Observation{Kind: ObservedOutcomeResolved, Op: c.Op})
+	if !found {
+		row = nil
+	}
+	return c.Applied(row, found), row, nil
+}
+
+// readBack reads c's row at serial, retrying failed reads with backoff for c.Patience.
+func (c Conditional) readBack(ctx context.Context, serial gocql.SerialConsistency) (Row, bool, error) {
+	deadline := time.Now().Add(c.Patience)
+	delay := 20 * time.Millisecond
+	for {
+		start := time.Now()
+		row, found, err := ReadSerial(ctx, c.Read, serial)
+		c.observe(Observation{Kind: ObservedLWT, Op: "read", Applied: found, Latency: time.Since(start), Err: err})
+		if err == nil {
+			return row, found, nil
+		}
+		if ctx.Err() != nil || time.Now().Add(delay).After(deadline) {
+			return nil, false, err
+		}
+		if werr := sleepCtx(ctx, delay); werr != nil {
+			return nil, false, errors.Join(err, werr)
+		}
+		delay = min(delay*2, time.Second)
+	}
+}
+
+func (c Conditional) observe(o Observation) {
+	if c.Observer != nil {
+		o.Key = c.Key
+		c.Observer.Observe(o)
+	}
+}
+
+// sleepCtx waits for d or until ctx ends, returning ctx.Err() in that case.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

@@ -1,0 +1,114 @@
+package lwt
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// run calls fn under claim, renewing the lease until the claim has ended, and ends the claim
+// by fn's outcome.
+func (s *Store) run(ctx context.Context, c *call, claim *Claim) (Result, error) {
+	holder := &claimHolder{claim: *claim}
+	fnCtx, cancel := context.WithCancelCause(context.WithValue(ctx, claimCtxKey{}, holder))
+	defer cancel(nil)
+	// The renewal outlives the caller's ctx: the claim must stay ours while its end is written.
+	stop := s.renewLease(context.WithoutCancel(ctx), cancel, claim, holder)
+	defer stop()
+
+	// The claim's end is written even if the caller's ctx has ended: the work is done.
+	endCtx, endCancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.commitTimeout)
+	defer endCancel()
+
+	value, fnErr := s.call(fnCtx, endCtx, c.fn, claim, stop)
+	if errors.Is(context.Cause(fnCtx), ErrLeaseLost) {
+		s.record(Observation{Kind: ObservedLeaseLost, Key: claim.Key})
+		return Result{}, ErrLeaseLost
+	}
+	base := Result{Attempts: claim.Attempts, Fence: claim.Fence, Created: claim.Created()}
+	switch {
+	case fnErr != nil && IsPermanent(fnErr):
+		if err := s.Fail(endCtx, claim, []byte(fnErr.Error())); err != nil {
+			return base, errors.Join(fnErr, err)
+		}
+		return base, &FailureError{Message: fnErr.Error(), Err: fnErr}
+	case fnErr != nil:
+		if err := s.Release(endCtx, claim, []byte(fnErr.Error())); err != nil {
+			return base, errors.Join(fnErr, err)
+		}
+		return base, fnErr
+	case len(value) > s.cfg.maxResult:
+		tooLarge := fmt.Errorf("%w: %d bytes, limit %d", ErrResultTooLarge, len(value), s.cfg.maxResult)
+		if err := s.Release(endCtx, claim, []byte(tooLarge.Error())); err != nil {
+			return base, errors.Join(tooLarge, err)
+		}
+		return base, tooLarge
+	}
+	if err := s.Complete(endCtx, claim, value); err != nil {
+		return base, err
+	}
+	if s.cache != nil {
+		s.cache.put(c.cacheKey, &Record{Status: StatusCompleted, Fingerprint: c.fingerprint, Owner: claim.Owner, Fence: claim.Fence,
+			Attempts: claim.Attempts, Result: value, ExpiresAt: claim.ExpiresAt})
+	}
+	base.Value = value
+	return base, nil
+}
+
+// call runs fn. A panic releases the claim (after the renewal stopped, so the release is the
+// last write) and is re-raised.
+func (s *Store) call(fnCtx, endCtx context.Context, fn func(context.Context) ([]byte, error), claim *Claim, stop func()) ([]byte, error) {
+	defer func() {
+		if p := recover(); p != nil {
+			stop()
+			_ = s.Release(endCtx, claim, []byte("panic"))
+			panic(p)
+		}
+	}()
+	return fn(fnCtx)
+}
+
+// renewLease starts the goroutine that keeps the claim's lease alive until stop is called. It
+// works on its own copy of the claim and publishes each renewed lease to holder, so fn can read
+// the claim meanwhile. It cancels fn's ctx with ErrLeaseLost when the lease is lost or runs out
+// unrenewed. stop ends the goroutine and waits for it.
+func (s *Store) renewLease(ctx context.Context, cancel context.CancelCauseFunc, claim *Claim, holder *claimHolder) (stop func()) {
+	done := make(chan struct{})
+	quit := make(chan struct{})
+	mine := *claim
+	go func() {
+		defer close(done)
+		t := time.NewTicker(s.cfg.lease / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-quit:
+				return
+			case <-t.C:
+			}
+			rctx, rcancel := context.WithTimeout(ctx, mine.LeaseUntil.Sub(s.now()))
+			err := s.Renew(rctx, &mine)
+			rcancel()
+			if err == nil {
+				holder.renewed(mine.LeaseUntil)
+				continue
+			}
+			if errors.Is(err, errClaimEnded) {
+				return // the claim's end was written: nothing left to keep
+			}
+			if errors.Is(err, ErrLeaseLost) || !s.now().Before(mine.LeaseUntil) {
+				cancel(ErrLeaseLost)
+				return
+			}
+		}
+	}()
+	var stopped bool
+	return func() {
+		if !stopped {
+			stopped = true
+			close(quit)
+			<-done
+		}
+	}
+}
