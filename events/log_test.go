@@ -13,10 +13,12 @@ import (
 	"time"
 
 	"github.com/gocql/gocql"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/cassdedup/cassdedup/cassandratest"
 	"github.com/cassdedup/cassdedup/events"
+	"github.com/cassdedup/cassdedup/lwt"
 )
 
 var t0 = time.Date(2025, 3, 1, 0, 0, 0, 0, time.UTC)
@@ -239,4 +241,41 @@ func FuzzValidateCounter(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestObserversSeeLogAndGuard: the Log and the Guard report to the same lwt.Observer an
+// lwt.Store takes: the event write, the rollup's LWT, and the guard's claim and completion.
+func TestObserversSeeLogAndGuard(t *testing.T) {
+	t.Parallel()
+	session, ks := cassandratest.NewSession(t)
+	ctx := context.Background()
+	var mu sync.Mutex
+	seen := map[string]int{}
+	obs := lwt.ObserverFunc(func(o lwt.Observation) {
+		mu.Lock()
+		seen[o.Kind.String()+":"+o.Op]++
+		mu.Unlock()
+	})
+	var now atomic.Int64 // the clock, in Unix nanoseconds
+	now.Store(time.Now().UnixNano())
+	log, err := events.NewLog(session, events.WithKeyspace(ks), events.WithObserver(obs),
+		events.WithClock(func() time.Time { return time.Unix(0, now.Load()) }))
+	require.NoError(t, err)
+	require.NoError(t, log.Record(ctx, events.Event{Counter: "c", ID: "e1", Delta: 1, Time: time.Unix(0, now.Load())}))
+	now.Add(int64(3 * time.Hour)) // the bucket closes and settles
+	_, err = log.Rollup(ctx, "c")
+	require.NoError(t, err)
+	g, err := events.NewGuard(session, events.WithKeyspace(ks), events.WithObserver(obs))
+	require.NoError(t, err)
+	_, err = g.Process(ctx, events.Message{Scope: events.Scope{Group: "g", Topic: "t"}, ID: "m"},
+		func(context.Context, events.Message) error { return nil })
+	require.NoError(t, err)
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Equal(t, 1, seen["write:record"])
+	assert.Equal(t, 1, seen["lwt:rollup"])
+	assert.Equal(t, 1, seen["lwt:claim"])
+	assert.Equal(t, 1, seen["complete:"])
+	_, err = events.NewLog(session, events.WithMaxAttempts(3))
+	assert.ErrorIs(t, err, events.ErrInvalidOption, "a guard option is refused by a Log")
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/cassdedup/cassdedup/lwt"
 )
 
 // Event is one increment of a counter.
@@ -34,8 +36,13 @@ func (l *Log) Record(ctx context.Context, e Event) error {
 	if err := l.ensureIndexed(ctx, e.Counter, bucket); err != nil {
 		return err
 	}
+	start := time.Now()
 	err = l.session.Query(l.q.insertEvent, e.Counter, bucket, e.ID, e.Delta, l.cfg.now().UTC()).
 		WithContext(ctx).Consistency(l.cfg.consistency).Idempotent(true).Exec()
+	if l.cfg.observer != nil {
+		l.cfg.observer.Observe(lwt.Observation{Kind: lwt.ObservedWrite, Key: lwt.Key{e.Counter, e.ID}, Op: "record",
+			Latency: time.Since(start), Err: err})
+	}
 	if err != nil {
 		return fmt.Errorf("events: record %q in %q: %w", e.ID, e.Counter, err)
 	}

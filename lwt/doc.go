@@ -27,8 +27,11 @@
 //     an error marked with Permanent is stored and replayed, as an API replays a cached 4xx;
 //   - a duplicate that meets a live claim gets ErrInProgress, or waits with WithWait;
 //   - the same key with a different request (WithRequest) is ErrKeyReuse and nothing runs;
-//   - a write whose response was lost is resolved by a serial read of the owner id; if that
-//     read fails too, ErrOutcomeUnknown is returned, never a guess;
+//   - a write whose response was lost is resolved by a serial read of the owner id (Resolve,
+//     the one resolver every conditional write of the module uses); if that read fails too,
+//     ErrOutcomeUnknown is returned, never a guess. Once fn has returned, its result is read
+//     back and sent again with backoff for the whole commit budget, with the lease still
+//     renewed, before that error is given;
 //   - every write of a record computes its TTL from the record's one expiry, so no cell
 //     outlives the others.
 //
@@ -45,13 +48,14 @@
 // can be stored. Pass ClaimFromContext(ctx).Fence to downstream systems that can reject stale
 // writers to close that gap. A claim whose outcome stayed unknown, or whose caller's ctx ended
 // mid-claim, blocks the key until its lease passes. After the record expires the key runs again.
-// Lease expiry is judged by the local clock.
+// Lease expiry is judged by the store's clock (WithClock, default time.Now): keep clock skew
+// between workers well below the lease.
 //
 // # The fast path, and when it is safe
 //
-// Off by default. Store.Own(ctx, namespace, epoch, pre, src) declares that every call for the
-// namespace reaches this process (a sticky router assigned it at epoch) and warms pre, a
-// *bloom.PreCheck, from src. A key pre then answers "clearly new" runs fn without a claim and is
+// Off by default. Store.Own(ctx, Key{namespace}, epoch, pre, src) declares that every call for
+// the namespace reaches this process (a sticky router assigned it at epoch) and warms pre, a
+// PreCheck (*bloom.PreCheck satisfies it; this package does not import bloom), from src. A key pre then answers "clearly new" runs fn without a claim and is
 // recorded with PutCompleted, a plain write of the COMPLETED record carrying the epoch; "maybe
 // seen" takes the LWT path. A second call of a key while it runs in this process gets
 // ErrInProgress (or waits, with WithWait). If Disown (or a newer Own) came while fn ran, the
