@@ -5,8 +5,6 @@ import (
 	"embed"
 	"fmt"
 	"io/fs"
-	"path"
-	"sort"
 	"strings"
 	"time"
 
@@ -54,67 +52,12 @@ func newConfig(opts []Option) config {
 	return c
 }
 
-// Statements returns the schema's CQL statements in the order Apply runs them, with the
-// keyspace renamed and its replication set from the options. It fails with
-// ErrInvalidIdentifier, ErrInvalidReplication or ErrMalformedCQL.
-func Statements(opts ...Option) ([]string, error) {
-	c := newConfig(opts)
-	ks, err := QuoteIdentifier(c.keyspace)
-	if err != nil {
-		return nil, fmt.Errorf("keyspace: %w", err)
-	}
-	replication, err := c.replication.cql()
-	if err != nil {
-		return nil, err
-	}
-	names, err := fs.Glob(files, "cql/*.cql")
-	if err != nil {
-		return nil, err
-	}
-	sort.Strings(names)
-	var out []string
-	for _, name := range names {
-		src, err := files.ReadFile(name)
-		if err != nil {
-			return nil, err
-		}
-		stmts, err := splitStatements(string(src), DefaultKeyspace, ks)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", path.Base(name), err)
-		}
-		for _, s := range stmts {
-			if isCreateKeyspace(s) {
-				s = fmt.Sprintf("CREATE KEYSPACE IF NOT EXISTS %s WITH replication = %s", ks, replication)
-			}
-			out = append(out, s)
-		}
-	}
-	return out, nil
-}
-
-func isCreateKeyspace(stmt string) bool {
-	fields := strings.Fields(strings.ToUpper(stmt))
-	return len(fields) >= 2 && fields[0] == "CREATE" && fields[1] == "KEYSPACE"
-}
-
-// Apply creates the keyspace and every table of the toolkit if they do not exist, waiting for
-// schema agreement after each statement so the next one (and the caller's first query) sees it.
-// Running it again is harmless. It does not alter tables that already exist.
+// Apply brings the keyspace of the options to the current schema: it creates the keyspace and
+// every table of the toolkit if they do not exist and applies the migrations not yet recorded
+// (see Migrate). Running it again is harmless.
 func Apply(ctx context.Context, session *gocql.Session, opts ...Option) error {
-	c := newConfig(opts)
-	stmts, err := Statements(opts...)
-	if err != nil {
-		return err
-	}
-	for _, stmt := range stmts {
-		if err := session.Query(stmt).WithContext(ctx).Exec(); err != nil {
-			return fmt.Errorf("schema: apply %q: %w", firstLine(stmt), err)
-		}
-		if err := awaitAgreement(ctx, session, c.agreementTimeout); err != nil {
-			return err
-		}
-	}
-	return nil
+	_, err := Migrate(ctx, session, opts...)
+	return err
 }
 
 func awaitAgreement(ctx context.Context, session *gocql.Session, timeout time.Duration) error {

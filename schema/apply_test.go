@@ -43,6 +43,7 @@ var documentedTTL = map[string]int{
 	"counter_ops":                 7 * 86400,
 	"counter_ops_by_hour":         7 * 86400,
 	"counter_values":              0,
+	schema.MigrationsTable:        0,
 }
 
 func TestTablesExistWithDocumentedTTLs(t *testing.T) {

@@ -1,13 +1,20 @@
-// Package schema holds cassdedup's CQL schema and applies it.
+// Package schema holds cassdedup's CQL schema and applies it as versioned migrations.
 //
 // The CQL files under cql/ are the single source of the data model: each is valid for
-// `cqlsh -f` as written and creates its tables in the default keyspace "cassdedup". Apply runs
-// the same files, embedded in the binary, against any keyspace name and replication, and is
-// idempotent: every statement is CREATE ... IF NOT EXISTS, so running it twice is safe.
+// `cqlsh -f` as written and creates its tables in the default keyspace "cassdedup". Each file is
+// one migration, numbered by its name (001_idempotency_keys.cql is version 1). Apply and Migrate
+// run the same files, embedded in the binary, against any keyspace name and replication, and
+// record every version they applied, with the file's checksum and the time, in the keyspace's
+// schema_migrations table; Status compares those records with the files and flags a file that
+// changed after it was applied. Every statement is idempotent (CREATE ... IF NOT EXISTS,
+// ALTER TABLE ... ADD IF NOT EXISTS), so an install made before versions were recorded is
+// adopted and upgraded in place. A change to the schema is a new numbered file, never an edit of
+// an applied one.
 //
 // Keyspace and table names come from configuration, so every package of the toolkit validates
 // them with ValidateIdentifier and quotes them with QuoteIdentifier before they reach CQL; values
 // are always bound, never formatted into a statement.
 //
-// The functions of this package are safe for concurrent use.
+// The functions of this package are safe for concurrent use; run one Migrate at a time per
+// keyspace.
 package schema

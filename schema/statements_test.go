@@ -36,7 +36,8 @@ func TestStatementsRetargetEveryTable(t *testing.T) {
 	require.NotEmpty(t, stmts)
 	assert.Equal(t, `CREATE KEYSPACE IF NOT EXISTS "tenant_a" WITH replication = {'class': 'NetworkTopologyStrategy', 'dc1': 3, 'dc2': 3}`, stmts[0])
 	for _, s := range stmts[1:] {
-		assert.True(t, strings.HasPrefix(s, `CREATE TABLE IF NOT EXISTS "tenant_a".`), s)
+		ok := strings.HasPrefix(s, `CREATE TABLE IF NOT EXISTS "tenant_a".`) || strings.HasPrefix(s, `ALTER TABLE "tenant_a".`)
+		assert.True(t, ok, s)
 		assert.NotContains(t, s, "cassdedup.")
 	}
 }
@@ -103,6 +104,35 @@ func FuzzValidateIdentifier(f *testing.F) {
 		// Whatever passes must be safe to splice between double quotes.
 		if strings.ContainsAny(name, "\"';. \n") || len(name) > 48 || q != `"`+name+`"` {
 			t.Fatalf("accepted unsafe identifier %q", name)
+		}
+	})
+}
+
+func FuzzMigrationFile(f *testing.F) {
+	f.Add("001_idempotency_keys.cql", "CREATE TABLE cassdedup.t (a text PRIMARY KEY);")
+	f.Add("keyspace.cql", "SELECT 1")
+	f.Add("-1_x.cql", "")
+	f.Add("007_x.cql", "SELECT 'open")
+	f.Fuzz(func(t *testing.T, name, src string) {
+		version, err := versionOf(name)
+		if err != nil {
+			if !errors.Is(err, ErrMalformedCQL) {
+				t.Fatalf("untyped error %v", err)
+			}
+			return
+		}
+		if version < 0 {
+			t.Fatalf("negative version %d from %q", version, name)
+		}
+		m, err := parseMigration(name, version, src, `"k"`, "{}")
+		if err != nil {
+			if !errors.Is(err, ErrMalformedCQL) {
+				t.Fatalf("untyped error %v", err)
+			}
+			return
+		}
+		if len(m.Checksum) != 64 {
+			t.Fatalf("checksum %q", m.Checksum)
 		}
 	})
 }

@@ -1,0 +1,274 @@
+package schema
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/gocql/gocql"
+)
+
+// MigrationsTable is the table, in the schema's keyspace, in which Migrate records every
+// version it applied: its number, file name, checksum and when it was applied.
+const MigrationsTable = "schema_migrations"
+
+// createMigrationsTable is the record table's CQL; %s is the quoted keyspace. It holds one small
+// row per migration file and is neither TTL'd nor deleted from, so the defaults fit it.
+const createMigrationsTable = `CREATE TABLE IF NOT EXISTS %s.` + MigrationsTable + ` (
+    version    int PRIMARY KEY,
+    name       text,
+    checksum   text,
+    applied_at timestamp
+)`
+
+// MigrationState says where a migration stands in one keyspace.
+type MigrationState int
+
+// The states of a migration.
+const (
+	Pending MigrationState = iota + 1 // not recorded: Migrate will apply it
+	Applied                           // recorded with the checksum the file has now
+	Changed                           // recorded with another checksum: the file changed after it ran
+	Unknown                           // recorded, but no file has its version (a newer release applied it)
+)
+
+var stateNames = [...]string{"", "pending", "applied", "changed", "unknown"}
+
+// String names the state in lower case.
+func (s MigrationState) String() string {
+	if s > 0 && int(s) < len(stateNames) {
+		return stateNames[s]
+	}
+	return fmt.Sprintf("MigrationState(%d)", int(s))
+}
+
+// MigrationStatus is one migration's state in a keyspace.
+type MigrationStatus struct {
+	Version         int
+	Name            string // the file's name; the recorded name for an Unknown migration
+	State           MigrationState
+	Checksum        string    // the file's checksum; empty for an Unknown migration
+	AppliedChecksum string    // the checksum recorded when it was applied; empty when pending
+	AppliedAt       time.Time // zero when pending
+}
+
+// Report is the state of the schema in one keyspace.
+type Report struct {
+	Keyspace       string
+	KeyspaceExists bool
+	// Versioned reports whether the keyspace has the migrations table. A keyspace with the
+	// toolkit's tables but without it was installed before migrations were recorded; Migrate
+	// adopts it, applying every file (each statement is idempotent) and recording them.
+	Versioned bool
+	// Tables counts the tables in the keyspace, the migrations table included.
+	Tables     int
+	Migrations []MigrationStatus // in version order, Unknown ones included
+}
+
+// Pending returns the migrations Migrate would apply.
+func (r Report) Pending() []MigrationStatus { return r.filter(Pending) }
+
+// Changed returns the applied migrations whose files changed since.
+func (r Report) Changed() []MigrationStatus { return r.filter(Changed) }
+
+func (r Report) filter(s MigrationState) []MigrationStatus {
+	var out []MigrationStatus
+	for _, m := range r.Migrations {
+		if m.State == s {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// Status reads which migrations the keyspace of the options has recorded and compares them
+// with the embedded files. It changes nothing.
+func Status(ctx context.Context, session *gocql.Session, opts ...Option) (Report, error) {
+	c := newConfig(opts)
+	ms, err := Migrations(opts...)
+	if err != nil {
+		return Report{}, err
+	}
+	return status(ctx, session, c.keyspace, ms)
+}
+
+func status(ctx context.Context, session *gocql.Session, keyspace string, ms []Migration) (Report, error) {
+	r := Report{Keyspace: keyspace}
+	tables, exists, err := listTables(ctx, session, keyspace)
+	if err != nil {
+		return r, err
+	}
+	r.KeyspaceExists, r.Tables = exists, len(tables)
+	for _, t := range tables {
+		r.Versioned = r.Versioned || t == MigrationsTable
+	}
+	recorded := map[int]MigrationStatus{}
+	if r.Versioned {
+		if recorded, err = readRecords(ctx, session, keyspace); err != nil {
+			return r, err
+		}
+	}
+	for _, m := range ms {
+		st := MigrationStatus{Version: m.Version, Name: m.Name, Checksum: m.Checksum, State: Pending}
+		if rec, ok := recorded[m.Version]; ok {
+			st.AppliedChecksum, st.AppliedAt, st.State = rec.AppliedChecksum, rec.AppliedAt, Applied
+			if rec.AppliedChecksum != m.Checksum {
+				st.State = Changed
+			}
+			delete(recorded, m.Version)
+		}
+		r.Migrations = append(r.Migrations, st)
+	}
+	for _, rec := range recorded {
+		rec.State = Unknown
+		r.Migrations = append(r.Migrations, rec)
+	}
+	sort.Slice(r.Migrations, func(i, j int) bool { return r.Migrations[i].Version < r.Migrations[j].Version })
+	return r, nil
+}
+
+// listTables returns the tables of keyspace and whether the keyspace exists.
+func listTables(ctx context.Context, session *gocql.Session, keyspace string) ([]string, bool, error) {
+	var name string
+	iter := session.Query(`SELECT keyspace_name FROM system_schema.keyspaces WHERE keyspace_name = ?`, keyspace).
+		WithContext(ctx).Iter()
+	exists := iter.Scan(&name)
+	if err := iter.Close(); err != nil {
+		return nil, false, fmt.Errorf("schema: read keyspace %s: %w", keyspace, err)
+	}
+	if !exists {
+		return nil, false, nil
+	}
+	var tables []string
+	iter = session.Query(`SELECT table_name FROM system_schema.tables WHERE keyspace_name = ?`, keyspace).
+		WithContext(ctx).Iter()
+	for iter.Scan(&name) {
+		tables = append(tables, name)
+	}
+	if err := iter.Close(); err != nil {
+		return nil, true, fmt.Errorf("schema: list tables of %s: %w", keyspace, err)
+	}
+	return tables, true, nil
+}
+
+// readRecords reads the migrations table of keyspace: a few rows, read whole.
+func readRecords(ctx context.Context, session *gocql.Session, keyspace string) (map[int]MigrationStatus, error) {
+	table, err := QualifiedName(keyspace, MigrationsTable)
+	if err != nil {
+		return nil, err
+	}
+	out := map[int]MigrationStatus{}
+	iter := session.Query(`SELECT version, name, checksum, applied_at FROM ` + table).WithContext(ctx).Iter()
+	var st MigrationStatus
+	for iter.Scan(&st.Version, &st.Name, &st.AppliedChecksum, &st.AppliedAt) {
+		out[st.Version] = st
+	}
+	if err := iter.Close(); err != nil {
+		return nil, fmt.Errorf("schema: read %s: %w", table, err)
+	}
+	return out, nil
+}
+
+// Migrate applies the embedded migrations that the keyspace of the options has not recorded,
+// in version order, and records each one once its statements ran; it returns those it applied.
+// It waits for schema agreement after every statement, so the next one (and the caller's
+// first query) sees it. A keyspace installed before migrations were recorded is adopted: every
+// statement of the files is idempotent (CREATE ... IF NOT EXISTS, ALTER ... ADD IF NOT EXISTS),
+// so applying them upgrades it in place and leaves its data alone.
+//
+// If an applied migration's file changed since (ErrMigrationChanged), nothing is applied. A
+// migration interrupted midway is not recorded and runs again, whole, next time. Run one
+// Migrate at a time per keyspace: concurrent schema changes of one table can disagree.
+func Migrate(ctx context.Context, session *gocql.Session, opts ...Option) ([]MigrationStatus, error) {
+	c := newConfig(opts)
+	ms, err := Migrations(opts...)
+	if err != nil {
+		return nil, err
+	}
+	r, err := status(ctx, session, c.keyspace, ms)
+	if err != nil {
+		return nil, err
+	}
+	if changed := r.Changed(); len(changed) > 0 {
+		names := make([]string, len(changed))
+		for i, m := range changed {
+			names[i] = m.Name
+		}
+		return nil, fmt.Errorf("%w: %s (recorded with another checksum; add a new numbered file instead)",
+			ErrMigrationChanged, strings.Join(names, ", "))
+	}
+	pending := map[int]bool{}
+	for _, m := range r.Pending() {
+		pending[m.Version] = true
+	}
+	versioned := r.Versioned
+	var done []MigrationStatus
+	for _, m := range ms {
+		if !pending[m.Version] {
+			continue
+		}
+		if err := runStatements(ctx, session, c, m.Statements); err != nil {
+			return done, fmt.Errorf("schema: migration %s: %w", m.Name, err)
+		}
+		if !versioned {
+			// The keyspace exists now (000 creates it), so the record table can.
+			if err := runStatements(ctx, session, c, []string{migrationsTableCQL(c.keyspace)}); err != nil {
+				return done, err
+			}
+			versioned = true
+		}
+		st, err := record(ctx, session, c.keyspace, m)
+		if err != nil {
+			return done, err
+		}
+		done = append(done, st)
+	}
+	return done, nil
+}
+
+// migrationsTableCQL is the record table's statement for keyspace, validated by Migrations.
+func migrationsTableCQL(keyspace string) string {
+	ks, _ := QuoteIdentifier(keyspace)
+	return fmt.Sprintf(createMigrationsTable, ks)
+}
+
+// MigrationsTableStatement returns the statement with which Migrate creates the migrations
+// table in the keyspace of the options, right after the migration that creates the keyspace.
+func MigrationsTableStatement(opts ...Option) (string, error) {
+	c := newConfig(opts)
+	if err := ValidateIdentifier(c.keyspace); err != nil {
+		return "", fmt.Errorf("keyspace: %w", err)
+	}
+	return migrationsTableCQL(c.keyspace), nil
+}
+
+func runStatements(ctx context.Context, session *gocql.Session, c config, stmts []string) error {
+	for _, stmt := range stmts {
+		if err := session.Query(stmt).WithContext(ctx).Exec(); err != nil {
+			return fmt.Errorf("schema: apply %q: %w", firstLine(stmt), err)
+		}
+		if err := awaitAgreement(ctx, session, c.agreementTimeout); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// record writes m's row in the migrations table. A plain write: two appliers recording the
+// same version write the same name and checksum.
+func record(ctx context.Context, session *gocql.Session, keyspace string, m Migration) (MigrationStatus, error) {
+	table, err := QualifiedName(keyspace, MigrationsTable)
+	if err != nil {
+		return MigrationStatus{}, err
+	}
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	err = session.Query(`INSERT INTO `+table+` (version, name, checksum, applied_at) VALUES (?, ?, ?, ?)`,
+		m.Version, m.Name, m.Checksum, now).WithContext(ctx).Exec()
+	if err != nil {
+		return MigrationStatus{}, fmt.Errorf("schema: record migration %s: %w", m.Name, err)
+	}
+	return MigrationStatus{Version: m.Version, Name: m.Name, State: Applied, Checksum: m.Checksum,
+		AppliedChecksum: m.Checksum, AppliedAt: now}, nil
+}

@@ -1,0 +1,204 @@
+package schema_test
+
+import (
+	"context"
+	"io/fs"
+	"os"
+	"strings"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"github.com/gocql/gocql"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cassdedup/cassdedup/cassandratest"
+	"github.com/cassdedup/cassdedup/schema"
+)
+
+// beforeMigrations is a copy of schema/cql as it was released before migrations were recorded:
+// an install made from it has the toolkit's tables and no migrations table.
+const beforeMigrations = "testdata/before-migrations"
+
+// installUnversioned applies the files of dir to a new keyspace as that release did (no
+// records), after edit rewrites each file, and returns an admin session and the keyspace. The
+// keyspace is dropped when the test ends.
+func installUnversioned(t *testing.T, dir string, edit func(string) string) (*gocql.Session, string) {
+	t.Helper()
+	session, err := cassandratest.Cluster(t).CreateSession()
+	require.NoError(t, err)
+	ks := "t_upgrade_" + strings.ReplaceAll(gocql.TimeUUID().String(), "-", "")[:20]
+	t.Cleanup(func() {
+		_ = session.Query(`DROP KEYSPACE IF EXISTS "` + ks + `"`).Exec()
+		session.Close()
+	})
+	files := fstest.MapFS{}
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	for _, e := range entries {
+		src, err := os.ReadFile(dir + "/" + e.Name())
+		require.NoError(t, err)
+		files[e.Name()] = &fstest.MapFile{Data: []byte(edit(string(src)))}
+	}
+	ms, err := schema.MigrationsFrom(files, schema.WithKeyspace(ks))
+	require.NoError(t, err)
+	for _, m := range ms {
+		for _, s := range m.Statements {
+			require.NoError(t, session.Query(s).Exec(), s)
+		}
+	}
+	require.NoError(t, session.AwaitSchemaAgreement(context.Background()))
+	return session, ks
+}
+
+func states(r schema.Report) map[string]schema.MigrationState {
+	out := map[string]schema.MigrationState{}
+	for _, m := range r.Migrations {
+		out[m.Name] = m.State
+	}
+	return out
+}
+
+func TestMigrateUpgradesAnUnversionedInstallInPlace(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	session, ks := installUnversioned(t, beforeMigrations, func(s string) string { return s })
+	require.NoError(t, session.Query(`INSERT INTO "`+ks+`".idempotency_keys (namespace, key, status) VALUES ('ns', 'k', 'COMPLETED')`).Exec())
+
+	before, err := schema.Status(ctx, session, schema.WithKeyspace(ks))
+	require.NoError(t, err)
+	assert.True(t, before.KeyspaceExists)
+	assert.False(t, before.Versioned, "installed before migrations were recorded")
+	assert.Equal(t, 9, before.Tables)
+	all, err := schema.Migrations()
+	require.NoError(t, err)
+	assert.Len(t, before.Pending(), len(all), "nothing is recorded yet")
+
+	done, err := schema.Migrate(ctx, session, schema.WithKeyspace(ks))
+	require.NoError(t, err)
+	assert.Len(t, done, len(all))
+
+	after, err := schema.Status(ctx, session, schema.WithKeyspace(ks))
+	require.NoError(t, err)
+	assert.True(t, after.Versioned)
+	assert.Empty(t, after.Pending())
+	for _, m := range after.Migrations {
+		assert.Equal(t, schema.Applied, m.State, m.Name)
+		assert.WithinDuration(t, time.Now(), m.AppliedAt, time.Minute, m.Name)
+	}
+	var status string
+	require.NoError(t, session.Query(`SELECT status FROM "`+ks+`".idempotency_keys WHERE namespace = 'ns' AND key = 'k'`).Scan(&status))
+	assert.Equal(t, "COMPLETED", status, "the upgrade keeps the data")
+
+	again, err := schema.Migrate(ctx, session, schema.WithKeyspace(ks))
+	require.NoError(t, err)
+	assert.Empty(t, again, "a second run has nothing to do")
+}
+
+// An install older still, from before the fast path's epoch column, gains the column in place.
+func TestMigrateAddsTheEpochColumnToAnOlderInstall(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	noEpoch := func(s string) string {
+		var keep []string
+		for _, line := range strings.Split(s, "\n") {
+			if !strings.HasPrefix(strings.TrimSpace(line), "epoch ") {
+				keep = append(keep, line)
+			}
+		}
+		return strings.Join(keep, "\n")
+	}
+	session, ks := installUnversioned(t, beforeMigrations, noEpoch)
+	require.False(t, hasColumn(t, session, ks, "idempotency_keys", "epoch"), "the old install has no epoch")
+
+	_, err := schema.Migrate(ctx, session, schema.WithKeyspace(ks))
+	require.NoError(t, err)
+	for _, table := range []string{"idempotency_keys", "processed_messages"} {
+		assert.True(t, hasColumn(t, session, ks, table, "epoch"), table)
+	}
+}
+
+func TestStatusFlagsChangedAndUnknownMigrations(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	session, ks := cassandratest.NewSession(t)
+	table := `"` + ks + `".` + schema.MigrationsTable
+	require.NoError(t, session.Query(`UPDATE `+table+` SET checksum = 'edited' WHERE version = 1`).Exec())
+	require.NoError(t, session.Query(`INSERT INTO `+table+` (version, name, checksum, applied_at) VALUES (999, '999_future.cql', 'x', toTimestamp(now()))`).Exec())
+
+	r, err := schema.Status(ctx, session, schema.WithKeyspace(ks))
+	require.NoError(t, err)
+	got := states(r)
+	assert.Equal(t, schema.Changed, got["001_idempotency_keys.cql"])
+	assert.Equal(t, schema.Unknown, got["999_future.cql"])
+	assert.Equal(t, schema.Applied, got["002_processed_messages.cql"])
+	require.Len(t, r.Changed(), 1)
+	assert.Equal(t, "edited", r.Changed()[0].AppliedChecksum)
+
+	_, err = schema.Migrate(ctx, session, schema.WithKeyspace(ks))
+	require.ErrorIs(t, err, schema.ErrMigrationChanged)
+	assert.Contains(t, err.Error(), "001_idempotency_keys.cql")
+}
+
+func TestStatusOfAMissingKeyspace(t *testing.T) {
+	t.Parallel()
+	session, err := cassandratest.Cluster(t).CreateSession()
+	require.NoError(t, err)
+	defer session.Close()
+	r, err := schema.Status(context.Background(), session, schema.WithKeyspace("t_never_created_here"))
+	require.NoError(t, err)
+	assert.False(t, r.KeyspaceExists)
+	all, err := schema.Migrations()
+	require.NoError(t, err)
+	assert.Len(t, r.Pending(), len(all))
+}
+
+func TestChecksumIgnoresCommentsAndLayoutOnly(t *testing.T) {
+	base := "-- a comment\nCREATE TABLE IF NOT EXISTS cassdedup.t (a text PRIMARY KEY);\n"
+	sum := func(src string) string {
+		stmts := fstest.MapFS{"001_t.cql": &fstest.MapFile{Data: []byte(src)}}
+		ms := migrationsOf(t, stmts)
+		return ms
+	}
+	assert.Equal(t, sum(base), sum("-- another comment\nCREATE TABLE IF NOT EXISTS   cassdedup.t\n  (a text PRIMARY KEY);"))
+	assert.NotEqual(t, sum(base), sum("CREATE TABLE IF NOT EXISTS cassdedup.t (a text PRIMARY KEY, b int);"))
+}
+
+// migrationsOf returns the checksum of the one migration in fsys, through the exported API:
+// the embedded files' checksums must equal those of the same files read from disk.
+func migrationsOf(t *testing.T, fsys fs.FS) string {
+	t.Helper()
+	ms, err := schema.MigrationsFrom(fsys)
+	require.NoError(t, err)
+	require.Len(t, ms, 1)
+	return ms[0].Checksum
+}
+
+func TestMigrationsAreNumberedUniquelyInOrder(t *testing.T) {
+	ms, err := schema.Migrations()
+	require.NoError(t, err)
+	onDisk, err := schema.MigrationsFrom(os.DirFS("cql"))
+	require.NoError(t, err)
+	require.Equal(t, len(onDisk), len(ms))
+	for i, m := range ms {
+		assert.Equal(t, i, m.Version, "versions run 0, 1, 2, ... without gaps: %s", m.Name)
+		assert.Len(t, m.Checksum, 64)
+		assert.Equal(t, onDisk[i].Checksum, m.Checksum, "the embedded file is the one on disk: %s", m.Name)
+	}
+	_, err = schema.MigrationsFrom(fstest.MapFS{
+		"001_a.cql": &fstest.MapFile{Data: []byte("SELECT 1")}, "1_b.cql": &fstest.MapFile{Data: []byte("SELECT 2")},
+	})
+	assert.ErrorIs(t, err, schema.ErrMalformedCQL, "two files with one version")
+	_, err = schema.MigrationsFrom(fstest.MapFS{"keyspace.cql": &fstest.MapFile{Data: []byte("SELECT 1")}})
+	assert.ErrorIs(t, err, schema.ErrMalformedCQL, "a file without a number")
+}
+
+func hasColumn(t *testing.T, s *gocql.Session, ks, table, column string) bool {
+	t.Helper()
+	var name string
+	iter := s.Query(`SELECT column_name FROM system_schema.columns WHERE keyspace_name = ? AND table_name = ? AND column_name = ?`, ks, table, column).Iter()
+	found := iter.Scan(&name)
+	require.NoError(t, iter.Close())
+	return found
+}
