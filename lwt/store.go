@@ -19,6 +19,7 @@ type Store struct {
 	cfg     config
 	keyCols []string
 	stmt    statements
+	adm     adminStatements
 	cache   *completedCache
 	stats   counters
 	fast    fastState
@@ -49,6 +50,7 @@ func NewStore(session *gocql.Session, table Table, opts ...Option) (*Store, erro
 		return nil, fmt.Errorf("lwt: lease %v exceeds retention %v", cfg.lease, cfg.retention)
 	}
 	s := &Store{session: session, cfg: cfg, keyCols: keyCols, stmt: buildStatements(qualified, keyCols)}
+	s.adm = buildAdminStatements(qualified, keyCols, s.stmt.read)
 	if cfg.cacheSize > 0 {
 		s.cache = newCompletedCache(cfg.cacheSize)
 	}

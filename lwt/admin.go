@@ -1,0 +1,214 @@
+package lwt
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/gocql/gocql"
+)
+
+// adminStatements are the operator's statements: an inspection read, the two repairs and the
+// scan.
+type adminStatements struct {
+	inspect, release, delete, scan string
+}
+
+func buildAdminStatements(table string, keyCols []string, read string) adminStatements {
+	where := strings.Join(keyCols, " = ? AND ") + " = ?"
+	cols := strings.Join(keyCols, ", ")
+	return adminStatements{
+		inspect: strings.Replace(read, " FROM ", ", TTL(status) AS status_ttl FROM ", 1),
+		// Fenced on the record that was read: a claim made, renewed to another status or
+		// taken over meanwhile makes the condition fail, and the decision is made again.
+		release: "UPDATE " + table + " USING TTL ? SET status = 'RELEASED', result = ?, lease_until = ?, updated_at = ? WHERE " +
+			where + " IF owner = ? AND fence = ? AND status = ?",
+		delete: "DELETE FROM " + table + " WHERE " + where + " IF owner = ? AND fence = ? AND status = ?",
+		// A scan needs neither the fingerprint nor the result: large blobs it would only drop.
+		scan: "SELECT " + cols + ", status, owner, fence, lease_until, attempts, created_at, updated_at, expires_at, epoch FROM " +
+			table + " WHERE token(" + cols + ") > ? AND token(" + cols + ") <= ?",
+	}
+}
+
+// Inspection is a record as an operator sees it.
+type Inspection struct {
+	Key Key
+	Record
+	// TTL is what the node says is left of the record's life (the TTL of its status cell);
+	// it should agree with ExpiresAt to the second.
+	TTL time.Duration
+	// LiveLease reports a STARTED record whose lease has not passed by the store's clock: a
+	// worker may be running the operation now.
+	LiveLease bool
+}
+
+// Inspect reads key's record, and the node's remaining TTL of it, at the store's serial
+// consistency, so it sees the outcome of any conditional write in flight. It returns an error
+// matching ErrNotFound when there is none.
+func (s *Store) Inspect(ctx context.Context, key Key) (*Inspection, error) {
+	if err := validateKey(s.keyCols, key, s.cfg.maxKey); err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	row, found, err := ReadSerial(ctx, s.session.Query(s.adm.inspect, key...), s.cfg.serial)
+	s.record(Observation{Kind: ObservedLWT, Key: key, Op: "read", Applied: found, Latency: time.Since(start), Err: err})
+	if err != nil {
+		return nil, err
+	}
+	if !found {
+		return nil, ErrNotFound
+	}
+	return s.inspection(key, row), nil
+}
+
+func (s *Store) inspection(key Key, row Row) *Inspection {
+	in := &Inspection{Key: key, Record: *recordFromRow(row), TTL: time.Duration(get[int](row, "status_ttl")) * time.Second}
+	in.LiveLease = in.Status == StatusStarted && s.now().Before(in.LeaseUntil)
+	return in
+}
+
+// AdminOption configures ReleaseKey and Delete.
+type AdminOption func(*adminConfig)
+
+type adminConfig struct {
+	force bool
+	note  string
+}
+
+// Force lets ReleaseKey and Delete act on a claim whose lease is live. The worker holding it
+// is not stopped: its later writes fail with ErrLeaseLost, but the operation it is running may
+// still take effect, and may then run again under the next claim.
+func Force() AdminOption { return func(c *adminConfig) { c.force = true } }
+
+// WithNote sets the text ReleaseKey stores as the released record's last error (default
+// "released by an operator"), so whoever reads the record later knows why.
+func WithNote(note string) AdminOption { return func(c *adminConfig) { c.note = note } }
+
+// AdminResult says what ReleaseKey or Delete did.
+type AdminResult struct {
+	// Before is the record as it was when the write was decided; nil when there was none.
+	Before *Inspection
+	// Changed is false when nothing was written: the record was already RELEASED (ReleaseKey).
+	Changed bool
+}
+
+// adminRounds bounds how often ReleaseKey and Delete decide again after the record changed
+// under them; a key that keeps changing is being worked on, which answers the question too.
+const adminRounds = 4
+
+// ReleaseKey releases key's record as a retryable failure would (RELEASED, attempts and fence
+// kept): the next call with the key claims it and runs the operation again. It acts on any
+// status: on a STARTED claim whose lease passed (a worker that died), on a FAILED record (a
+// permanent failure to retry after a fix) and on a COMPLETED one (whose stored result is
+// discarded). A RELEASED record is left as it is (Changed false).
+//
+// The write is a lightweight transaction conditioned on the owner, fence and status that were
+// read, so a claim made meanwhile is never overwritten; if the record changed, the decision is
+// made again on the new one. A claim whose lease is live gets an *InProgressError unless Force
+// is given. ErrNotFound when the key has no record. This store's cache (WithCache) forgets the
+// key; other processes that cache completed records keep replaying a COMPLETED one from memory
+// until it expires there or falls out.
+func (s *Store) ReleaseKey(ctx context.Context, key Key, opts ...AdminOption) (AdminResult, error) {
+	cfg := adminConfig{note: "released by an operator"}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	return s.administer(ctx, key, cfg, "admin-release", func(in *Inspection) (bool, *gocql.Query, func(Row, bool) bool) {
+		if in.Status == StatusReleased {
+			return false, nil, nil
+		}
+		now := s.now().Truncate(time.Millisecond)
+		args := append([]any{s.keepTTL(in, now), s.clip([]byte(cfg.note)), now, now}, key...)
+		args = append(args, fenceArgs(in)...)
+		released := func(row Row, found bool) bool {
+			r := recordFromRow(row)
+			return found && r.Status == StatusReleased && r.Owner == in.Owner && r.Fence == in.Fence && r.UpdatedAt.Equal(now)
+		}
+		return true, s.session.Query(s.adm.release, args...), released
+	})
+}
+
+// drop forgets key: its record was released or deleted by an operator.
+func (c *completedCache) drop(key string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el, ok := c.items[key]; ok {
+		c.order.Remove(el)
+		delete(c.items, key)
+	}
+}
+
+// Delete removes key's record, whatever its status, so the next call with the key runs the
+// operation as a new one (fence 1). The rules of ReleaseKey apply: a conditional delete fenced
+// on the record read, refused on a live lease unless Force is given, ErrNotFound when the key
+// has no record.
+func (s *Store) Delete(ctx context.Context, key Key, opts ...AdminOption) (AdminResult, error) {
+	var cfg adminConfig
+	for _, o := range opts {
+		o(&cfg)
+	}
+	return s.administer(ctx, key, cfg, "admin-delete", func(in *Inspection) (bool, *gocql.Query, func(Row, bool) bool) {
+		args := append(append([]any{}, key...), fenceArgs(in)...)
+		// Only a new claim can create the row again, and it has a new random owner.
+		gone := func(row Row, found bool) bool {
+			r := recordFromRow(row)
+			return !found || r.Owner != in.Owner || r.Fence != in.Fence
+		}
+		return true, s.session.Query(s.adm.delete, args...), gone
+	})
+}
+
+// administer reads key, lets decide choose a fenced write, and runs it through Resolve until
+// it applies or is not needed.
+func (s *Store) administer(ctx context.Context, key Key, cfg adminConfig, op string,
+	decide func(*Inspection) (bool, *gocql.Query, func(Row, bool) bool)) (AdminResult, error) {
+	for range adminRounds {
+		in, err := s.Inspect(ctx, key)
+		if err != nil {
+			return AdminResult{}, err
+		}
+		res := AdminResult{Before: in}
+		if in.LiveLease && !cfg.force {
+			return res, &InProgressError{LeaseUntil: in.LeaseUntil, Attempts: in.Attempts}
+		}
+		write, q, done := decide(in)
+		if !write {
+			return res, nil
+		}
+		applied, _, err := Resolve(ctx, Conditional{
+			Op: op, Write: q, Read: s.session.Query(s.stmt.read, key...), Applied: done,
+			Patience: transitionPatience, Observer: s.observe(), Key: key,
+		}, s.cfg.commit, s.cfg.serial)
+		if err != nil {
+			return res, err
+		}
+		if applied {
+			if s.cache != nil {
+				s.cache.drop(cacheKey(key))
+			}
+			res.Changed = true
+			return res, nil
+		}
+	}
+	return AdminResult{}, fmt.Errorf("lwt: %s %v: the record changed %d times while deciding: %w", op, key, adminRounds, ErrInProgress)
+}
+
+// fenceArgs binds the condition owner = ? AND fence = ? AND status = ? to the record read. A
+// null owner (a row written by hand) is bound as null, which the condition compares as such.
+func fenceArgs(in *Inspection) []any {
+	var owner any = in.Owner
+	if in.Owner == (gocql.UUID{}) {
+		owner = nil
+	}
+	return []any{owner, in.Fence, string(in.Status)}
+}
+
+// keepTTL is the TTL that keeps a rewritten record's cells on the record's expiry: from
+// expires_at, or from the node's TTL when the row has no expires_at.
+func (s *Store) keepTTL(in *Inspection, now time.Time) int {
+	if !in.ExpiresAt.IsZero() {
+		return max(1, ttlSeconds(in.ExpiresAt, now))
+	}
+	return max(1, int(in.TTL/time.Second))
+}

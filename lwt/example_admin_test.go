@@ -1,0 +1,52 @@
+package lwt_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+
+	"github.com/cassdedup/cassdedup/lwt"
+)
+
+// An operator's repair in code: release a key whose worker died so that the client's next
+// retry runs the operation again. A live lease is refused unless lwt.Force() is passed.
+func ExampleStore_ReleaseKey() {
+	session := connect()
+	defer session.Close()
+	store, err := lwt.NewStore(session, lwt.IdempotencyKeys("cassdedup"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	res, err := store.ReleaseKey(context.Background(), lwt.IdempotencyKey("tenant-42", "charge-7f3a"),
+		lwt.WithNote("worker lost in incident 1234"))
+	var live *lwt.InProgressError
+	switch {
+	case errors.As(err, &live):
+		fmt.Println("a worker holds it until", live.LeaseUntil)
+	case err != nil:
+		log.Fatal(err)
+	case res.Changed:
+		fmt.Println("released; it was", res.Before.Status)
+	}
+}
+
+// Find the claims that are stuck: STARTED past their lease, or RELEASED three times or more.
+// The scan reads the table in token ranges, four at a time, at most 2000 rows a second.
+func ExampleStore_ScanStuck() {
+	session := connect()
+	defer session.Close()
+	store, err := lwt.NewStore(session, lwt.IdempotencyKeys("cassdedup"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	stats, err := store.ScanStuck(context.Background(), lwt.StuckOptions{MinAttempts: 3},
+		func(c lwt.StuckClaim) error {
+			fmt.Println(c.Key, c.Reason, c.Record.Attempts, c.Record.LeaseUntil)
+			return nil
+		})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(stats.Rows, "records read,", stats.Matched, "stuck")
+}
