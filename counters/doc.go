@@ -23,7 +23,8 @@
 // From the stored data the two cases look the same. A retry of either returns ErrUnconfirmed
 // and increments nothing, so the layer never double-counts within the retention window; it can
 // under-count. ListUnapplied lists claims that were never marked, for a repair that decides
-// from other evidence (the caller's own records, or the event log in shadow mode). A counter
+// from other evidence (the caller's own records, or the event log in shadow mode); Settle
+// applies that decision, incrementing the counter or only marking the claim. A counter
 // update that failed with Unavailable certainly did not apply; its claim is released so a
 // retry can apply it.
 //

@@ -23,6 +23,9 @@ var (
 	// increment may or may not have happened (see the package documentation). Retrying does
 	// not help; ListUnapplied reports the operation for repair.
 	ErrUnconfirmed = errors.New("counters: operation claimed but not confirmed")
+	// ErrNotPending is returned by Settle for an operation that is not claimed-but-unmarked
+	// (any more): applied, released, expired, or settled by someone else meanwhile.
+	ErrNotPending = errors.New("counters: operation is not pending")
 )
 
 // Limits on caller-supplied names, keeping partition keys small.

@@ -144,6 +144,11 @@ func (s *Store) apply(ctx context.Context, op Op, owner gocql.UUID) error {
 	if err := s.step(s.hooks.afterIncrement); err != nil {
 		return err
 	}
+	return s.mark(ctx, op, owner)
+}
+
+// mark marks owner's claim of op applied, the counter having been incremented.
+func (s *Store) mark(ctx context.Context, op Op, owner gocql.UUID) error {
 	now := s.cfg.now().UTC()
 	marked := func(row lwt.Row, found bool) bool {
 		o, _ := row["owner"].(gocql.UUID)

@@ -25,8 +25,8 @@ type hooks struct {
 }
 
 type queries struct {
-	insertIndex, claim, readOp, release, mark string
-	increment, value, listIndex               string
+	insertIndex, claim, readOp, release, mark, takeover string
+	increment, value, listIndex                         string
 }
 
 // New returns a Store over session. The tables must exist (schema.Apply creates them).
@@ -57,6 +57,7 @@ func New(session *gocql.Session, opts ...Option) (*Store, error) {
 		readOp:    "SELECT counter, op_id, delta, status, owner, claimed_at, applied_at FROM " + ops + " WHERE counter = ? AND op_id = ?",
 		release:   "DELETE FROM " + ops + " WHERE counter = ? AND op_id = ? IF owner = ?",
 		mark:      "UPDATE " + ops + " USING TTL ? SET status = '" + statusApplied + "', applied_at = ? WHERE counter = ? AND op_id = ? IF owner = ?",
+		takeover:  "UPDATE " + ops + " USING TTL ? SET owner = ? WHERE counter = ? AND op_id = ? IF owner = ? AND status = '" + statusClaimed + "'",
 		increment: "UPDATE " + vals + " SET value = value + ? WHERE counter = ?",
 		value:     "SELECT value FROM " + vals + " WHERE counter = ?",
 		listIndex: "SELECT counter, op_id FROM " + idx + " WHERE hour = ? AND shard = ?",

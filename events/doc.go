@@ -54,6 +54,12 @@
 // default settings the same test shows no duplicate and no fast path. A fast-path handler has
 // no lease and no fencing token, and its failed run is not counted against WithMaxAttempts.
 //
+// # Operating
+//
+// Guard.Inspect, ReleaseMessage, DeleteMessage, ScanStuck and ListMessages give a service in
+// code what the cassdedup command's message subcommands do, with the rules of package lwt's
+// Store.Inspect, ReleaseKey, Delete and ScanStuck.
+//
 // # Concurrency
 //
 // Log and Guard are safe for concurrent use by many goroutines and processes. Neither starts

@@ -23,8 +23,16 @@ func (g *Guard) ProcessedIDs(ctx context.Context, scope Scope, yield func(id str
 
 // walkScope is ProcessedIDs with each id's hour bucket.
 func (g *Guard) walkScope(ctx context.Context, scope Scope, yield func(id string, hour time.Time) error) error {
+	return g.walkScopeFrom(ctx, scope, g.cfg.now().Add(-g.cfg.retention), yield)
+}
+
+// walkScopeFrom is walkScope from the hour of from (within the retention) on.
+func (g *Guard) walkScopeFrom(ctx context.Context, scope Scope, from time.Time, yield func(id string, hour time.Time) error) error {
 	now := g.cfg.now().UTC()
-	for hour := now.Add(-g.cfg.retention).Truncate(time.Hour); !hour.After(now); hour = hour.Add(time.Hour) {
+	if oldest := now.Add(-g.cfg.retention); from.Before(oldest) {
+		from = oldest
+	}
+	for hour := from.UTC().Truncate(time.Hour); !hour.After(now); hour = hour.Add(time.Hour) {
 		iter := g.session.Query(g.listScope, scope.Group, scope.Topic, scope.Partition, hour).
 			WithContext(ctx).Consistency(g.cfg.consistency).PageSize(scopePageSize).Iter()
 		var id string

@@ -72,6 +72,15 @@
 // path on, a key sent to both runs in both: package events measured a duplicate rate of 100%
 // for messages delivered to two owners (TestFastPathOwnershipViolatedDuplicates).
 //
+// # Operating
+//
+// Store.Inspect reads a record with the node's remaining TTL. Store.ReleaseKey and Store.Delete
+// are the operator's repairs of one key (the next call runs the operation again, or as a new
+// key); each is a lightweight transaction fenced on the record it read and refuses a live
+// lease unless Force is given. Store.ScanStuck finds claims STARTED past their lease and keys
+// RELEASED many times with a paged scan of token ranges, a few at a time, at a bounded rate.
+// The cassdedup command does the same from a shell.
+//
 // # Concurrency
 //
 // A Store is safe for concurrent use. It starts no goroutine of its own; ExecuteOnce starts one
