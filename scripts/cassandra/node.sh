@@ -22,6 +22,9 @@
 #   CASSANDRA_RUN_DIR     PID file, data and logs                (default $TMPDIR/cassdedup-node-<address>-<port>)
 #   CASSDEDUP_CACHE       jar cache                              (default $XDG_CACHE_HOME/cassdedup)
 #   CASSANDRA_START_TIMEOUT seconds to wait for CQL              (default 240)
+#   CASSANDRA_AUTH        1: PasswordAuthenticator, superuser cassandra/cassandra (default 0)
+#   CASSANDRA_TLS         1: client encryption required, with a key pair made by keytool at
+#                         start in $CASSANDRA_RUN_DIR/tls; clients trust tls/node.pem (default 0)
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -38,6 +41,8 @@ durable=${CASSANDRA_DURABLE:-0}
 run_dir=${CASSANDRA_RUN_DIR:-${TMPDIR:-/tmp}/cassdedup-node-$address-$cql_port}
 cache=${CASSDEDUP_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/cassdedup}
 start_timeout=${CASSANDRA_START_TIMEOUT:-240}
+auth=${CASSANDRA_AUTH:-0}
+tls=${CASSANDRA_TLS:-0}
 
 jar_dir="$cache/cassandra-$version"
 pid_file="$run_dir/cassandra.pid"
@@ -82,7 +87,11 @@ running_pid() {
 }
 
 cql_ready() {
-  (cd "$repo" && go run ./scripts/cassandra/cqlping -hosts "$address:$cql_port" "$@")
+  local flags=()
+  # With auth on, the default superuser appears only after the node answers: wait for a login.
+  [ "$auth" = 1 ] && flags+=(-username cassandra -password cassandra)
+  [ "$tls" = 1 ] && flags+=(-tls-ca "$run_dir/tls/node.pem")
+  (cd "$repo" && go run ./scripts/cassandra/cqlping -hosts "$address:$cql_port" "${flags[@]}" "$@")
 }
 
 java_flags() {
@@ -107,6 +116,8 @@ java_flags() {
     -Dcassandra.storagedir="$run_dir/data" -Dcassandra.skip_wait_for_gossip_to_settle=0
   jamm=$(ls "$lib"/jamm-*.jar 2>/dev/null | head -n 1 || true)
   [ -n "$jamm" ] && printf -- '-javaagent:%s\n' "$jamm"
+  # Create the default superuser at once instead of ten seconds after start.
+  [ "$auth" = 1 ] && printf '%s\n' -Dcassandra.superuser_setup_delay_ms=0
   if [ "$durable" != 1 ]; then
     # Test-only speed-ups: never used for benchmarks or durability tests.
     printf '%s\n' -Dcassandra.skip_sync=true -Dcassandra.test.flush_local_schema_changes=false
@@ -117,6 +128,37 @@ write_yaml() {
   sed -e "s|@ADDRESS@|$address|g" -e "s|@CQL_PORT@|$cql_port|g" -e "s|@STORAGE_PORT@|$storage_port|g" -e "s|@SEEDS@|$seeds|g" -e "s|@DATA@|$run_dir/data|g" \
     -e "s|@PAXOS_VARIANT@|$paxos|g" \
     "$here/cassandra.yaml.in" >"$run_dir/cassandra.yaml"
+}
+
+# secure_yaml turns on what CASSANDRA_AUTH and CASSANDRA_TLS ask for in the written yaml. The
+# TLS key pair is made fresh for each start (never stored in the repository), self-signed for
+# the node's address and localhost.
+secure_yaml() {
+  local yaml="$run_dir/cassandra.yaml"
+  if [ "$auth" = 1 ]; then
+    sed -i 's|^authenticator: .*|authenticator: PasswordAuthenticator|' "$yaml"
+  fi
+  if [ "$tls" = 1 ]; then
+    command -v keytool >/dev/null || die "CASSANDRA_TLS=1 needs keytool (part of the JDK)"
+    local dir="$run_dir/tls" pass
+    pass=$(od -An -tx1 -N16 /dev/urandom | tr -d ' \n')
+    rm -rf "$dir" && mkdir -p "$dir" && chmod 700 "$dir"
+    keytool -genkeypair -alias node -keyalg RSA -keysize 2048 -validity 2 -storetype PKCS12 \
+      -dname "CN=cassdedup-test-node" -ext "SAN=IP:$address,DNS:localhost" \
+      -keystore "$dir/keystore.p12" -storepass "$pass" -keypass "$pass" >/dev/null 2>&1 ||
+      die "keytool could not make a key pair in $dir"
+    keytool -exportcert -rfc -alias node -keystore "$dir/keystore.p12" -storepass "$pass" \
+      -file "$dir/node.pem" >/dev/null 2>&1 || die "keytool could not export $dir/node.pem"
+    cat >>"$yaml" <<YAML
+client_encryption_options:
+  enabled: true
+  optional: false
+  keystore: $dir/keystore.p12
+  keystore_password: "$pass"
+  store_type: PKCS12
+  require_client_auth: false
+YAML
+  fi
 }
 
 up() {
@@ -137,8 +179,9 @@ up() {
   mkdir -p "$run_dir/data" "$log_dir"
   : >"$log_dir/system.log"
   write_yaml
+  secure_yaml
   local started=$SECONDS
-  say "starting Cassandra $version (paxos $paxos) on $address:$cql_port, logs in $log_dir"
+  say "starting Cassandra $version (paxos $paxos, auth $auth, tls $tls) on $address:$cql_port, logs in $log_dir"
   # setsid: the node must outlive make's shell, and stop only when asked by its PID.
   mapfile -t flags < <(java_flags)
   setsid java "${flags[@]}" -cp "$jar_dir/lib/*" org.apache.cassandra.service.CassandraDaemon \

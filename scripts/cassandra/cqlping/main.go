@@ -1,5 +1,7 @@
 // Command cqlping waits until a Cassandra node answers a CQL query, then prints its release
-// version and paxos variant. node.sh uses it as the node's readiness check.
+// version and paxos variant. node.sh uses it as the node's readiness check. It takes the
+// cassdedup command's connection flags (-hosts, -username, -tls-ca, ...), so it also waits for
+// a node with password authentication until its default superuser exists.
 package main
 
 import (
@@ -7,11 +9,12 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"strings"
 	"syscall"
 	"time"
 
 	"github.com/gocql/gocql"
+
+	"github.com/cassdedup/cassdedup/internal/connect"
 )
 
 func main() {
@@ -22,14 +25,21 @@ func main() {
 }
 
 func run() error {
-	hosts := flag.String("hosts", "127.0.0.1:9042", "comma-separated host:port list")
+	var conn connect.Config
+	conn.Register(flag.CommandLine, nil)
 	wait := flag.Duration("wait", 0, "keep trying this long before giving up")
 	pid := flag.Int("pid", 0, "stop waiting early when this process exits")
 	flag.Parse()
+	cluster, err := conn.Cluster()
+	if err != nil {
+		return err
+	}
+	// One node: looking up peers only slows the check.
+	cluster.DisableInitialHostLookup = true
 
 	deadline := time.Now().Add(*wait)
 	for {
-		version, paxos, err := ping(strings.Split(*hosts, ","))
+		version, paxos, err := ping(cluster)
 		if err == nil {
 			fmt.Fprintf(os.Stderr, "cqlping: Cassandra %s answers, paxos_variant %s\n", version, paxos)
 			return nil
@@ -44,12 +54,7 @@ func run() error {
 	}
 }
 
-func ping(hosts []string) (version, paxos string, err error) {
-	cluster := gocql.NewCluster(hosts...)
-	cluster.Timeout = 5 * time.Second
-	cluster.ConnectTimeout = 2 * time.Second
-	cluster.DisableInitialHostLookup = true
-	cluster.Logger = discard{}
+func ping(cluster *gocql.ClusterConfig) (version, paxos string, err error) {
 	session, err := cluster.CreateSession()
 	if err != nil {
 		return "", "", err
@@ -65,15 +70,3 @@ func ping(hosts []string) (version, paxos string, err error) {
 	}
 	return version, paxos, err
 }
-
-// discard keeps the driver's reconnect chatter out of the start-up output.
-type discard struct{}
-
-// Print discards the driver's log line.
-func (discard) Print(...interface{}) {}
-
-// Printf discards the driver's log line.
-func (discard) Printf(string, ...interface{}) {}
-
-// Println discards the driver's log line.
-func (discard) Println(...interface{}) {}
