@@ -1,0 +1,174 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/gocql/gocql"
+
+	"github.com/cassdedup/cassdedup/counters"
+	"github.com/cassdedup/cassdedup/events"
+	"github.com/cassdedup/cassdedup/internal/connect"
+	"github.com/cassdedup/cassdedup/lwt"
+	"github.com/cassdedup/cassdedup/schema"
+)
+
+// command is one subcommand: its words ("key get"), its positional arguments and its work.
+type command struct {
+	name    string
+	args    []string // the names of the positional arguments, all required
+	summary string
+	// flags defines the subcommand's own flags; run reads them through the closure.
+	flags func(fs *flag.FlagSet) func(ctx context.Context, e *env, args []string) error
+	// offline commands need no connection.
+	offline bool
+}
+
+// commands lists every subcommand, in the order usage shows them.
+var commands = []*command{
+	schemaApplyCommand, schemaPrintCommand, schemaStatusCommand,
+	keyGetCommand, keyReleaseCommand, keyPurgeCommand, keysStuckCommand,
+	messageGetCommand, messageReleaseCommand, messagePurgeCommand, messagesListCommand, messagesStuckCommand,
+	countersUnappliedCommand, countersRepairCommand, counterTotalCommand, counterRollupCommand,
+}
+
+// lookup finds the command named by the first one or two words of args.
+func lookup(args []string) (*command, []string) {
+	for _, c := range commands {
+		words := strings.Fields(c.name)
+		if len(args) >= len(words) && strings.Join(args[:len(words)], " ") == c.name {
+			return c, args[len(words):]
+		}
+	}
+	return nil, nil
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "usage: cassdedup COMMAND [ARGS] [FLAGS]   (cassdedup COMMAND -h for its flags)")
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for _, c := range commands {
+		fmt.Fprintf(tw, "  %s\t%s\n", c.synopsis(), c.summary)
+	}
+	_ = tw.Flush()
+	fmt.Fprintln(w, "\nexit status: 0 done, 1 failed, 2 usage")
+}
+
+// env is what a running command works with.
+type env struct {
+	stdout, stderr io.Writer
+	conn           connect.Config
+	keyspace       string
+	json           bool
+	cluster        *gocql.ClusterConfig
+	session        *gocql.Session
+}
+
+// execute parses the command's flags and arguments, connects unless offline, and runs it.
+func (c *command) execute(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
+	e := &env{stdout: stdout, stderr: stderr}
+	fs := flag.NewFlagSet("cassdedup "+c.name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	if !c.offline {
+		e.conn.Register(fs, getenv)
+	}
+	fs.StringVar(&e.keyspace, "keyspace", schema.DefaultKeyspace, "keyspace of the tables")
+	fs.BoolVar(&e.json, "json", false, "print JSON instead of a table")
+	runFn := c.flags(fs)
+	pos, err := parseInterleaved(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		c.help(stdout, fs)
+		return exitOK
+	}
+	if err == nil && len(pos) != len(c.args) {
+		err = fmt.Errorf("%s takes %d arguments (%s), got %d", c.name, len(c.args), strings.Join(c.args, " "), len(pos))
+	}
+	if err != nil {
+		c.help(stderr, fs)
+		return errorf(stderr, exitUsage, "%s: %v", c.name, err)
+	}
+	if err := schema.ValidateIdentifier(e.keyspace); err != nil {
+		return errorf(stderr, exitUsage, "%s: -keyspace: %v", c.name, err)
+	}
+	if !c.offline {
+		if e.cluster, err = e.conn.Cluster(); err != nil {
+			return errorf(stderr, exitUsage, "%s: %v", c.name, err)
+		}
+		if e.conn.InsecureSkipVerify {
+			fmt.Fprintln(stderr, "cassdedup: warning: TLS certificates are not verified (-tls-insecure-skip-verify)")
+		}
+		if e.session, err = e.cluster.CreateSession(); err != nil {
+			return errorf(stderr, exitFailure, "%s: connect to %s: %v", c.name, e.conn.Hosts, err)
+		}
+		defer e.session.Close()
+	}
+	if err := runFn(ctx, e, pos); err != nil {
+		return errorf(stderr, exitCode(err), "%s: %v", c.name, err)
+	}
+	return exitOK
+}
+
+func (c *command) help(w io.Writer, fs *flag.FlagSet) {
+	fmt.Fprintf(w, "usage: cassdedup %s [FLAGS]\n\n%s\n\nflags:\n", c.synopsis(), c.summary)
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+	fs.SetOutput(io.Discard)
+}
+
+// synopsis is the command's words and arguments.
+func (c *command) synopsis() string { return strings.Join(append(strings.Fields(c.name), c.args...), " ") }
+
+// parseInterleaved parses flags that come before, between or after the positional arguments;
+// everything after "--" is positional, so a key may start with a dash.
+func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		// flag stops at "--" (dropping it) or at the first non-flag argument.
+		if len(args) > len(rest) && args[len(args)-len(rest)-1] == "--" {
+			return append(pos, rest...), nil
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}
+
+// usageErrors are the library's errors that mean the input was wrong, not the cluster.
+var usageErrors = []error{
+	connect.ErrUsage, errUsage, schema.ErrInvalidIdentifier, schema.ErrInvalidReplication,
+	lwt.ErrInvalidKey, lwt.ErrInvalidOption, lwt.ErrInvalidArgument,
+	events.ErrInvalidMessage, events.ErrInvalidCounter, events.ErrInvalidOption,
+	counters.ErrInvalidCounter, counters.ErrInvalidOpID, counters.ErrInvalidOption,
+}
+
+// errUsage marks a command's own argument errors.
+var errUsage = errors.New("usage")
+
+func exitCode(err error) int {
+	for _, u := range usageErrors {
+		if errors.Is(err, u) {
+			return exitUsage
+		}
+	}
+	return exitFailure
+}
+
+func errorf(w io.Writer, code int, format string, args ...any) int {
+	fmt.Fprintf(w, "cassdedup: "+format+"\n", args...)
+	return code
+}
+
+func joinArgs(args []string, n int) string {
+	return strings.Join(args[:min(n, len(args))], " ")
+}

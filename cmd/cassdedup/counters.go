@@ -1,0 +1,183 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/cassdedup/cassdedup/counters"
+	"github.com/cassdedup/cassdedup/events"
+)
+
+// counterFlags are the settings of the counters store that must match the application's.
+type counterFlags struct {
+	retention time.Duration
+	shards    int
+}
+
+func (c *counterFlags) register(fs *flag.FlagSet) {
+	fs.DurationVar(&c.retention, "retention", 7*24*time.Hour, "the store's retention (counters.WithRetention)")
+	fs.IntVar(&c.shards, "shards", 16, "the store's index shards (counters.WithShards)")
+}
+
+func (e *env) counters(c *counterFlags) (*counters.Store, error) {
+	cl, serial, err := e.conn.Consistencies()
+	if err != nil {
+		return nil, err
+	}
+	return counters.New(e.session, counters.WithKeyspace(e.keyspace), counters.WithConsistency(cl),
+		counters.WithSerialConsistency(serial), counters.WithRetention(c.retention), counters.WithShards(c.shards))
+}
+
+// claimView is an unconfirmed counter operation as printed.
+type claimView struct {
+	Counter   string    `json:"counter"`
+	OpID      string    `json:"op_id"`
+	Delta     int64     `json:"delta"`
+	ClaimedAt time.Time `json:"claimed_at"`
+	Owner     string    `json:"owner"`
+}
+
+var countersUnappliedCommand = &command{
+	name:    "counters unapplied",
+	summary: "list counter operations claimed but never confirmed (the crash window), for counters repair",
+	flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
+		var cf counterFlags
+		cf.register(fs)
+		since := fs.Duration("since", 24*time.Hour, "list claims made from this long ago")
+		settle := fs.Duration("settle", time.Minute, "leave out claims younger than this (increments still in flight)")
+		limit := fs.Int("limit", 100, "list at most this many")
+		return func(ctx context.Context, e *env, _ []string) error {
+			s, err := e.counters(&cf)
+			if err != nil {
+				return err
+			}
+			now := time.Now()
+			claims, err := s.ListUnapplied(ctx, now.Add(-*since), now.Add(-*settle), *limit)
+			if err != nil {
+				return err
+			}
+			out := make([]claimView, len(claims))
+			for i, c := range claims {
+				out[i] = claimView{c.Counter, c.OpID, c.Delta, c.ClaimedAt.UTC(), c.Owner.String()}
+			}
+			return e.emit(map[string]any{"unapplied": out}, func(w io.Writer) {
+				if len(out) == 0 {
+					fmt.Fprintf(w, "no unconfirmed operations claimed between %s and %s\n", stamp(now.Add(-*since)), stamp(now.Add(-*settle)))
+					return
+				}
+				row(w, "COUNTER", "OP ID", "DELTA", "CLAIMED AT", "OWNER")
+				for _, c := range out {
+					row(w, c.Counter, c.OpID, c.Delta, stampRel(c.ClaimedAt, now), c.Owner)
+				}
+			})
+		}
+	},
+}
+
+var countersRepairCommand = &command{
+	name: "counters repair", args: []string{"COUNTER", "OP_ID"},
+	summary: "settle an unconfirmed operation: -outcome applied (only mark it) or missing (increment, then mark)",
+	flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
+		var cf counterFlags
+		cf.register(fs)
+		outcome := fs.String("outcome", "", "what your own records say: applied (the counter was incremented) or missing (it was not); required")
+		return func(ctx context.Context, e *env, args []string) error {
+			var incremented bool
+			switch *outcome {
+			case "applied":
+				incremented = true
+			case "missing":
+			default:
+				return fmt.Errorf("%w: -outcome must be applied or missing, from evidence outside the store (your records, or the event log in shadow mode)", errUsage)
+			}
+			s, err := e.counters(&cf)
+			if err != nil {
+				return err
+			}
+			c, err := s.Settle(ctx, args[0], args[1], incremented)
+			if err != nil {
+				return err
+			}
+			done := "marked applied (the counter already held the increment)"
+			if !incremented {
+				done = fmt.Sprintf("incremented by %d and marked applied", c.Delta)
+			}
+			return e.emit(map[string]any{"counter": c.Counter, "op_id": c.OpID, "delta": c.Delta, "outcome": *outcome, "done": done},
+				func(w io.Writer) {
+					row(w, "settled", c.Counter+" "+c.OpID)
+					row(w, "claimed", stamp(c.ClaimedAt))
+					row(w, "done", done)
+				})
+		}
+	},
+}
+
+// logFlags are the settings of the event log that must match the application's.
+type logFlags struct {
+	width, grace, settle time.Duration
+}
+
+func (l *logFlags) register(fs *flag.FlagSet) {
+	fs.DurationVar(&l.width, "bucket-width", time.Hour, "the log's bucket width (events.WithBucketWidth)")
+	fs.DurationVar(&l.grace, "grace", time.Hour, "the log's grace period (events.WithGracePeriod)")
+	fs.DurationVar(&l.settle, "settle", 5*time.Minute, "the log's settle time (events.WithSettleTime)")
+}
+
+func (e *env) log(l *logFlags) (*events.Log, error) {
+	cl, serial, err := e.conn.Consistencies()
+	if err != nil {
+		return nil, err
+	}
+	return events.NewLog(e.session, events.WithKeyspace(e.keyspace), events.WithConsistency(cl), events.WithSerialConsistency(serial),
+		events.WithBucketWidth(l.width), events.WithGracePeriod(l.grace), events.WithSettleTime(l.settle))
+}
+
+var counterTotalCommand = &command{
+	name: "counter total", args: []string{"COUNTER"},
+	summary: "read an event-log counter's total: its rollup plus the buckets not folded yet",
+	flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
+		var lf logFlags
+		lf.register(fs)
+		return func(ctx context.Context, e *env, args []string) error {
+			l, err := e.log(&lf)
+			if err != nil {
+				return err
+			}
+			total, err := l.Total(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			return e.emit(map[string]any{"counter": args[0], "total": total}, func(w io.Writer) {
+				row(w, "COUNTER", "TOTAL")
+				row(w, args[0], total)
+			})
+		}
+	},
+}
+
+var counterRollupCommand = &command{
+	name: "counter rollup", args: []string{"COUNTER"},
+	summary: "fold an event-log counter's closed buckets into its rollup (exactly once, safe beside running rollups)",
+	flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
+		var lf logFlags
+		lf.register(fs)
+		return func(ctx context.Context, e *env, args []string) error {
+			l, err := e.log(&lf)
+			if err != nil {
+				return err
+			}
+			r, err := l.Rollup(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			return e.emit(map[string]any{"counter": args[0], "watermark": tptr(r.Watermark), "total": r.Total, "folded": r.Folded},
+				func(w io.Writer) {
+					row(w, "COUNTER", "WATERMARK", "ROLLED-UP TOTAL", "BUCKETS FOLDED NOW")
+					row(w, args[0], stamp(r.Watermark), r.Total, r.Folded)
+				})
+		}
+	},
+}

@@ -1,0 +1,333 @@
+package main
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"time"
+
+	"github.com/cassdedup/cassdedup/events"
+	"github.com/cassdedup/cassdedup/lwt"
+)
+
+// recordView is a record as key get and message get print it.
+type recordView struct {
+	Key           []any      `json:"key"`
+	Status        string     `json:"status"`
+	Meaning       string     `json:"meaning"`
+	Owner         string     `json:"owner"`
+	Fence         int64      `json:"fence"`
+	Attempts      int        `json:"attempts"`
+	LeaseUntil    *time.Time `json:"lease_until,omitempty"`
+	LeaseLive     bool       `json:"lease_live"`
+	CreatedAt     *time.Time `json:"created_at,omitempty"`
+	UpdatedAt     *time.Time `json:"updated_at,omitempty"`
+	ExpiresAt     *time.Time `json:"expires_at,omitempty"`
+	TTLSeconds    int64      `json:"ttl_seconds"`
+	Epoch         int64      `json:"epoch,omitempty"`
+	Fingerprint   string     `json:"fingerprint,omitempty"`
+	ResultBytes   int        `json:"result_bytes"`
+	ResultPreview string     `json:"result_preview,omitempty"`
+}
+
+func viewRecord(in *lwt.Inspection, now time.Time, previewBytes int) recordView {
+	v := recordView{
+		Key: in.Key, Status: string(in.Status), Meaning: meaning(in, now), Owner: in.Owner.String(),
+		Fence: in.Fence, Attempts: in.Attempts, LeaseLive: in.LiveLease,
+		LeaseUntil: tptr(in.LeaseUntil), CreatedAt: tptr(in.CreatedAt), UpdatedAt: tptr(in.UpdatedAt), ExpiresAt: tptr(in.ExpiresAt),
+		TTLSeconds: int64(in.TTL / time.Second), Epoch: in.Epoch, ResultBytes: len(in.Result),
+		ResultPreview: preview(in.Result, previewBytes),
+	}
+	if len(in.Fingerprint) > 0 {
+		v.Fingerprint = hex.EncodeToString(in.Fingerprint[:min(8, len(in.Fingerprint))])
+	}
+	return v
+}
+
+func tptr(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}
+
+// meaning says what the record means for the next attempt: the first line of the runbook.
+func meaning(in *lwt.Inspection, now time.Time) string {
+	switch {
+	case in.Status == lwt.StatusStarted && in.LiveLease:
+		return fmt.Sprintf("held by a running claim until %s (%s): a duplicate gets ErrInProgress (HTTP 409); wait, or release with -force if its worker is gone",
+			stamp(in.LeaseUntil), relative(in.LeaseUntil, now))
+	case in.Status == lwt.StatusStarted:
+		return fmt.Sprintf("the lease passed %s and no attempt took it over: its worker died or stalled; the next attempt takes it over with fence %d, or release it now",
+			relative(in.LeaseUntil, now), in.Fence+1)
+	case in.Status == lwt.StatusCompleted:
+		return "completed: every retry replays the stored result"
+	case in.Status == lwt.StatusFailed:
+		return "failed permanently: every retry replays the stored error; release it to let it run again after a fix"
+	case in.Status == lwt.StatusReleased:
+		return fmt.Sprintf("released after a retryable failure (%d attempts): the next attempt runs again with fence %d", in.Attempts, in.Fence+1)
+	}
+	return "unknown status"
+}
+
+func (e *env) printRecord(in *lwt.Inspection, previewBytes int) error {
+	now := time.Now()
+	v := viewRecord(in, now, previewBytes)
+	return e.emit(v, func(w io.Writer) {
+		row(w, "key", keyText(in.Key))
+		row(w, "status", in.Status)
+		row(w, "meaning", v.Meaning)
+		row(w, "owner", v.Owner)
+		row(w, "fence", in.Fence)
+		row(w, "attempts", in.Attempts)
+		lease := stampRel(in.LeaseUntil, now)
+		if in.Status == lwt.StatusStarted {
+			lease += map[bool]string{true: ", live", false: ", passed"}[in.LiveLease]
+		}
+		row(w, "lease until", lease)
+		row(w, "created", stamp(in.CreatedAt))
+		row(w, "updated", stampRel(in.UpdatedAt, now))
+		row(w, "expires", stampRel(in.ExpiresAt, now))
+		row(w, "ttl", fmt.Sprintf("%ds (the node's)", v.TTLSeconds))
+		if in.Epoch != 0 {
+			row(w, "epoch", fmt.Sprintf("%d (written by the fast path)", in.Epoch))
+		}
+		if v.Fingerprint != "" {
+			row(w, "fingerprint", v.Fingerprint+"...")
+		}
+		row(w, "result", fmt.Sprintf("%d bytes", len(in.Result)))
+		if v.ResultPreview != "" {
+			row(w, "preview", v.ResultPreview)
+		}
+	})
+}
+
+// store is the lwt store over the table named by -table in the command's keyspace.
+func (e *env) store(table string) (*lwt.Store, error) {
+	cl, serial, err := e.conn.Consistencies()
+	if err != nil {
+		return nil, err
+	}
+	t := lwt.IdempotencyKeys(e.keyspace)
+	t.Name = table
+	return lwt.NewStore(e.session, t, lwt.WithConsistency(cl), lwt.WithSerialConsistency(serial))
+}
+
+// guardFlags are the flags naming the consumer guard's tables and retention.
+type guardFlags struct {
+	records, byScope string
+	retention        time.Duration
+}
+
+func (g *guardFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&g.records, "table", "processed_messages", "the guard's record table")
+	fs.StringVar(&g.byScope, "index-table", "processed_messages_by_scope", "the guard's by-scope index table")
+	fs.DurationVar(&g.retention, "retention", events.DefaultRetention, "the guard's retention (events.WithRetention)")
+}
+
+func (e *env) guard(g *guardFlags) (*events.Guard, error) {
+	cl, serial, err := e.conn.Consistencies()
+	if err != nil {
+		return nil, err
+	}
+	return events.NewGuard(e.session, events.WithKeyspace(e.keyspace), events.WithConsistency(cl),
+		events.WithSerialConsistency(serial), events.WithMessageTables(g.records, g.byScope), events.WithRetention(g.retention))
+}
+
+// target is what a get, release or purge acts on: a key of an lwt table or a guard's message.
+type target struct {
+	inspect func(context.Context) (*lwt.Inspection, error)
+	release func(context.Context, ...lwt.AdminOption) (lwt.AdminResult, error)
+	delete  func(context.Context, ...lwt.AdminOption) (lwt.AdminResult, error)
+}
+
+func keyTarget(e *env, table string, args []string) (target, error) {
+	s, err := e.store(table)
+	if err != nil {
+		return target{}, err
+	}
+	k := lwt.IdempotencyKey(args[0], args[1])
+	return target{
+		inspect: func(ctx context.Context) (*lwt.Inspection, error) { return s.Inspect(ctx, k) },
+		release: func(ctx context.Context, o ...lwt.AdminOption) (lwt.AdminResult, error) {
+			return s.ReleaseKey(ctx, k, o...)
+		},
+		delete: func(ctx context.Context, o ...lwt.AdminOption) (lwt.AdminResult, error) {
+			return s.Delete(ctx, k, o...)
+		},
+	}, nil
+}
+
+func messageTarget(e *env, gf *guardFlags, args []string) (target, error) {
+	scope, err := parseScope(args[:3])
+	if err != nil {
+		return target{}, err
+	}
+	g, err := e.guard(gf)
+	if err != nil {
+		return target{}, err
+	}
+	id := args[3]
+	return target{
+		inspect: func(ctx context.Context) (*lwt.Inspection, error) { return g.Inspect(ctx, scope, id) },
+		release: func(ctx context.Context, o ...lwt.AdminOption) (lwt.AdminResult, error) {
+			return g.ReleaseMessage(ctx, scope, id, o...)
+		},
+		delete: func(ctx context.Context, o ...lwt.AdminOption) (lwt.AdminResult, error) {
+			return g.DeleteMessage(ctx, scope, id, o...)
+		},
+	}, nil
+}
+
+func parseScope(args []string) (events.Scope, error) {
+	p, err := strconv.ParseInt(args[2], 10, 32)
+	if err != nil || p < 0 {
+		return events.Scope{}, fmt.Errorf("%w: partition %q must be a non-negative integer", errUsage, args[2])
+	}
+	return events.Scope{Group: args[0], Topic: args[1], Partition: int32(p)}, nil
+}
+
+// getCommand, releaseCommand and purgeCommand make the three verbs for keys and for messages.
+func getCommand(name string, args []string, summary string, resolve func(*flag.FlagSet) func(*env, []string) (target, error)) *command {
+	return &command{name: name, args: args, summary: summary,
+		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
+			n := fs.Int("preview", 64, "show at most this many bytes of the result (0: none)")
+			find := resolve(fs)
+			return func(ctx context.Context, e *env, args []string) error {
+				t, err := find(e, args)
+				if err != nil {
+					return err
+				}
+				in, err := t.inspect(ctx)
+				if errors.Is(err, lwt.ErrNotFound) {
+					return fmt.Errorf("no record of %s: never claimed, purged, or expired", keyText(stringsToAny(args)))
+				}
+				if err != nil {
+					return err
+				}
+				return e.printRecord(in, *n)
+			}
+		}}
+}
+
+func releaseCommand(name string, args []string, summary string, resolve func(*flag.FlagSet) func(*env, []string) (target, error)) *command {
+	return &command{name: name, args: args, summary: summary,
+		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
+			force := fs.Bool("force", false, "release even a claim whose lease is live (its worker may still be running)")
+			note := fs.String("note", "released by an operator", "stored as the record's last error, for whoever reads it next")
+			find := resolve(fs)
+			return func(ctx context.Context, e *env, args []string) error {
+				t, err := find(e, args)
+				if err != nil {
+					return err
+				}
+				opts := []lwt.AdminOption{lwt.WithNote(*note)}
+				if *force {
+					opts = append(opts, lwt.Force())
+				}
+				res, err := t.release(ctx, opts...)
+				if err != nil {
+					return adminError(args, err)
+				}
+				after := fmt.Sprintf("RELEASED: the next attempt claims it again with fence %d", res.Before.Fence+1)
+				if !res.Changed {
+					after = "already RELEASED: nothing written"
+				}
+				return e.printAdmin("released", res, after)
+			}
+		}}
+}
+
+func purgeCommand(name string, args []string, summary string, resolve func(*flag.FlagSet) func(*env, []string) (target, error)) *command {
+	return &command{name: name, args: args, summary: summary,
+		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
+			force := fs.Bool("force", false, "purge even a claim whose lease is live (its worker may still be running)")
+			find := resolve(fs)
+			return func(ctx context.Context, e *env, args []string) error {
+				t, err := find(e, args)
+				if err != nil {
+					return err
+				}
+				var opts []lwt.AdminOption
+				if *force {
+					opts = append(opts, lwt.Force())
+				}
+				res, err := t.delete(ctx, opts...)
+				if err != nil {
+					return adminError(args, err)
+				}
+				return e.printAdmin("purged", res, "no record: the next request with this key runs as a new one (fence 1)")
+			}
+		}}
+}
+
+// adminError explains a refused or failed release or purge.
+func adminError(args []string, err error) error {
+	var live *lwt.InProgressError
+	switch {
+	case errors.As(err, &live):
+		return fmt.Errorf("refused: %s is held by a live lease until %s (%s): a worker may be running it; wait for the lease to pass, or pass -force if the worker is gone",
+			keyText(stringsToAny(args)), stamp(live.LeaseUntil), relative(live.LeaseUntil, time.Now()))
+	case errors.Is(err, lwt.ErrNotFound):
+		return fmt.Errorf("no record of %s: nothing to do", keyText(stringsToAny(args)))
+	}
+	return err
+}
+
+func (e *env) printAdmin(verb string, res lwt.AdminResult, after string) error {
+	b := res.Before
+	before := fmt.Sprintf("%s, fence %d, attempts %d, %d-byte result", b.Status, b.Fence, b.Attempts, len(b.Result))
+	if b.Status == lwt.StatusStarted {
+		before += fmt.Sprintf(", lease until %s (%s)", stamp(b.LeaseUntil), relative(b.LeaseUntil, time.Now()))
+	}
+	v := map[string]any{"action": verb, "key": b.Key, "changed": res.Changed, "before": viewRecord(b, time.Now(), 0), "after": after}
+	return e.emit(v, func(w io.Writer) {
+		row(w, verb, keyText(b.Key))
+		row(w, "before", before)
+		row(w, "after", after)
+	})
+}
+
+func stringsToAny(s []string) []any {
+	out := make([]any, len(s))
+	for i, v := range s {
+		out[i] = v
+	}
+	return out
+}
+
+// keyResolver reads -table and finds a key of it.
+func keyResolver(fs *flag.FlagSet) func(*env, []string) (target, error) {
+	table := fs.String("table", "idempotency_keys", "the lwt record table (keyed by namespace and key)")
+	return func(e *env, args []string) (target, error) { return keyTarget(e, *table, args) }
+}
+
+// messageResolver reads the guard's flags and finds a message.
+func messageResolver(fs *flag.FlagSet) func(*env, []string) (target, error) {
+	var gf guardFlags
+	gf.register(fs)
+	return func(e *env, args []string) (target, error) { return messageTarget(e, &gf, args) }
+}
+
+var (
+	keyArgs     = []string{"NAMESPACE", "KEY"}
+	messageArgs = []string{"GROUP", "TOPIC", "PARTITION", "ID"}
+
+	keyGetCommand = getCommand("key get", keyArgs,
+		"show a key's record: status, owner, fence, attempts, lease, expiry, TTL, result size and preview", keyResolver)
+	keyReleaseCommand = releaseCommand("key release", keyArgs,
+		"release a key (RELEASED) so the next attempt runs again; refuses a live lease unless -force", keyResolver)
+	keyPurgeCommand = purgeCommand("key purge", keyArgs,
+		"delete a key's record so the next request runs as new; refuses a live lease unless -force", keyResolver)
+	messageGetCommand = getCommand("message get", messageArgs,
+		"show a message's record in the consumer guard", messageResolver)
+	messageReleaseCommand = releaseCommand("message release", messageArgs,
+		"release a message so its next delivery runs the handler again; refuses a live lease unless -force", messageResolver)
+	messagePurgeCommand = purgeCommand("message purge", messageArgs,
+		"delete a message's record so its next delivery is processed as new; refuses a live lease unless -force", messageResolver)
+)

@@ -1,0 +1,74 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/cassdedup/cassdedup/events"
+)
+
+// messageView is one message as messages list prints it.
+type messageView struct {
+	ID         string     `json:"id"`
+	Hour       time.Time  `json:"hour"`
+	Status     string     `json:"status"`
+	Attempts   int        `json:"attempts"`
+	Fence      int64      `json:"fence"`
+	LeaseUntil *time.Time `json:"lease_until,omitempty"`
+	UpdatedAt  *time.Time `json:"updated_at,omitempty"`
+}
+
+var messagesListCommand = &command{
+	name: "messages list", args: []string{"GROUP", "TOPIC", "PARTITION"},
+	summary: "list the messages of a scope indexed since -since, with their status (one serial read each)",
+	flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
+		var gf guardFlags
+		gf.register(fs)
+		since := fs.Duration("since", time.Hour, "list the hour buckets from this long ago on")
+		limit := fs.Int("limit", 100, "stop after this many messages")
+		return func(ctx context.Context, e *env, args []string) error {
+			if *limit < 1 || *since <= 0 {
+				return fmt.Errorf("%w: -limit and -since must be positive", errUsage)
+			}
+			scope, err := parseScope(args)
+			if err != nil {
+				return err
+			}
+			g, err := e.guard(&gf)
+			if err != nil {
+				return err
+			}
+			var out []messageView
+			err = g.ListMessages(ctx, scope, time.Now().Add(-*since), func(m events.MessageRecord) error {
+				v := messageView{ID: m.ID, Hour: m.Hour.UTC(), Status: "(no record)"}
+				if r := m.Record; r != nil {
+					v.Status, v.Attempts, v.Fence = string(r.Status), r.Attempts, r.Fence
+					v.LeaseUntil, v.UpdatedAt = tptr(r.LeaseUntil), tptr(r.UpdatedAt)
+				}
+				out = append(out, v)
+				if len(out) >= *limit {
+					return errEnough
+				}
+				return nil
+			})
+			truncated := errors.Is(err, errEnough)
+			if err != nil && !truncated {
+				return err
+			}
+			now := time.Now()
+			return e.emit(map[string]any{"messages": out, "truncated": truncated}, func(w io.Writer) {
+				row(w, "ID", "STATUS", "ATTEMPTS", "FENCE", "LEASE UNTIL", "UPDATED", "INDEXED IN HOUR")
+				for _, m := range out {
+					row(w, m.ID, m.Status, m.Attempts, m.Fence, relTime(m.LeaseUntil, now), relTime(m.UpdatedAt, now), stamp(m.Hour))
+				}
+				if truncated {
+					fmt.Fprintf(w, "(stopped at -limit %d)\n", *limit)
+				}
+			})
+		}
+	},
+}
