@@ -78,7 +78,7 @@ cassandra-down:
 
 ## schema: apply the CQL schema to CASSANDRA_HOSTS, or to the local node.
 schema:
-	@$(call with_cassandra,$(GO) run ./cmd/cassdedup-schema -hosts "$$CASSANDRA_HOSTS")
+	@$(call with_cassandra,$(GO) run ./cmd/cassdedup schema apply -hosts "$$CASSANDRA_HOSTS")
 
 ## fuzz: run each fuzz target for FUZZTIME (default 20s).
 FUZZTIME ?= 20s

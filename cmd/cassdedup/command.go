@@ -121,7 +121,9 @@ func (c *command) help(w io.Writer, fs *flag.FlagSet) {
 }
 
 // synopsis is the command's words and arguments.
-func (c *command) synopsis() string { return strings.Join(append(strings.Fields(c.name), c.args...), " ") }
+func (c *command) synopsis() string {
+	return strings.Join(append(strings.Fields(c.name), c.args...), " ")
+}
 
 // parseInterleaved parses flags that come before, between or after the positional arguments;
 // everything after "--" is positional, so a key may start with a dash.
