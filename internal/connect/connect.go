@@ -48,21 +48,22 @@ type Config struct {
 	Timeout            time.Duration
 	ConnectTimeout     time.Duration
 	Verbose            bool // the driver's own log lines on stderr
+
+	getenv func(string) string // the environment's defaults, read when the flags leave a value empty
 }
 
-// Register defines the flags on fs with defaults from getenv (os.Getenv when nil).
+// Register defines the flags on fs. Hosts, username and password left empty are read from
+// getenv (os.Getenv when nil) when the cluster is configured, so that a secret in the
+// environment never shows in the flags' help.
 func (c *Config) Register(fs *flag.FlagSet, getenv func(string) string) {
 	if getenv == nil {
 		getenv = os.Getenv
 	}
-	hosts := getenv(EnvHosts)
-	if hosts == "" {
-		hosts = "127.0.0.1"
-	}
-	fs.StringVar(&c.Hosts, "hosts", hosts, "comma-separated contact points, host[:port] (env "+EnvHosts+")")
+	c.getenv = getenv
+	fs.StringVar(&c.Hosts, "hosts", "", "comma-separated contact points, host[:port] (default env "+EnvHosts+", else 127.0.0.1)")
 	fs.IntVar(&c.Port, "port", 9042, "native protocol port of hosts given without one")
-	fs.StringVar(&c.Username, "username", getenv(EnvUsername), "user for PasswordAuthenticator (env "+EnvUsername+")")
-	fs.StringVar(&c.Password, "password", getenv(EnvPassword), "password; prefer env "+EnvPassword+", a flag shows in the process list")
+	fs.StringVar(&c.Username, "username", "", "user for PasswordAuthenticator (default env "+EnvUsername+")")
+	fs.StringVar(&c.Password, "password", "", "password (default env "+EnvPassword+"; a flag shows in the process list)")
 	fs.BoolVar(&c.TLS, "tls", false, "connect with TLS (implied by any -tls-* flag)")
 	fs.StringVar(&c.CAFile, "tls-ca", "", "PEM file of the certificates to trust (default: the system's)")
 	fs.StringVar(&c.CertFile, "tls-cert", "", "PEM client certificate, for nodes that require one (with -tls-key)")
@@ -104,6 +105,7 @@ func (c *Config) Consistencies() (gocql.Consistency, gocql.SerialConsistency, er
 // Cluster returns the cluster configuration: no driver retries (an LWT must never be re-sent
 // by the driver), the settings' authentication, TLS, routing and timeouts.
 func (c *Config) Cluster() (*gocql.ClusterConfig, error) {
+	c.fromEnvironment()
 	hosts, port, err := c.contactPoints()
 	if err != nil {
 		return nil, err
@@ -140,6 +142,24 @@ func (c *Config) Cluster() (*gocql.ClusterConfig, error) {
 		cluster.SslOpts = &gocql.SslOptions{Config: tc, EnableHostVerification: !c.InsecureSkipVerify}
 	}
 	return cluster, nil
+}
+
+// fromEnvironment fills the settings the flags left empty from the environment.
+func (c *Config) fromEnvironment() {
+	if c.getenv == nil {
+		return
+	}
+	for _, f := range []struct {
+		v   *string
+		env string
+	}{{&c.Hosts, EnvHosts}, {&c.Username, EnvUsername}, {&c.Password, EnvPassword}} {
+		if *f.v == "" {
+			*f.v = c.getenv(f.env)
+		}
+	}
+	if c.Hosts == "" {
+		c.Hosts = "127.0.0.1"
+	}
 }
 
 // contactPoints splits Hosts and works out the one port the driver uses for every node it

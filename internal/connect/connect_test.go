@@ -13,6 +13,7 @@ import (
 	"math/big"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -45,6 +46,23 @@ func TestDefaultsAndEnvironment(t *testing.T) {
 	assert.Nil(t, cluster.RetryPolicy, "an LWT is never re-sent by the driver")
 	assert.Equal(t, gocql.PasswordAuthenticator{Username: "ops", Password: "s3cret"}, cluster.Authenticator)
 	assert.Nil(t, cluster.SslOpts)
+
+	c, err = parse(t, nil)
+	require.NoError(t, err)
+	cluster, err = c.Cluster()
+	require.NoError(t, err)
+	assert.Equal(t, []string{"127.0.0.1:9042"}, cluster.Hosts)
+	assert.Nil(t, cluster.Authenticator)
+}
+
+func TestSecretsStayOutOfTheHelp(t *testing.T) {
+	var c Config
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	c.Register(fs, func(k string) string { return map[string]string{EnvPassword: "s3cret"}[k] })
+	var help strings.Builder
+	fs.SetOutput(&help)
+	fs.PrintDefaults()
+	assert.NotContains(t, help.String(), "s3cret")
 }
 
 func TestLocalDatacenterChoosesLocalConsistencies(t *testing.T) {
@@ -66,7 +84,7 @@ func TestLocalDatacenterChoosesLocalConsistencies(t *testing.T) {
 
 func TestBadSettingsAreUsageErrors(t *testing.T) {
 	for _, args := range [][]string{
-		{"-hosts", ""},
+		{"-hosts", ",,"},
 		{"-hosts", "a:1,b:2"},
 		{"-hosts", "a:notaport"},
 		{"-hosts", "a:70000"},
