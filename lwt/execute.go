@@ -56,6 +56,7 @@ type call struct {
 	fingerprint []byte
 	wait        bool
 	fn          func(context.Context) ([]byte, error)
+	endCommit   func(error) // ends the commit span that began when fn returned (see traced)
 }
 
 // ExecuteOnce runs fn at most once per key within the retention window and returns its stored
@@ -74,10 +75,12 @@ type call struct {
 // stored), ErrResultTooLarge (nothing stored; the claim is released), *OutcomeUnknownError (see
 // ErrOutcomeUnknown for what a retry does), ctx.Err() while claiming or waiting, fn's own error,
 // or a driver error from a claim that certainly did not apply.
-func (s *Store) ExecuteOnce(ctx context.Context, key Key, fn func(context.Context) ([]byte, error), opts ...CallOption) (Result, error) {
+func (s *Store) ExecuteOnce(ctx context.Context, key Key, fn func(context.Context) ([]byte, error), opts ...CallOption) (_ Result, err error) {
 	if fn == nil {
 		return Result{}, fmt.Errorf("%w: nil function", ErrInvalidArgument)
 	}
+	ctx, end := s.startSpan(ctx, "execute", key)
+	defer func() { end(err) }()
 	var cc callConfig
 	for _, o := range opts {
 		o(&cc)
@@ -85,7 +88,9 @@ func (s *Store) ExecuteOnce(ctx context.Context, key Key, fn func(context.Contex
 	if err := validateKey(s.keyCols, key, s.cfg.maxKey); err != nil {
 		return Result{}, err
 	}
-	c := &call{key: key, cacheKey: cacheKey(key), fingerprint: cc.fingerprint, wait: cc.wait, fn: fn}
+	c := &call{key: key, cacheKey: cacheKey(key), fingerprint: cc.fingerprint, wait: cc.wait}
+	c.fn = s.traced(c, fn)
+	defer func() { c.endCommit(err) }()
 	if s.cache != nil {
 		if rec := s.cache.get(c.cacheKey, s.now()); rec != nil {
 			if !equalFingerprint(rec.Fingerprint, c.fingerprint) {
@@ -152,7 +157,9 @@ func (s *Store) enter(ctx context.Context, c *call, scope string) error {
 // execute is the LWT path.
 func (s *Store) execute(ctx context.Context, c *call) (Result, error) {
 	for {
-		claim, rec, err := s.Begin(ctx, c.key, c.fingerprint)
+		cctx, end := s.startSpan(ctx, "claim", c.key)
+		claim, rec, err := s.Begin(cctx, c.key, c.fingerprint)
+		end(err)
 		if err != nil && c.wait && errors.Is(err, ErrInProgress) {
 			if rec, err = s.wait(ctx, c.key, c.fingerprint); err == nil && rec == nil {
 				continue // the other claim ended without an answer: claim it ourselves
