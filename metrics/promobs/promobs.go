@@ -1,0 +1,155 @@
+// Package promobs exports what cassdedup's stores do as Prometheus metrics. It lives in a module
+// of its own, so the library's importers do not get the Prometheus client unless they ask.
+//
+// A Metrics is one prometheus.Collector; Metrics.Observer gives each store (an lwt.Store, an
+// events.Log or events.Guard, a counters.Store) an lwt.Observer that labels its series with the
+// store's name. The metrics, with the labels store, op, result and kind everywhere:
+//
+//	cassdedup_lwt_duration_seconds{store,op,result}     histogram of conditional writes and serial
+//	                                                    reads; result applied, not_applied (a
+//	                                                    condition that failed; a read that found no
+//	                                                    row) or error
+//	cassdedup_write_duration_seconds{store,op,result}   histogram of plain writes; result ok or error
+//	cassdedup_observations_total{store,kind}            state transitions and outcomes: claim,
+//	                                                    takeover, replay, cache-hit, conflict,
+//	                                                    key-reuse, complete, fail, release,
+//	                                                    lease-lost, outcome-unknown,
+//	                                                    outcome-resolved, fast-path, unconfirmed
+//
+// The histograms' buckets run from 0.5 ms to 4 s in powers of two: an LWT takes about a
+// millisecond on one loopback node, a few on a LAN, tens to hundreds across datacenters, and
+// seconds when Paxos contends or a replica times out.
+//
+// Metrics and its observers are safe for concurrent use and start no goroutines.
+package promobs
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/cassdedup/cassdedup/lwt"
+)
+
+// ErrInvalidOption is returned by New for an option out of range.
+var ErrInvalidOption = errors.New("promobs: invalid option")
+
+// DefaultBuckets are the latency histograms' upper bounds in seconds: 0.5 ms to 4.096 s.
+var DefaultBuckets = prometheus.ExponentialBuckets(0.0005, 2, 14)
+
+// Metrics collects the observations of every store it gave an Observer to.
+type Metrics struct {
+	lwt, writes  *prometheus.HistogramVec
+	observations *prometheus.CounterVec
+}
+
+// Option configures New.
+type Option func(*settings) error
+
+type settings struct {
+	buckets   []float64
+	constants prometheus.Labels
+}
+
+// WithBuckets replaces DefaultBuckets: increasing upper bounds in seconds.
+func WithBuckets(bounds []float64) Option {
+	return func(s *settings) error {
+		if len(bounds) == 0 {
+			return fmt.Errorf("%w: no buckets", ErrInvalidOption)
+		}
+		for i := 1; i < len(bounds); i++ {
+			if bounds[i] <= bounds[i-1] {
+				return fmt.Errorf("%w: buckets must increase: %v", ErrInvalidOption, bounds)
+			}
+		}
+		s.buckets = append([]float64(nil), bounds...)
+		return nil
+	}
+}
+
+// WithConstLabels adds labels with fixed values to every series (for example the service).
+func WithConstLabels(labels prometheus.Labels) Option {
+	return func(s *settings) error {
+		for k := range labels {
+			switch k {
+			case "store", "op", "result", "kind":
+				return fmt.Errorf("%w: constant label %q is one of the metrics' own", ErrInvalidOption, k)
+			}
+		}
+		s.constants = labels
+		return nil
+	}
+}
+
+// New returns the metrics; register them once (prometheus.MustRegister(m)) and hand
+// m.Observer(name) to each store.
+func New(opts ...Option) (*Metrics, error) {
+	s := settings{buckets: DefaultBuckets}
+	for _, o := range opts {
+		if err := o(&s); err != nil {
+			return nil, err
+		}
+	}
+	return &Metrics{
+		lwt: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "cassdedup_lwt_duration_seconds", ConstLabels: s.constants, Buckets: s.buckets,
+			Help: "Latency of cassdedup's lightweight transactions (conditional writes) and serial reads.",
+		}, []string{"store", "op", "result"}),
+		writes: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "cassdedup_write_duration_seconds", ConstLabels: s.constants, Buckets: s.buckets,
+			Help: "Latency of cassdedup's plain writes: fast-path records, events, counter increments.",
+		}, []string{"store", "op", "result"}),
+		observations: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "cassdedup_observations_total", ConstLabels: s.constants,
+			Help: "State transitions and outcomes of cassdedup's stores, by kind (lwt.ObservationKind).",
+		}, []string{"store", "kind"}),
+	}, nil
+}
+
+// Describe sends the metrics' descriptors.
+func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
+	m.lwt.Describe(ch)
+	m.writes.Describe(ch)
+	m.observations.Describe(ch)
+}
+
+// Collect sends the metrics' current values.
+func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
+	m.lwt.Collect(ch)
+	m.writes.Collect(ch)
+	m.observations.Collect(ch)
+}
+
+// Observer returns the observer for one store, whose series carry store=name.
+func (m *Metrics) Observer(name string) lwt.Observer {
+	return &observer{metrics: m, store: name}
+}
+
+type observer struct {
+	metrics *Metrics
+	store   string
+}
+
+// Observe records o.
+func (o *observer) Observe(ob lwt.Observation) {
+	switch ob.Kind {
+	case lwt.ObservedLWT:
+		result := "applied"
+		switch {
+		case ob.Err != nil:
+			result = "error"
+		case !ob.Applied:
+			result = "not_applied"
+		}
+		o.metrics.lwt.WithLabelValues(o.store, ob.Op, result).Observe(ob.Latency.Seconds())
+	case lwt.ObservedWrite:
+		result := "ok"
+		if ob.Err != nil {
+			result = "error"
+		}
+		o.metrics.writes.WithLabelValues(o.store, ob.Op, result).Observe(ob.Latency.Seconds())
+	default:
+		o.metrics.observations.WithLabelValues(o.store, ob.Kind.String()).Inc()
+	}
+}
