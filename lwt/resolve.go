@@ -66,20 +66,29 @@ func Resolve(ctx context.Context, c Conditional, commit gocql.Consistency, seria
 
 // readBack reads c's row at serial, retrying failed reads with backoff for c.Patience.
 func (c Conditional) readBack(ctx context.Context, serial gocql.SerialConsistency) (Row, bool, error) {
+	rows, err := c.readBackRows(ctx, serial)
+	if err != nil || len(rows) == 0 {
+		return nil, false, err
+	}
+	return rows[0], true, nil
+}
+
+// readBackRows reads c's rows at serial, retrying failed reads with backoff for c.Patience.
+func (c Conditional) readBackRows(ctx context.Context, serial gocql.SerialConsistency) ([]Row, error) {
 	deadline := time.Now().Add(c.Patience)
 	delay := 20 * time.Millisecond
 	for {
 		start := time.Now()
-		row, found, err := ReadSerial(ctx, c.Read, serial)
-		c.observe(Observation{Kind: ObservedLWT, Op: "read", Applied: found, Latency: time.Since(start), Err: err})
+		rows, err := readSerialRows(ctx, c.Read, serial)
+		c.observe(Observation{Kind: ObservedLWT, Op: "read", Applied: len(rows) > 0, Latency: time.Since(start), Err: err})
 		if err == nil {
-			return row, found, nil
+			return rows, nil
 		}
 		if ctx.Err() != nil || time.Now().Add(delay).After(deadline) {
-			return nil, false, err
+			return nil, err
 		}
 		if werr := sleepCtx(ctx, delay); werr != nil {
-			return nil, false, errors.Join(err, werr)
+			return nil, errors.Join(err, werr)
 		}
 		delay = min(delay*2, time.Second)
 	}
