@@ -169,7 +169,11 @@ func TestCrashedWorkerTakenOver(t *testing.T) {
 	_, err = s.ExecuteOnce(ctx, key, func(context.Context) ([]byte, error) { return nil, nil })
 	require.ErrorIs(t, err, ErrInProgress, "the lease is still live")
 
-	clock.Advance(crashed.LeaseUntil.Sub(clock.Now()) + 100*time.Millisecond)
+	// The caller's clock cannot end a lease: even two leases ahead, the claim is still live.
+	clock.Advance(2 * time.Second)
+	_, err = s.ExecuteOnce(ctx, key, func(context.Context) ([]byte, error) { return nil, nil })
+	require.ErrorIs(t, err, ErrInProgress, "the server still holds the lease")
+	waitLeaseExpired(t, s, key)
 	var fence int64
 	res, err := s.ExecuteOnce(ctx, key, func(ctx context.Context) ([]byte, error) {
 		c, ok := ClaimFromContext(ctx)
@@ -205,7 +209,7 @@ func TestLeaseLostCancelsFunction(t *testing.T) {
 	c, _, err := s.Begin(ctx, key, nil)
 	require.NoError(t, err)
 	// Take it over as a second worker would, by force: fence 1 → 2 with the takeover statement.
-	clock.Advance(c.LeaseUntil.Sub(clock.Now()) + 50*time.Millisecond)
+	waitLeaseExpired(t, s, key)
 	thief, _, err := s.Begin(ctx, key, nil)
 	require.NoError(t, err)
 	require.EqualValues(t, 2, thief.Fence)
@@ -220,7 +224,8 @@ func TestLeaseLostCancelsFunction(t *testing.T) {
 		cl, _ := ClaimFromContext(fctx)
 		// Simulate the node losing this claim: a conditional write with our owner's token.
 		now := clock.Now()
-		applied, _, err := UpdateIf(ctx, s.session.Query(s.stmt.takeover, ttlSeconds(cl.ExpiresAt, now), []byte{}, mustUUID(t), cl.Fence+1, now.Add(time.Minute), cl.Attempts+1, now, now, cl.ExpiresAt, "tenant", "stolen2", cl.Owner, cl.Fence, "STARTED"), s.cfg.serial)
+		applied, _, err := UpdateIf(ctx, s.session.Query(`UPDATE idempotency_keys USING TTL ? SET owner = ?, fence = ? WHERE namespace = 'tenant' AND key = 'stolen2' IF owner = ? AND fence = ?`,
+			ttlSeconds(cl.ExpiresAt, now), mustUUID(t), cl.Fence+1, cl.Owner, cl.Fence), s.cfg.serial)
 		require.NoError(t, err)
 		require.True(t, applied)
 		<-fctx.Done()

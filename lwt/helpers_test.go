@@ -53,6 +53,16 @@ func (c *testClock) Advance(d time.Duration) {
 	c.mu.Unlock()
 }
 
+// waitLeaseExpired polls the record of key until Cassandra has expired its lease cell: leases
+// are judged by the server's clock, which no test clock can move.
+func waitLeaseExpired(t *testing.T, s *Store, key Key) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		rec, err := s.Get(context.Background(), key)
+		return err == nil && rec.LeaseOwner == (gocql.UUID{})
+	}, 10*time.Second, 100*time.Millisecond, "the server never expired the lease")
+}
+
 func ctxT(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
