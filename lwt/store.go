@@ -151,7 +151,7 @@ func (s *Store) resolveClaim(ctx context.Context, op string, c *Claim, now time.
 	mine := holds(c, StatusStarted)
 	applied, rows, err := ResolveBatch(ctx, BatchConditional{
 		Op: op, Session: s.session, Batch: b, Read: s.session.Query(s.stmt.read, c.Key...),
-		Applied: func(rows []Row) bool { return len(rows) > 0 && mine(rows[0], true) },
+		Applied:  func(rows []Row) bool { return len(rows) > 0 && mine(rows[0], true) },
 		Patience: s.claimPatience(), Observer: s.observe(), Key: c.Key,
 	}, s.cfg.commit, s.cfg.serial)
 	if err != nil || applied || len(rows) == 0 {
