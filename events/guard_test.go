@@ -14,13 +14,13 @@ import (
 	"github.com/gocql/gocql"
 	"github.com/stretchr/testify/require"
 
-	"github.com/cassdedup/cassdedup/cassandratest"
 	"github.com/cassdedup/cassdedup/events"
+	"github.com/cassdedup/cassdedup/internal/testnode"
 )
 
 func newGuard(t *testing.T, opts ...events.GuardOption) *events.Guard {
 	t.Helper()
-	session, ks := cassandratest.NewSession(t)
+	session, ks := testnode.NewSession(t)
 	g, err := events.NewGuard(session, append([]events.GuardOption{events.WithGuardKeyspace(ks)}, opts...)...)
 	require.NoError(t, err)
 	return g

@@ -15,15 +15,15 @@ import (
 	"github.com/gocql/gocql"
 	"github.com/stretchr/testify/require"
 
-	"github.com/cassdedup/cassdedup/cassandratest"
 	"github.com/cassdedup/cassdedup/events"
+	"github.com/cassdedup/cassdedup/internal/testnode"
 )
 
 var t0 = time.Date(2025, 3, 1, 0, 0, 0, 0, time.UTC)
 
 func newLog(t testing.TB, clock *fakeClock, opts ...events.LogOption) *events.Log {
 	t.Helper()
-	session, ks := cassandratest.NewSession(t)
+	session, ks := testnode.NewSession(t)
 	opts = append([]events.LogOption{events.WithLogKeyspace(ks), events.WithLogClock(clock.Now)}, opts...)
 	l, err := events.NewLog(session, opts...)
 	require.NoError(t, err)

@@ -11,12 +11,12 @@ import (
 	"github.com/gocql/gocql"
 	"github.com/stretchr/testify/require"
 
-	"github.com/cassdedup/cassdedup/cassandratest"
+	"github.com/cassdedup/cassdedup/internal/testnode"
 )
 
 func newBenchStore(b *testing.B) (*Store, *gocql.Session, string) {
 	b.Helper()
-	session, ks := cassandratest.NewSession(b)
+	session, ks := testnode.NewSession(b)
 	s, err := NewStore(session, IdempotencyKeys(ks))
 	require.NoError(b, err)
 	return s, session, ks
@@ -25,7 +25,7 @@ func newBenchStore(b *testing.B) (*Store, *gocql.Session, string) {
 // newTestStore returns a store over idempotency_keys in a fresh keyspace, and the session.
 func newTestStore(t *testing.T, opts ...Option) (*Store, *gocql.Session, string) {
 	t.Helper()
-	session, ks := cassandratest.NewSession(t)
+	session, ks := testnode.NewSession(t)
 	s, err := NewStore(session, IdempotencyKeys(ks), opts...)
 	require.NoError(t, err)
 	return s, session, ks

@@ -14,19 +14,19 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/cassdedup/cassdedup/cassandratest"
+	"github.com/cassdedup/cassdedup/internal/testnode"
 	"github.com/cassdedup/cassdedup/schema"
 )
 
 func TestApplyTwiceIsHarmless(t *testing.T) {
 	t.Parallel()
-	session, ks := cassandratest.NewSession(t) // the first apply
+	session, ks := testnode.NewSession(t) // the first apply
 	require.NoError(t, schema.Apply(context.Background(), session, schema.WithKeyspace(ks)))
 }
 
 func TestApplyRejectsInvalidKeyspaceBeforeRunningAnything(t *testing.T) {
 	t.Parallel()
-	session, _ := cassandratest.NewSession(t)
+	session, _ := testnode.NewSession(t)
 	err := schema.Apply(context.Background(), session, schema.WithKeyspace("no-dashes"))
 	require.ErrorIs(t, err, schema.ErrInvalidIdentifier)
 	assert.Contains(t, err.Error(), `"no-dashes"`)
@@ -47,7 +47,7 @@ var documentedTTL = map[string]int{
 
 func TestTablesExistWithDocumentedTTLs(t *testing.T) {
 	t.Parallel()
-	session, ks := cassandratest.NewSession(t)
+	session, ks := testnode.NewSession(t)
 	got := map[string]int{}
 	iter := session.Query(`SELECT table_name, default_time_to_live FROM system_schema.tables WHERE keyspace_name = ?`, ks).Iter()
 	var name string
@@ -61,7 +61,7 @@ func TestTablesExistWithDocumentedTTLs(t *testing.T) {
 
 func TestConditionalInsertTreatsExpiredRowAsAbsent(t *testing.T) {
 	t.Parallel()
-	session, _ := cassandratest.NewSession(t)
+	session, _ := testnode.NewSession(t)
 	insert := func() bool {
 		m := map[string]interface{}{}
 		applied, err := session.Query(`INSERT INTO idempotency_keys (namespace, key, status) VALUES ('ns', 'k', 'STARTED') IF NOT EXISTS USING TTL 1`).MapScanCAS(m)
@@ -80,7 +80,7 @@ func TestConditionalInsertTreatsExpiredRowAsAbsent(t *testing.T) {
 
 func TestNodeRunsPaxosV2(t *testing.T) {
 	t.Parallel()
-	session, _ := cassandratest.NewSession(t)
+	session, _ := testnode.NewSession(t)
 	var variant string
 	err := session.Query(`SELECT value FROM system_views.settings WHERE name = 'paxos_variant'`).Scan(&variant)
 	require.NoError(t, err)
@@ -96,11 +96,11 @@ func TestCQLFilesRunWithCqlsh(t *testing.T) {
 			t.Fatal("cqlsh not found: `pip install cqlsh` or set CQLSH (make test installs it)")
 		}
 	}
-	hosts, err := cassandratest.Hosts()
+	hosts, err := testnode.Hosts()
 	require.NoError(t, err)
 	host, port := splitHostPort(hosts[0])
 
-	cluster := cassandratest.Cluster(t)
+	cluster := testnode.Cluster(t)
 	session, err := cluster.CreateSession()
 	require.NoError(t, err)
 	defer session.Close()
