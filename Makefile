@@ -20,10 +20,10 @@ OUT          := out
 # (Docker through testcontainers) and the benchmark (plots, progress bar). Every check, test and
 # fuzz target runs over all of them.
 MODULES      := . cassandratest cmd/lwtbench
-# The library module's direct requirements: the driver, the filter, the hash, and a test
-# library. A new one must earn its place: every importer of the library downloads it.
+# The library module's direct requirements: the driver, the filter, the hash, and two test
+# libraries. A new one must earn its place: every importer of the library downloads it.
 LIB_REQUIRES := github.com/bits-and-blooms/bloom/v3 github.com/cespare/xxhash/v2 github.com/gocql/gocql \
-                github.com/stretchr/testify
+                github.com/stretchr/testify go.uber.org/goleak
 
 # The benchmark's own node: durable (commitlog fsynced as in production, no test shortcuts)
 # and on its own ports, so it never reuses a test node. BENCH_PAXOS=v1 starts a Paxos v1 node.

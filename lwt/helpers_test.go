@@ -2,8 +2,6 @@ package lwt
 
 import (
 	"context"
-	"runtime"
-	"strings"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -35,16 +33,6 @@ func ctxT(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
 	return ctx
-}
-
-// requireNoRenewers fails if a lease-renewal goroutine is still running.
-func requireNoRenewers(t *testing.T) {
-	t.Helper()
-	require.Eventually(t, func() bool {
-		buf := make([]byte, 1<<20)
-		n := runtime.Stack(buf, true)
-		return !strings.Contains(string(buf[:n]), "lwt.(*Store).renewLease")
-	}, 2*time.Second, 20*time.Millisecond, "lease renewal goroutine leaked")
 }
 
 // readRecord reads a record directly, bypassing the store.
