@@ -3,6 +3,7 @@ package schema_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -30,6 +31,40 @@ func TestApplyRejectsInvalidKeyspaceBeforeRunningAnything(t *testing.T) {
 	err := schema.Apply(context.Background(), session, schema.WithKeyspace("no-dashes"))
 	require.ErrorIs(t, err, schema.ErrInvalidIdentifier)
 	assert.Contains(t, err.Error(), `"no-dashes"`)
+}
+
+// TestApplyRefusesBadArgumentsBeforeCreatingAnything: each bad argument fails with the
+// sentinel its doc names, and no keyspace is left behind (a bad timeout used to leave one
+// without tables).
+func TestApplyRefusesBadArgumentsBeforeCreatingAnything(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	require.ErrorIs(t, schema.Apply(ctx, nil), schema.ErrInvalidOption)
+
+	session, ks := testnode.NewSession(t)
+	cases := []struct {
+		name string
+		opt  schema.Option
+		want error
+	}{
+		{"zero agreement timeout", schema.WithAgreementTimeout(0), schema.ErrInvalidOption},
+		{"negative agreement timeout", schema.WithAgreementTimeout(-time.Second), schema.ErrInvalidOption},
+		{"nil option", nil, schema.ErrInvalidOption},
+		{"bad datacenter name", schema.WithReplication(schema.NetworkTopologyStrategy(map[string]int{"dc'1": 3})), schema.ErrInvalidReplication},
+		{"replication factor 0", schema.WithReplication(schema.SimpleStrategy(0)), schema.ErrInvalidReplication},
+	}
+	for i, tc := range cases {
+		fresh := fmt.Sprintf("%s_bad%d", ks, i)
+		t.Cleanup(func() { _ = session.Query(`DROP KEYSPACE IF EXISTS ` + fresh).Exec() })
+		err := schema.Apply(ctx, session, tc.opt, schema.WithKeyspace(fresh))
+		require.ErrorIs(t, err, tc.want, tc.name)
+		for _, other := range []error{schema.ErrInvalidOption, schema.ErrInvalidIdentifier, schema.ErrInvalidReplication} {
+			if other != tc.want {
+				assert.NotErrorIs(t, err, other, tc.name)
+			}
+		}
+		assert.False(t, keyspaceExists(t, session, fresh), "%s: keyspace %s was created", tc.name, fresh)
+	}
 }
 
 // The TTLs the CQL files document; a change to a file's TTL must change this table too.
