@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/cassdedup/cassdedup/cassandratest"
 	"github.com/cassdedup/cassdedup/internal/faultproxy"
+	"github.com/cassdedup/cassdedup/internal/testnode"
 	"github.com/cassdedup/cassdedup/lwt"
 )
 
@@ -18,11 +18,11 @@ import (
 // one reaching it directly, on the same fresh keyspace.
 func proxiedStore(t *testing.T) (proxied, direct *Store, p *faultproxy.Proxy) {
 	t.Helper()
-	session, ks := cassandratest.NewSession(t)
-	hosts, err := cassandratest.Hosts()
+	session, ks := testnode.NewSession(t)
+	hosts, err := testnode.Hosts()
 	require.NoError(t, err)
 	p = faultproxy.New(t, hosts[0])
-	cluster := cassandratest.Cluster(t)
+	cluster := testnode.Cluster(t)
 	cluster.Hosts = []string{p.Addr()}
 	cluster.DisableInitialHostLookup = true
 	cluster.Keyspace = ks

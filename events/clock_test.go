@@ -1,7 +1,6 @@
 package events_test
 
 import (
-	"runtime"
 	"sync"
 	"time"
 )
@@ -30,16 +29,4 @@ func (c *fakeClock) Advance(d time.Duration) {
 	c.mu.Lock()
 	c.t = c.t.Add(d)
 	c.mu.Unlock()
-}
-
-// assertNoGoroutineGrowth waits up to 5 s for the goroutine count to fall back to before.
-func assertNoGoroutineGrowth(before int) bool {
-	deadline := time.Now().Add(5 * time.Second)
-	for runtime.NumGoroutine() > before {
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	return true
 }

@@ -14,8 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cassdedup/cassdedup/bloom"
-	"github.com/cassdedup/cassdedup/cassandratest"
 	"github.com/cassdedup/cassdedup/events"
+	"github.com/cassdedup/cassdedup/internal/testnode"
 	"github.com/cassdedup/cassdedup/lwt"
 )
 
@@ -71,7 +71,7 @@ func deliver(t testing.TB, ctx context.Context, g *events.Guard, m events.Messag
 // messages.
 func TestFastPathOwnershipRespectedProcessesEachMessageOnce(t *testing.T) {
 	const runs, rounds, partitions, perRound, workers = 2, 3, 4, 250, 6
-	session, ks := cassandratest.NewSession(t)
+	session, ks := testnode.NewSession(t)
 	ctx := context.Background()
 	var newIDs, fastHits, fastRecorded, fps, inFlight, lwtPath atomic.Uint64
 	var warmKeys []uint64
@@ -186,7 +186,7 @@ func TestFastPathOwnershipRespectedProcessesEachMessageOnce(t *testing.T) {
 // from running twice.
 func TestFastPathInFlightRedeliveryGetsInProgress(t *testing.T) {
 	t.Parallel()
-	session, ks := cassandratest.NewSession(t)
+	session, ks := testnode.NewSession(t)
 	ctx := context.Background()
 	g := guardOn(t, session, ks)
 	scope := events.Scope{Group: "g", Topic: "t", Partition: 1}
@@ -273,7 +273,7 @@ func violation(t *testing.T, ctx context.Context, a, b *events.Guard, scope even
 func TestFastPathOwnershipViolatedDuplicates(t *testing.T) {
 	t.Parallel()
 	const n = 300
-	session, ks := cassandratest.NewSession(t)
+	session, ks := testnode.NewSession(t)
 	ctx := context.Background()
 	scope := events.Scope{Group: "g", Topic: "violated", Partition: 0}
 
@@ -319,7 +319,7 @@ func TestFastPathOwnershipViolatedDuplicates(t *testing.T) {
 // write, which finds a record the new owner made.
 func TestFastPathStopsWhenOwnershipMoves(t *testing.T) {
 	t.Parallel()
-	session, ks := cassandratest.NewSession(t)
+	session, ks := testnode.NewSession(t)
 	ctx := context.Background()
 	scope := events.Scope{Group: "g", Topic: "moves", Partition: 3}
 	g := guardOn(t, session, ks)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -14,15 +13,16 @@ import (
 	"github.com/gocql/gocql"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 
-	"github.com/cassdedup/cassdedup/cassandratest"
 	"github.com/cassdedup/cassdedup/events"
+	"github.com/cassdedup/cassdedup/internal/testnode"
 	"github.com/cassdedup/cassdedup/lwt"
 )
 
 func newGuard(t *testing.T, opts ...events.Option) *events.Guard {
 	t.Helper()
-	session, ks := cassandratest.NewSession(t)
+	session, ks := testnode.NewSession(t)
 	g, err := events.NewGuard(session, append([]events.Option{events.WithKeyspace(ks)}, opts...)...)
 	require.NoError(t, err)
 	return g
@@ -58,7 +58,7 @@ func (e *effects) apply(id string) {
 // every 500th always fails. Every message's effect must happen exactly once, and the always
 // failing ones must be reported as poison after exactly MaxAttempts handler runs.
 //
-// It is not parallel so the goroutine count around it is its own.
+// It is not parallel, so every goroutine that starts during it is its own and must have ended.
 func TestGuardReplayedStreamTakesEffectOnce(t *testing.T) {
 	const messages, maxAttempts, consumers = 10000, 3, 24
 	g := newGuard(t, events.WithMaxAttempts(maxAttempts))
@@ -77,8 +77,8 @@ func TestGuardReplayedStreamTakesEffectOnce(t *testing.T) {
 		return nil
 	}
 	_, err := g.Process(ctx, events.Message{Scope: events.Scope{Group: "g", Topic: "warm"}, ID: "up"}, handler)
-	require.NoError(t, err) // the session's connections are up before the count
-	before := runtime.NumGoroutine()
+	require.NoError(t, err) // the session's connections are up before the snapshot
+	running := goleak.IgnoreCurrent()
 
 	var outcomes [6]atomic.Int64
 	var poisoned sync.Map
@@ -170,9 +170,7 @@ func TestGuardReplayedStreamTakesEffectOnce(t *testing.T) {
 		outcomes[events.Processed].Load(), outcomes[events.Duplicate].Load(), outcomes[events.InProgress].Load(),
 		outcomes[events.Failed].Load(), outcomes[events.Poison].Load())
 	require.Positive(t, outcomes[events.Duplicate].Load())
-	if !assertNoGoroutineGrowth(before) {
-		t.Fatalf("goroutines leaked: %d before, %d after", before, runtime.NumGoroutine())
-	}
+	goleak.VerifyNone(t, running)
 }
 
 func TestGuardFailedHandlerLeavesMessageForRedelivery(t *testing.T) {

@@ -11,12 +11,12 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/cassdedup/cassdedup/cassandratest"
+	"github.com/cassdedup/cassdedup/internal/testnode"
 )
 
 func TestCASPrimitives(t *testing.T) {
 	t.Parallel()
-	session, _ := cassandratest.NewSession(t)
+	session, _ := testnode.NewSession(t)
 	ctx := context.Background()
 	owner := gocql.TimeUUID()
 	insert := func(o gocql.UUID) *gocql.Query {
@@ -63,7 +63,7 @@ func TestCASPrimitives(t *testing.T) {
 
 func TestCASRejectsNonConditional(t *testing.T) {
 	t.Parallel()
-	session, _ := cassandratest.NewSession(t)
+	session, _ := testnode.NewSession(t)
 	ctx := context.Background()
 	_, _, err := ExecCAS(ctx, session.Query(`INSERT INTO idempotency_keys (namespace, key, status) VALUES ('ns', 'plain', 'STARTED')`), gocql.Serial)
 	assert.ErrorIs(t, err, ErrMalformedCASResult, "a plain write has no [applied] column")
@@ -75,7 +75,7 @@ func TestCASRejectsNonConditional(t *testing.T) {
 
 func TestCASCanceledContext(t *testing.T) {
 	t.Parallel()
-	session, _ := cassandratest.NewSession(t)
+	session, _ := testnode.NewSession(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	_, _, err := InsertIfNotExists(ctx, session.Query(`INSERT INTO idempotency_keys (namespace, key) VALUES ('a', 'b') IF NOT EXISTS`), gocql.Serial)
@@ -110,7 +110,7 @@ func TestIsOutcomeUnknown(t *testing.T) {
 // own TTL; a rejected one returns the current row; a batch without a condition is refused.
 func TestExecBatchCAS(t *testing.T) {
 	t.Parallel()
-	session, _ := cassandratest.NewSession(t)
+	session, _ := testnode.NewSession(t)
 	ctx := context.Background()
 	batch := func(owner string) *gocql.Batch {
 		b := session.NewBatch(gocql.UnloggedBatch)

@@ -2,8 +2,6 @@ package lwt
 
 import (
 	"context"
-	"runtime"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -12,12 +10,12 @@ import (
 	"github.com/gocql/gocql"
 	"github.com/stretchr/testify/require"
 
-	"github.com/cassdedup/cassdedup/cassandratest"
+	"github.com/cassdedup/cassdedup/internal/testnode"
 )
 
 func newBenchStore(b *testing.B) (*Store, *gocql.Session, string) {
 	b.Helper()
-	session, ks := cassandratest.NewSession(b)
+	session, ks := testnode.NewSession(b)
 	s, err := NewStore(session, IdempotencyKeys(ks))
 	require.NoError(b, err)
 	return s, session, ks
@@ -26,7 +24,7 @@ func newBenchStore(b *testing.B) (*Store, *gocql.Session, string) {
 // newTestStore returns a store over idempotency_keys in a fresh keyspace, and the session.
 func newTestStore(t *testing.T, opts ...Option) (*Store, *gocql.Session, string) {
 	t.Helper()
-	session, ks := cassandratest.NewSession(t)
+	session, ks := testnode.NewSession(t)
 	s, err := NewStore(session, IdempotencyKeys(ks), opts...)
 	require.NoError(t, err)
 	return s, session, ks
@@ -67,16 +65,6 @@ func ctxT(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
 	return ctx
-}
-
-// requireNoRenewers fails if a lease-renewal goroutine is still running.
-func requireNoRenewers(t *testing.T) {
-	t.Helper()
-	require.Eventually(t, func() bool {
-		buf := make([]byte, 1<<20)
-		n := runtime.Stack(buf, true)
-		return !strings.Contains(string(buf[:n]), "lwt.(*Store).renewLease")
-	}, 2*time.Second, 20*time.Millisecond, "lease renewal goroutine leaked")
 }
 
 // readRecord reads a record directly, bypassing the store.

@@ -11,19 +11,19 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/cassdedup/cassdedup/cassandratest"
 	"github.com/cassdedup/cassdedup/internal/faultproxy"
+	"github.com/cassdedup/cassdedup/internal/testnode"
 )
 
 // faultyStores returns a store that reaches the node through a fault proxy (client timeout
 // 2s) and one that reaches it directly, on the same fresh keyspace.
 func faultyStores(t *testing.T, opts ...Option) (proxied, direct *Store, p *faultproxy.Proxy) {
 	t.Helper()
-	session, ks := cassandratest.NewSession(t)
-	hosts, err := cassandratest.Hosts()
+	session, ks := testnode.NewSession(t)
+	hosts, err := testnode.Hosts()
 	require.NoError(t, err)
 	p = faultproxy.New(t, hosts[0])
-	cluster := cassandratest.Cluster(t)
+	cluster := testnode.Cluster(t)
 	cluster.Hosts = []string{p.Addr()}
 	cluster.DisableInitialHostLookup = true
 	cluster.Keyspace = ks

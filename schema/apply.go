@@ -3,6 +3,7 @@ package schema
 import (
 	"context"
 	"embed"
+	"errors"
 	"fmt"
 	"io/fs"
 	"path"
@@ -25,6 +26,10 @@ func Files() fs.FS {
 	return sub
 }
 
+// ErrInvalidOption is returned by Apply for a nil session, and by Apply and Statements for a
+// nil Option or an option value outside its range.
+var ErrInvalidOption = errors.New("schema: invalid option")
+
 // Option configures Apply and Statements.
 type Option func(*config)
 
@@ -34,31 +39,50 @@ type config struct {
 	agreementTimeout time.Duration
 }
 
-// WithKeyspace applies the schema to the named keyspace instead of DefaultKeyspace.
+// WithKeyspace applies the schema to the named keyspace instead of DefaultKeyspace. A name
+// that is not a plain CQL identifier is ErrInvalidIdentifier.
 func WithKeyspace(name string) Option { return func(c *config) { c.keyspace = name } }
 
 // WithReplication sets the replication of the keyspace when Apply creates it; an existing
-// keyspace keeps its replication. The default is SimpleStrategy(1).
+// keyspace keeps its replication. The default is SimpleStrategy(1). A replication that
+// Cassandra would reject, a bad datacenter name included, is ErrInvalidReplication.
 func WithReplication(r Replication) Option { return func(c *config) { c.replication = r } }
 
-// WithAgreementTimeout bounds the wait for schema agreement after each statement (default 60s).
+// WithAgreementTimeout bounds the wait for schema agreement after each statement (default
+// 60s). It must be positive: a zero or negative timeout is ErrInvalidOption, returned before
+// Apply runs any statement.
 func WithAgreementTimeout(d time.Duration) Option {
 	return func(c *config) { c.agreementTimeout = d }
 }
 
-func newConfig(opts []Option) config {
+// newConfig applies opts to the defaults and validates every setting, so a bad one is
+// reported before Apply creates anything.
+func newConfig(opts []Option) (config, error) {
 	c := config{keyspace: DefaultKeyspace, replication: SimpleStrategy(1), agreementTimeout: time.Minute}
 	for _, o := range opts {
+		if o == nil {
+			return c, fmt.Errorf("%w: nil Option", ErrInvalidOption)
+		}
 		o(&c)
 	}
-	return c
+	if c.agreementTimeout <= 0 {
+		return c, fmt.Errorf("%w: schema agreement timeout %v is not positive", ErrInvalidOption, c.agreementTimeout)
+	}
+	return c, nil
 }
 
 // Statements returns the schema's CQL statements in the order Apply runs them, with the
 // keyspace renamed and its replication set from the options. It fails with
-// ErrInvalidIdentifier, ErrInvalidReplication or ErrMalformedCQL.
+// ErrInvalidOption, ErrInvalidIdentifier, ErrInvalidReplication or ErrMalformedCQL.
 func Statements(opts ...Option) ([]string, error) {
-	c := newConfig(opts)
+	c, err := newConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	return c.statements()
+}
+
+func (c config) statements() ([]string, error) {
 	ks, err := QuoteIdentifier(c.keyspace)
 	if err != nil {
 		return nil, fmt.Errorf("keyspace: %w", err)
@@ -100,9 +124,18 @@ func isCreateKeyspace(stmt string) bool {
 // Apply creates the keyspace and every table of the toolkit if they do not exist, waiting for
 // schema agreement after each statement so the next one (and the caller's first query) sees it.
 // Running it again is harmless. It does not alter tables that already exist.
+//
+// A nil session is ErrInvalidOption; bad options fail as Statements documents. Both are
+// reported before any statement runs, so bad arguments never leave a keyspace half made.
 func Apply(ctx context.Context, session *gocql.Session, opts ...Option) error {
-	c := newConfig(opts)
-	stmts, err := Statements(opts...)
+	if session == nil {
+		return fmt.Errorf("%w: nil session", ErrInvalidOption)
+	}
+	c, err := newConfig(opts)
+	if err != nil {
+		return err
+	}
+	stmts, err := c.statements()
 	if err != nil {
 		return err
 	}

@@ -8,11 +8,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/cassdedup/cassdedup/cassandratest"
+	"github.com/cassdedup/cassdedup/internal/testnode"
 )
 
 func TestRunAgainstNode(t *testing.T) {
-	session, ks := cassandratest.NewSession(t)
+	session, ks := testnode.NewSession(t)
 	var out bytes.Buffer
 	require.NoError(t, run(context.Background(), session, ks, &out))
 	got := out.String()
