@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -22,15 +21,7 @@ func proxiedStore(t *testing.T) (proxied, direct *Store, p *faultproxy.Proxy) {
 	hosts, err := testnode.Hosts()
 	require.NoError(t, err)
 	p = faultproxy.New(t, hosts[0])
-	cluster := testnode.Cluster(t)
-	cluster.Hosts = []string{p.Addr()}
-	cluster.DisableInitialHostLookup = true
-	cluster.Keyspace = ks
-	cluster.Timeout = 2 * time.Second
-	cluster.NumConns = 1
-	ps, err := cluster.CreateSession()
-	require.NoError(t, err)
-	t.Cleanup(ps.Close)
+	ps := testnode.ProxiedSession(t, ks, p.Addr())
 	proxied, err = New(ps, WithKeyspace(ks))
 	require.NoError(t, err)
 	direct, err = New(session, WithKeyspace(ks))

@@ -20,7 +20,7 @@ import (
 func BenchmarkTotal(b *testing.B) {
 	ctx := context.Background()
 	end := t0.Add(60 * 24 * time.Hour)
-	clock := newFakeClock(end)
+	clock := testnode.NewClock(end)
 	l := newLog(b, clock)
 	const perBucket = 4
 	for _, days := range []int{1, 30} {

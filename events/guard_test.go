@@ -11,13 +11,11 @@ import (
 	"time"
 
 	"github.com/gocql/gocql"
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
 	"github.com/cassdedup/cassdedup/events"
 	"github.com/cassdedup/cassdedup/internal/testnode"
-	"github.com/cassdedup/cassdedup/lwt"
 )
 
 func newGuard(t *testing.T, opts ...events.Option) *events.Guard {
@@ -82,28 +80,10 @@ func TestGuardReplayedStreamTakesEffectOnce(t *testing.T) {
 
 	var outcomes [6]atomic.Int64
 	var poisoned sync.Map
-	deliver := func(m events.Message) { // redeliver until the broker could acknowledge it; runs on its own goroutines, so it asserts
-		for {
-			out, err := g.Process(ctx, m, handler)
-			outcomes[out].Add(1)
-			switch out {
-			case events.Processed, events.Duplicate:
-				assert.NoError(t, err)
-				return
-			case events.Poison:
-				assert.ErrorIs(t, err, events.ErrPoison)
-				poisoned.Store(m.ID, true)
-				return
-			case events.InProgress:
-				if !assert.ErrorIs(t, err, lwt.ErrInProgress) {
-					return
-				}
-				time.Sleep(5 * time.Millisecond)
-			case events.Failed:
-				if !assert.ErrorContains(t, err, "handler failed") {
-					return
-				}
-			}
+	deliver := func(m events.Message) {
+		out := redeliver(t, ctx, g, m, handler, "handler failed", func(o events.Outcome) { outcomes[o].Add(1) })
+		if out == events.Poison {
+			poisoned.Store(m.ID, true)
 		}
 	}
 	type delivery struct {
@@ -213,7 +193,7 @@ func TestGuardFailedHandlerLeavesMessageForRedelivery(t *testing.T) {
 func TestGuardProcessedIDsListsScope(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	clock := newFakeClock(t0)
+	clock := testnode.NewClock(t0)
 	g := newGuard(t, events.WithClock(clock.Now), events.WithRetention(24*time.Hour))
 	scope := events.Scope{Group: "g", Topic: "t", Partition: 2}
 	want := map[string]bool{}

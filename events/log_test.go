@@ -23,7 +23,7 @@ import (
 
 var t0 = time.Date(2025, 3, 1, 0, 0, 0, 0, time.UTC)
 
-func newLog(t testing.TB, clock *fakeClock, opts ...events.Option) *events.Log {
+func newLog(t testing.TB, clock *testnode.Clock, opts ...events.Option) *events.Log {
 	t.Helper()
 	session, ks := testnode.NewSession(t)
 	opts = append([]events.Option{events.WithKeyspace(ks), events.WithClock(clock.Now)}, opts...)
@@ -35,7 +35,7 @@ func newLog(t testing.TB, clock *fakeClock, opts ...events.Option) *events.Log {
 func TestLogRecordIsIdempotentAndRollupFoldsOnce(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	clock := newFakeClock(t0)
+	clock := testnode.NewClock(t0)
 	l := newLog(t, clock)
 	for i := range 10 {
 		e := events.Event{Counter: "c", ID: fmt.Sprint("e", i), Delta: 2, Time: t0.Add(time.Duration(i) * time.Second)}
@@ -74,7 +74,7 @@ func TestLogRecordIsIdempotentAndRollupFoldsOnce(t *testing.T) {
 func TestLogBadInputGivesTypedErrors(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	clock := newFakeClock(t0)
+	clock := testnode.NewClock(t0)
 	l := newLog(t, clock)
 	ok := events.Event{Counter: "c", ID: "id", Delta: 1, Time: t0}
 	require.NoError(t, l.Record(ctx, ok))
@@ -123,7 +123,7 @@ func TestLogBadInputGivesTypedErrors(t *testing.T) {
 func TestLogTotalsExactUnderDuplicatesAndRacingRollups(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	clock := newFakeClock(t0)
+	clock := testnode.NewClock(t0)
 	l := newLog(t, clock, events.WithBucketWidth(time.Minute), events.WithGracePeriod(time.Minute),
 		events.WithSettleTime(time.Second))
 	_, err := l.Total(ctx, "hits") // the session's connections are up before the snapshot

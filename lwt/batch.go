@@ -2,7 +2,6 @@ package lwt
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -112,23 +111,9 @@ type BatchConditional struct {
 // unknown outcome as Resolve does: it reads the rows at serial and decides with c.Applied;
 // rows are then the rows read. Errors as for Resolve.
 func ResolveBatch(ctx context.Context, c BatchConditional, commit gocql.Consistency, serial gocql.SerialConsistency) (applied bool, rows []Row, err error) {
-	single := Conditional{Op: c.Op, Read: c.Read, Patience: c.Patience, Observer: c.Observer, Key: c.Key}
-	start := time.Now()
 	c.Batch.Cons = commit
-	applied, rows, err = ExecBatchCAS(ctx, c.Session, c.Batch, serial)
-	var unknown *OutcomeUnknownError
-	if errors.As(err, &unknown) {
-		unknown.Op = c.Op
-	}
-	single.observe(Observation{Kind: ObservedLWT, Op: c.Op, Applied: applied, Latency: time.Since(start), Err: err})
-	if unknown == nil {
-		return applied, rows, err
-	}
-	single.observe(Observation{Kind: ObservedOutcomeUnknown, Op: c.Op, Err: err})
-	rows, rerr := single.readBackRows(ctx, serial)
-	if rerr != nil {
-		return false, nil, &OutcomeUnknownError{Op: c.Op, Err: errors.Join(unknown.Err, rerr)}
-	}
-	single.observe(Observation{Kind: ObservedOutcomeResolved, Op: c.Op})
-	return c.Applied(rows), rows, nil
+	single := Conditional{Op: c.Op, Read: c.Read, Patience: c.Patience, Observer: c.Observer, Key: c.Key}
+	return single.settle(ctx, serial, func() (bool, []Row, error) {
+		return ExecBatchCAS(ctx, c.Session, c.Batch, serial)
+	}, c.Applied)
 }

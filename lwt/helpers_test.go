@@ -2,7 +2,6 @@ package lwt
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -30,26 +29,9 @@ func newTestStore(t *testing.T, opts ...Option) (*Store, *gocql.Session, string)
 	return s, session, ks
 }
 
-// testClock is a clock the tests move by hand, so leases pass without sleeping. It starts at
-// the real time, so TTLs derived from it stay sane for the node.
-type testClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newTestClock() *testClock { return &testClock{now: time.Now()} }
-
-func (c *testClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *testClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
+// newTestClock is a hand-moved clock starting at the real time, so TTLs derived from it stay
+// sane for the node.
+func newTestClock() *testnode.Clock { return testnode.NewClock(time.Now()) }
 
 // waitLeaseExpired polls the record of key until Cassandra has expired its lease cell: leases
 // are judged by the server's clock, which no test clock can move.

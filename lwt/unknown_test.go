@@ -23,15 +23,7 @@ func faultyStores(t *testing.T, opts ...Option) (proxied, direct *Store, p *faul
 	hosts, err := testnode.Hosts()
 	require.NoError(t, err)
 	p = faultproxy.New(t, hosts[0])
-	cluster := testnode.Cluster(t)
-	cluster.Hosts = []string{p.Addr()}
-	cluster.DisableInitialHostLookup = true
-	cluster.Keyspace = ks
-	cluster.Timeout = 2 * time.Second
-	cluster.NumConns = 1
-	ps, err := cluster.CreateSession()
-	require.NoError(t, err)
-	t.Cleanup(ps.Close)
+	ps := testnode.ProxiedSession(t, ks, p.Addr())
 	proxied, err = NewStore(ps, IdempotencyKeys(ks), opts...)
 	require.NoError(t, err)
 	direct, err = NewStore(session, IdempotencyKeys(ks), opts...)
