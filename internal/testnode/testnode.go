@@ -74,7 +74,14 @@ func NewSession(t testing.TB) (*gocql.Session, string) {
 	admin := connect(t, cluster)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	err = schema.Apply(ctx, admin, schema.WithKeyspace(ks))
+	// Schema changes queue up on a busy node; every statement is IF NOT EXISTS, so a timed-out
+	// attempt is simply made again.
+	for range 3 {
+		if err = schema.Apply(ctx, admin, schema.WithKeyspace(ks)); err == nil || ctx.Err() != nil {
+			break
+		}
+		t.Logf("testnode: apply schema to %s: %v; trying again", ks, err)
+	}
 	admin.Close()
 	if err != nil {
 		t.Fatalf("testnode: apply schema to %s: %v", ks, err)
