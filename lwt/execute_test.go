@@ -305,3 +305,19 @@ func TestPanicReleasesClaim(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 2, res.Attempts)
 }
+
+// TestCommitBudgetStartsWhenFunctionReturns: a function that runs longer than the commit
+// timeout still has the whole budget to store its result.
+func TestCommitBudgetStartsWhenFunctionReturns(t *testing.T) {
+	t.Parallel()
+	s, _, _ := newTestStore(t, WithLease(time.Second), WithCommitTimeout(500*time.Millisecond))
+	ctx := ctxT(t)
+	key := IdempotencyKey("tenant", "slow-fn")
+	res, err := s.ExecuteOnce(ctx, key, func(context.Context) ([]byte, error) {
+		time.Sleep(time.Second) // twice the commit timeout
+		return []byte("stored"), nil
+	})
+	require.NoError(t, err)
+	assert.Equal(t, "stored", string(res.Value))
+	assert.Equal(t, StatusCompleted, readRecord(t, s, key).Status)
+}
