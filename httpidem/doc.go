@@ -96,7 +96,8 @@
 //
 // # Concurrency
 //
-// A Middleware is safe for concurrent use. It starts no goroutine of its own beyond what
-// ExecuteOnce starts for a request and stops before returning. Observers are called
-// synchronously from the request's goroutine.
+// A Middleware is safe for concurrent use. Of its own it starts no goroutine that outlives a
+// request: ExecuteOnce renews the lease from one it stops before returning, and a client that
+// goes away before the handler starts ends the claim from a context.AfterFunc. Observers are
+// called synchronously from the request's goroutine.
 package httpidem

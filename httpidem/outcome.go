@@ -39,7 +39,7 @@ const (
 type Event struct {
 	Request *http.Request
 	Outcome Outcome
-	Status  int    // the status sent to the client
+	Status  int    // the status sent to the client; 0 for OutcomeUnkeyed (the handler answered)
 	Scope   string // the key's scope; empty when the request was refused before it was known
 	Key     string // the idempotency key; empty when missing or invalid
 	Type    string // the problem type when the middleware answered itself, else empty
