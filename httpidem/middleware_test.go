@@ -107,12 +107,14 @@ func testClientDisconnectThenRetryGetsReplay(t *testing.T, n node) {
 	started, proceed := make(chan struct{}), make(chan struct{})
 	var once sync.Once
 	h := &charges{}
-	handlerCtxErr := make(chan error, 1)
+	handlerCtxErr, fenced := make(chan error, 1), make(chan bool, 1)
 	url := serve(t, middleware(t, store).Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		once.Do(func() { close(started) })
 		<-proceed
 		time.Sleep(3 * lease)
 		handlerCtxErr <- r.Context().Err()
+		_, ok := lwt.ClaimFromContext(r.Context())
+		fenced <- ok
 		h.ServeHTTP(w, r)
 	})))
 
@@ -134,6 +136,7 @@ func testClientDisconnectThenRetryGetsReplay(t *testing.T, n node) {
 	assert.Contains(t, r.body, `"charge":"ch_1"`)
 	assert.EqualValues(t, 1, h.runs.Load())
 	assert.NoError(t, <-handlerCtxErr, "the handler's context outlives the client")
+	assert.True(t, <-fenced, "the handler can read its claim's fencing token")
 }
 
 // testHandlerThreeTimesTheLeaseIsNotTakenOver: while a handler runs for three leases, retries on
