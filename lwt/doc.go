@@ -36,8 +36,8 @@
 //     outlives the others.
 //
 // Store.Begin, Complete, Fail, Release and Renew expose the same state machine to callers
-// that cannot wrap their work in a function: an HTTP middleware (see HTTPStatus) or a message
-// consumer guard over the processed_messages table (see Table).
+// that cannot wrap their work in a function, such as a message consumer guard over the
+// processed_messages table (see Table).
 //
 // # What is guaranteed, and what is not
 //
