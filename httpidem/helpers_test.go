@@ -18,7 +18,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/cassdedup/cassdedup/cassandratest"
+	"github.com/cassdedup/cassdedup/internal/testnode"
 	"github.com/cassdedup/cassdedup/lwt"
 )
 
@@ -32,7 +32,7 @@ type node struct {
 // TestAgainstNode runs the middleware's tests against the real node over loopback HTTP, in
 // parallel on one keyspace.
 func TestAgainstNode(t *testing.T) {
-	session, ks := cassandratest.NewSession(t)
+	session, ks := testnode.NewSession(t)
 	n := node{session: session, keyspace: ks}
 	for _, tc := range []struct {
 		name string

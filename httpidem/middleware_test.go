@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/cassdedup/cassdedup/cassandratest"
+	"github.com/cassdedup/cassdedup/internal/testnode"
 	"github.com/cassdedup/cassdedup/lwt"
 )
 
@@ -20,7 +20,7 @@ import (
 // have): the handler runs once, every 2xx carries its response, the rest are 409 with a
 // Retry-After.
 func testConcurrentRequestsOnTwoServersRunOnce(t *testing.T, n node) {
-	cluster := cassandratest.Cluster(t)
+	cluster := testnode.Cluster(t)
 	cluster.Keyspace = n.keyspace
 	other, err := cluster.CreateSession()
 	require.NoError(t, err)
