@@ -128,9 +128,11 @@ func holds(c *Claim, to Status) func(Row, bool) bool {
 }
 
 // leaseTTL is the TTL of the lease cells written at now: the lease in whole seconds, rounded up,
-// and never past the record's own expiry.
+// plus one, and never past the record's own expiry. Cassandra counts a TTL from the current
+// whole second, so a cell with TTL n lives between n-1 and n seconds; the extra second makes
+// the server hold a lease at least as long as the lease.
 func (s *Store) leaseTTL(c *Claim, now time.Time) int {
-	return min(int(math.Ceil(s.cfg.lease.Seconds())), ttlSeconds(c.ExpiresAt, now))
+	return min(int(math.Ceil(s.cfg.lease.Seconds()))+1, ttlSeconds(c.ExpiresAt, now))
 }
 
 // resolve runs a conditional write of the record of key through Resolve.
