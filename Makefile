@@ -1,8 +1,8 @@
 # cassdedup: `make test` checks and tests everything against a real Cassandra 5.0 node.
 #
 # Cassandra comes from, in order: CASSANDRA_HOSTS if set; else a local node that this Makefile
-# starts from Maven Central (Java 17 + Maven) and stops again; else (no Java) cassandratest
-# starts a container when a Docker engine answers.
+# starts from Maven Central (Java 17 + Maven) and stops again; else (no Java) the node of
+# docker-compose.yml, started with `docker compose up -d --wait` and removed again.
 
 SHELL        := bash
 .SHELLFLAGS  := -eu -o pipefail -c
@@ -16,6 +16,15 @@ CQLSH_VERSION := 6.2.2
 TEST_TIMEOUT ?= 25m
 OUT          := out
 
+# The repository's Go modules: the library (what a service imports), the exported test helper
+# (Docker through testcontainers), the benchmark (plots, progress bar) and the metrics adapters
+# (the Prometheus client, OpenTelemetry). Every check, test and fuzz target runs over all of them.
+MODULES      := . cassandratest cmd/lwtbench metrics/promobs metrics/otelobs
+# The library module's direct requirements: the driver, the filter, the hash, and two test
+# libraries. A new one must earn its place: every importer of the library downloads it.
+LIB_REQUIRES := github.com/bits-and-blooms/bloom/v3 github.com/cespare/xxhash/v2 github.com/gocql/gocql \
+                github.com/stretchr/testify go.uber.org/goleak
+
 # The benchmark's own node: durable (commitlog fsynced as in production, no test shortcuts)
 # and on its own ports, so it never reuses a test node. BENCH_PAXOS=v1 starts a Paxos v1 node.
 BENCH_PORT   ?= 9043
@@ -23,7 +32,7 @@ BENCH_PAXOS  ?= v2
 BENCH_FLAGS  ?=
 BENCH_NODE   := CASSANDRA_DURABLE=1 CASSANDRA_CQL_PORT=$(BENCH_PORT) CASSANDRA_STORAGE_PORT=7100 CASSANDRA_PAXOS=$(BENCH_PAXOS) CASSANDRA_HEAP=$(if $(filter 1,$(BENCH_NODES)),2G,1G) $(NODE)
 
-.PHONY: test check fmt-check vet go-test cqlsh cassandra-up cassandra-down schema fuzz bench bench-long
+.PHONY: test check fmt-check vet tidy-check deps-check go-test cqlsh cassandra-up cassandra-down schema fuzz bench bench-long
 
 ## bench: the LWT latency benchmark (about a minute) against CASSANDRA_HOSTS, or against a
 ## durable local node started for the run and stopped after it. Results go to out/.
@@ -33,7 +42,7 @@ BENCH_NODES ?= 1
 BENCH_ADDRS := $(foreach i,$(shell seq 1 $(BENCH_NODES)),127.0.0.$(i))
 BENCH_RF    := $(if $(filter 1,$(BENCH_NODES)),1,3)
 bench:
-	$(GO) build -o bin/lwtbench ./cmd/lwtbench
+	$(GO) -C cmd/lwtbench build -o $(CURDIR)/bin/lwtbench .
 	@if [ -n "$${CASSANDRA_HOSTS:-}" ]; then bin/lwtbench -hosts "$$CASSANDRA_HOSTS" -out $(OUT) $(BENCH_FLAGS); \
 	else trap 'for a in $(BENCH_ADDRS); do CASSANDRA_ADDRESS=$$a $(BENCH_NODE) down; done' EXIT; \
 	  for a in $(BENCH_ADDRS); do CASSANDRA_ADDRESS=$$a CASSANDRA_SEEDS=127.0.0.1:7100 $(BENCH_NODE) up; done; \
@@ -43,25 +52,35 @@ bench:
 bench-long:
 	@$(MAKE) --no-print-directory bench BENCH_FLAGS="-long $(BENCH_FLAGS)"
 
-## test: gofmt, go vet, then every test with -race against a real Cassandra node.
+## test: gofmt, go vet and tidy go.mod files, then every test of every module with -race
+## against a real Cassandra node.
 test: check cqlsh
 	@$(call with_cassandra,$(MAKE) --no-print-directory go-test)
 
-check: fmt-check vet
+check: fmt-check vet tidy-check deps-check
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 
 vet:
-	$(GO) vet ./...
+	@for m in $(MODULES); do echo "go vet $$m"; $(GO) -C $$m vet ./...; done
+
+tidy-check:
+	@for m in $(MODULES); do $(GO) -C $$m mod tidy -diff || { echo "go.mod of $$m is not tidy: run go mod tidy there"; exit 1; }; done
+
+deps-check:
+	@got=$$($(GO) list -m -f '{{if not (or .Main .Indirect)}}{{.Path}}{{end}}' all | sort | xargs); \
+	if [ "$$got" != "$(sort $(LIB_REQUIRES))" ]; then \
+	  echo "the library module requires $$got; LIB_REQUIRES in the Makefile lists $(sort $(LIB_REQUIRES))"; exit 1; fi
 
 # go-test expects CASSANDRA_HOSTS (or Docker); `make test` provides it. A skipped test fails the
 # run: every test here is meant to run, and a silent skip would hide a missing Cassandra.
 go-test:
 	@mkdir -p $(OUT)
-	CQLSH=$(CQLSH) $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -v ./... 2>&1 \
-	  | tee $(OUT)/test.log | grep -E '^(ok|FAIL|panic|--- FAIL|--- SKIP|\s+--- FAIL)|^\S+\.go:[0-9]+' || true
+	@for m in $(MODULES); do echo "go test $$m"; \
+	  CQLSH=$(CQLSH) $(GO) -C $$m test -race -count=1 -timeout $(TEST_TIMEOUT) -v ./... 2>&1 || true; done \
+	  | tee $(OUT)/test.log | grep -E '^(go test |ok|FAIL|panic|--- FAIL|--- SKIP|\s+--- FAIL)|^\S+\.go:[0-9]+' || true
 	@scripts/test-summary.sh $(OUT)/test.log
 
 ## cqlsh: the real CQL shell from PyPI in a private virtualenv (the schema tests run it).
@@ -80,20 +99,24 @@ cassandra-down:
 schema:
 	@$(call with_cassandra,$(GO) run ./cmd/cassdedup schema apply -hosts "$$CASSANDRA_HOSTS")
 
-## fuzz: run each fuzz target for FUZZTIME (default 20s).
+## fuzz: run each fuzz target of every module for FUZZTIME (default 20s).
 FUZZTIME ?= 20s
 fuzz:
-	@for pkg in $$($(GO) list ./...); do \
-	  for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
-	    echo "== $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg; \
-	  done; done
+	@for m in $(MODULES); do for pkg in $$($(GO) -C $$m list ./...); do \
+	  for f in $$($(GO) -C $$m test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
+	    echo "== $$pkg $$f"; $(GO) -C $$m test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg; \
+	  done; done; done
 
 # with_cassandra runs $(1) with CASSANDRA_HOSTS set. When it is unset and Java is here, it starts
 # the local node first and stops it afterwards, on failure too, unless the node already ran
-# before (then it belongs to someone else and stays up).
+# before (then it belongs to someone else and stays up). Without Java it does the same with
+# docker-compose.yml's node.
 define with_cassandra
 if [ -n "$${CASSANDRA_HOSTS:-}" ]; then $(1); \
-elif ! command -v java >/dev/null; then echo "no Java: relying on Docker through testcontainers"; $(1); \
+elif ! command -v java >/dev/null; then \
+  if ! docker info >/dev/null 2>&1; then echo "no CASSANDRA_HOSTS, no Java 17 and no Docker engine: see README"; exit 1; fi; \
+  if [ -z "$$(docker compose ps -q cassandra)" ]; then trap 'docker compose down' EXIT; fi; \
+  echo "no Java: docker compose up -d --wait"; docker compose up -d --wait; CASSANDRA_HOSTS=127.0.0.1:9042 $(1); \
 elif $(NODE) status 2>/dev/null; then CASSANDRA_HOSTS=$(LOCAL_HOSTS) $(1); \
 else trap '$(NODE) down' EXIT; $(NODE) up; CASSANDRA_HOSTS=$(LOCAL_HOSTS) $(1); fi
 endef

@@ -1,6 +1,10 @@
 // Package cassandratest gives tests a real Cassandra: a *gocql.Session on a fresh, uniquely named
 // keyspace with cassdedup's schema applied, dropped when the test ends.
 //
+// It is a module of its own, github.com/cassdedup/cassdedup/cassandratest, because it speaks to
+// Docker through testcontainers-go: a service that imports the library does not download Docker's
+// client; only a module that requires this one for its tests does.
+//
 // The node is found in this order:
 //
 //  1. CASSANDRA_HOSTS, a comma-separated host[:port] list: any cluster (a local node, docker

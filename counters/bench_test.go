@@ -9,7 +9,7 @@ import (
 	"github.com/gocql/gocql"
 	"github.com/stretchr/testify/require"
 
-	"github.com/cassdedup/cassdedup/cassandratest"
+	"github.com/cassdedup/cassdedup/internal/testnode"
 )
 
 // BenchmarkIncrement measures what an idempotent increment costs and how long its crash window
@@ -17,7 +17,7 @@ import (
 // increment and the mark), during which a crash leaves a claimed-but-unmarked operation for
 // ListUnapplied. It also reports the native counter update alone, in the same loop, as the floor.
 func BenchmarkIncrement(b *testing.B) {
-	session, ks := cassandratest.NewSession(b)
+	session, ks := testnode.NewSession(b)
 	s, err := New(session, WithKeyspace(ks))
 	require.NoError(b, err)
 	ctx := context.Background()

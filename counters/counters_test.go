@@ -13,13 +13,13 @@ import (
 	"github.com/gocql/gocql"
 	"github.com/stretchr/testify/require"
 
-	"github.com/cassdedup/cassdedup/cassandratest"
 	"github.com/cassdedup/cassdedup/events"
+	"github.com/cassdedup/cassdedup/internal/testnode"
 )
 
 func newStore(t *testing.T, opts ...Option) (*Store, *gocql.Session, string) {
 	t.Helper()
-	session, ks := cassandratest.NewSession(t)
+	session, ks := testnode.NewSession(t)
 	s, err := New(session, append([]Option{WithKeyspace(ks)}, opts...)...)
 	require.NoError(t, err)
 	return s, session, ks
@@ -117,7 +117,7 @@ func TestCrashWindowIsReportedForRepair(t *testing.T) {
 func TestShadowModeReportsDrift(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	session, ks := cassandratest.NewSession(t)
+	session, ks := testnode.NewSession(t)
 	log, err := events.NewLog(session, events.WithKeyspace(ks))
 	require.NoError(t, err)
 	s, err := New(session, WithKeyspace(ks), WithShadow(log))

@@ -18,6 +18,9 @@ type Claim struct {
 	ClaimedAt time.Time
 	// Owner is the claim's owner token; it names the attempt that made it.
 	Owner gocql.UUID
+	// Settling reports a claim that Settle took over and did not mark: the repair stopped
+	// between its steps, or is running now. Settle it again with ResettleStuck.
+	Settling bool
 }
 
 // MaxListLimit bounds one ListUnapplied call.
@@ -84,5 +87,6 @@ func (s *Store) readClaim(ctx context.Context, counter, opID string) (Claim, boo
 	if err != nil {
 		return c, false, fmt.Errorf("counters: read claim %q of %q: %w", opID, counter, err)
 	}
-	return c, status == statusClaimed, nil
+	c.Settling = status == statusSettling
+	return c, status == statusClaimed || c.Settling, nil
 }

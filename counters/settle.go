@@ -10,17 +10,33 @@ import (
 	"github.com/cassdedup/cassdedup/lwt"
 )
 
+// SettleOption configures Settle.
+type SettleOption func(*settleConfig)
+
+type settleConfig struct{ resettle bool }
+
+// ResettleStuck lets Settle take over a claim that an earlier Settle took and did not mark
+// (Claim.Settling): that repair stopped between its steps, as a crashed increment does, and
+// may or may not have incremented the counter. Use it only when that repair is known to have
+// ended; one still running would see its mark fail, after it may have incremented.
+func ResettleStuck() SettleOption { return func(c *settleConfig) { c.resettle = true } }
+
 // Settle resolves an operation that ListUnapplied reported, with evidence the store does not
 // have (the caller's own records, or the event log in shadow mode): incremented true says the
 // counter was incremented, so the claim is only marked applied; false says it was not, so the
 // counter is incremented now and the claim marked. It returns the claim as it was found.
 //
-// Settle first takes the claim over with a lightweight transaction (a new owner, on condition
-// that the claim is still CLAIMED under the owner read), so two repairs of one operation, or a
-// repair racing the original attempt's mark, cannot both go on: the loser gets ErrNotPending.
-// The original attempt, if it is still running, then fails its mark with ErrUnconfirmed. An
-// increment that fails leaves the claim CLAIMED (ErrUnconfirmed): list and settle it again.
-func (s *Store) Settle(ctx context.Context, counter, opID string, incremented bool) (Claim, error) {
+// Settle first takes the claim over with a lightweight transaction, CLAIMED to SETTLING under
+// a new owner, so of repairs racing on one operation exactly one goes on and the others get
+// ErrNotPending, and the original attempt, if it is still running, fails its mark with
+// ErrUnconfirmed. A repair that stops before its mark leaves the claim SETTLING, listed by
+// ListUnapplied with Settling set; settle it again with ResettleStuck. An increment that fails
+// returns ErrUnconfirmed and leaves the claim SETTLING too.
+func (s *Store) Settle(ctx context.Context, counter, opID string, incremented bool, opts ...SettleOption) (Claim, error) {
+	var cfg settleConfig
+	for _, o := range opts {
+		o(&cfg)
+	}
 	if err := ValidateCounter(counter); err != nil {
 		return Claim{}, err
 	}
@@ -31,13 +47,16 @@ func (s *Store) Settle(ctx context.Context, counter, opID string, incremented bo
 	if err != nil {
 		return c, err
 	}
-	if status != statusClaimed {
+	switch {
+	case status == statusSettling && !cfg.resettle:
+		return c, fmt.Errorf("%w: %q of %q is being settled by another repair (or one that stopped: see ResettleStuck)", ErrNotPending, opID, counter)
+	case status != statusClaimed && status != statusSettling:
 		return c, fmt.Errorf("%w: %q of %q is %s", ErrNotPending, opID, counter, status)
 	}
 	owner := gocql.TimeUUID()
 	mine := func(row lwt.Row, found bool) bool { o, _ := row["owner"].(gocql.UUID); return found && o == owner }
 	applied, _, err := lwt.Resolve(ctx, lwt.Conditional{
-		Op: "settle", Write: s.session.Query(s.q.takeover, s.ttlSeconds(c.ClaimedAt), owner, counter, opID, c.Owner),
+		Op: "settle", Write: s.session.Query(s.q.takeover, s.ttlSeconds(c.ClaimedAt), owner, counter, opID, c.Owner, status),
 		Read: s.session.Query(s.q.readOp, counter, opID), Applied: mine,
 		Patience: resolvePatience, Observer: s.cfg.observer, Key: lwt.Key{counter, opID},
 	}, s.cfg.consistency, s.cfg.serial)
@@ -69,5 +88,6 @@ func (s *Store) readSerial(ctx context.Context, counter, opID string) (Claim, st
 	c.Owner, _ = row["owner"].(gocql.UUID)
 	c.ClaimedAt, _ = row["claimed_at"].(time.Time)
 	status, _ := row["status"].(string)
+	c.Settling = status == statusSettling
 	return c, status, nil
 }

@@ -86,3 +86,31 @@ func TestSettleRacingRepairsIncrementOnce(t *testing.T) {
 	require.NoError(t, err)
 	assert.EqualValues(t, 7, v)
 }
+
+// A repair that stops between its takeover and its mark leaves the claim SETTLING: listed,
+// refused to a plain Settle, settled with ResettleStuck.
+func TestResettleAStoppedRepair(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, _, _ := newStore(t)
+	crash := errors.New("crash")
+	s.hooks.afterClaim = func() error { return crash }
+	_, err := s.Increment(ctx, Op{Counter: "c", ID: "op", Delta: 3})
+	require.ErrorIs(t, err, crash)
+	_, err = s.Settle(ctx, "c", "op", false) // the repair stops after its takeover
+	require.ErrorIs(t, err, crash)
+	s.hooks = hooks{}
+
+	pending, err := s.ListUnapplied(ctx, time.Now().Add(-time.Hour), time.Now().Add(time.Minute), 10)
+	require.NoError(t, err)
+	require.Len(t, pending, 1)
+	assert.True(t, pending[0].Settling)
+	_, err = s.Settle(ctx, "c", "op", false)
+	require.ErrorIs(t, err, ErrNotPending, "another repair may be running")
+	c, err := s.Settle(ctx, "c", "op", false, ResettleStuck())
+	require.NoError(t, err)
+	assert.True(t, c.Settling)
+	v, err := s.Value(ctx, "c")
+	require.NoError(t, err)
+	assert.EqualValues(t, 3, v)
+}

@@ -57,7 +57,7 @@ func New(session *gocql.Session, opts ...Option) (*Store, error) {
 		readOp:    "SELECT counter, op_id, delta, status, owner, claimed_at, applied_at FROM " + ops + " WHERE counter = ? AND op_id = ?",
 		release:   "DELETE FROM " + ops + " WHERE counter = ? AND op_id = ? IF owner = ?",
 		mark:      "UPDATE " + ops + " USING TTL ? SET status = '" + statusApplied + "', applied_at = ? WHERE counter = ? AND op_id = ? IF owner = ?",
-		takeover:  "UPDATE " + ops + " USING TTL ? SET owner = ? WHERE counter = ? AND op_id = ? IF owner = ? AND status = '" + statusClaimed + "'",
+		takeover:  "UPDATE " + ops + " USING TTL ? SET owner = ?, status = '" + statusSettling + "' WHERE counter = ? AND op_id = ? IF owner = ? AND status = ?",
 		increment: "UPDATE " + vals + " SET value = value + ? WHERE counter = ?",
 		value:     "SELECT value FROM " + vals + " WHERE counter = ?",
 		listIndex: "SELECT counter, op_id FROM " + idx + " WHERE hour = ? AND shard = ?",
@@ -65,8 +65,9 @@ func New(session *gocql.Session, opts ...Option) (*Store, error) {
 }
 
 const (
-	statusClaimed = "CLAIMED"
-	statusApplied = "APPLIED"
+	statusClaimed  = "CLAIMED"
+	statusApplied  = "APPLIED"
+	statusSettling = "SETTLING" // taken over by Settle, which has not marked it yet
 )
 
 // shard spreads one hour's claims over the index partitions by a hash of the claim's key.

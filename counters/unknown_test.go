@@ -4,13 +4,12 @@ import (
 	"context"
 	"errors"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/cassdedup/cassdedup/cassandratest"
 	"github.com/cassdedup/cassdedup/internal/faultproxy"
+	"github.com/cassdedup/cassdedup/internal/testnode"
 	"github.com/cassdedup/cassdedup/lwt"
 )
 
@@ -18,19 +17,11 @@ import (
 // one reaching it directly, on the same fresh keyspace.
 func proxiedStore(t *testing.T) (proxied, direct *Store, p *faultproxy.Proxy) {
 	t.Helper()
-	session, ks := cassandratest.NewSession(t)
-	hosts, err := cassandratest.Hosts()
+	session, ks := testnode.NewSession(t)
+	hosts, err := testnode.Hosts()
 	require.NoError(t, err)
 	p = faultproxy.New(t, hosts[0])
-	cluster := cassandratest.Cluster(t)
-	cluster.Hosts = []string{p.Addr()}
-	cluster.DisableInitialHostLookup = true
-	cluster.Keyspace = ks
-	cluster.Timeout = 2 * time.Second
-	cluster.NumConns = 1
-	ps, err := cluster.CreateSession()
-	require.NoError(t, err)
-	t.Cleanup(ps.Close)
+	ps := testnode.ProxiedSession(t, ks, p.Addr())
 	proxied, err = New(ps, WithKeyspace(ks))
 	require.NoError(t, err)
 	direct, err = New(session, WithKeyspace(ks))

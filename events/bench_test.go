@@ -10,8 +10,8 @@ import (
 	"github.com/gocql/gocql"
 
 	"github.com/cassdedup/cassdedup/bloom"
-	"github.com/cassdedup/cassdedup/cassandratest"
 	"github.com/cassdedup/cassdedup/events"
+	"github.com/cassdedup/cassdedup/internal/testnode"
 )
 
 // BenchmarkTotal reads a counter with 1 day and with 30 days of hourly history, rolled up, plus
@@ -20,7 +20,7 @@ import (
 func BenchmarkTotal(b *testing.B) {
 	ctx := context.Background()
 	end := t0.Add(60 * 24 * time.Hour)
-	clock := newFakeClock(end)
+	clock := testnode.NewClock(end)
 	l := newLog(b, clock)
 	const perBucket = 4
 	for _, days := range []int{1, 30} {
@@ -83,7 +83,7 @@ func recordBucket(ctx context.Context, l *events.Log, counter string, at time.Ti
 // hits all three alike. It reports each one's mean latency and the ratios of the fast path to the
 // plain INSERT and to the LWT path.
 func BenchmarkFastPath(b *testing.B) {
-	session, ks := cassandratest.NewSession(b)
+	session, ks := testnode.NewSession(b)
 	ctx := context.Background()
 	g := guardOn(b, session, ks)
 	owned := events.Scope{Group: "bench", Topic: "t", Partition: 0}

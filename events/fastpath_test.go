@@ -14,8 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cassdedup/cassdedup/bloom"
-	"github.com/cassdedup/cassdedup/cassandratest"
 	"github.com/cassdedup/cassdedup/events"
+	"github.com/cassdedup/cassdedup/internal/testnode"
 	"github.com/cassdedup/cassdedup/lwt"
 )
 
@@ -37,27 +37,40 @@ func newPreCheck(t testing.TB, scope events.Scope) *bloom.PreCheck {
 	return p
 }
 
-// deliver redelivers m to g until the broker could acknowledge it. It runs on goroutines of its
-// own, so it reports with assert and returns rather than stopping the test.
+// deliver redelivers m to g until the broker could acknowledge it: the handler's own failures
+// say "fails once" (the fast-path tests' handlers).
 func deliver(t testing.TB, ctx context.Context, g *events.Guard, m events.Message, h events.Handler) {
+	redeliver(t, ctx, g, m, h, "fails once", nil)
+}
+
+// redeliver redelivers m to g until the broker could acknowledge it or dead-letter it, and
+// returns the final outcome; seen, if set, is told every outcome. Handler failures must contain
+// failure. It runs on goroutines of its own, so it reports with assert and returns rather than
+// stopping the test.
+func redeliver(t testing.TB, ctx context.Context, g *events.Guard, m events.Message, h events.Handler, failure string, seen func(events.Outcome)) events.Outcome {
 	for {
 		out, err := g.Process(ctx, m, h)
+		if seen != nil {
+			seen(out)
+		}
+		ok := true
 		switch out {
 		case events.Processed, events.Duplicate:
 			assert.NoError(t, err)
-			return
+			return out
+		case events.Poison:
+			assert.ErrorIs(t, err, events.ErrPoison)
+			return out
 		case events.InProgress:
-			if !assert.ErrorIs(t, err, lwt.ErrInProgress) {
-				return
-			}
+			ok = assert.ErrorIs(t, err, lwt.ErrInProgress)
 			time.Sleep(2 * time.Millisecond)
 		case events.Failed:
-			if !assert.ErrorContains(t, err, "fails once") {
-				return
-			}
+			ok = assert.ErrorContains(t, err, failure)
 		default:
-			assert.Fail(t, "unexpected outcome", "%v: %v", out, err)
-			return
+			ok = assert.Fail(t, "unexpected outcome", "%v: %v", out, err)
+		}
+		if !ok {
+			return out
 		}
 	}
 }
@@ -71,7 +84,7 @@ func deliver(t testing.TB, ctx context.Context, g *events.Guard, m events.Messag
 // messages.
 func TestFastPathOwnershipRespectedProcessesEachMessageOnce(t *testing.T) {
 	const runs, rounds, partitions, perRound, workers = 2, 3, 4, 250, 6
-	session, ks := cassandratest.NewSession(t)
+	session, ks := testnode.NewSession(t)
 	ctx := context.Background()
 	var newIDs, fastHits, fastRecorded, fps, inFlight, lwtPath atomic.Uint64
 	var warmKeys []uint64
@@ -186,7 +199,7 @@ func TestFastPathOwnershipRespectedProcessesEachMessageOnce(t *testing.T) {
 // from running twice.
 func TestFastPathInFlightRedeliveryGetsInProgress(t *testing.T) {
 	t.Parallel()
-	session, ks := cassandratest.NewSession(t)
+	session, ks := testnode.NewSession(t)
 	ctx := context.Background()
 	g := guardOn(t, session, ks)
 	scope := events.Scope{Group: "g", Topic: "t", Partition: 1}
@@ -273,7 +286,7 @@ func violation(t *testing.T, ctx context.Context, a, b *events.Guard, scope even
 func TestFastPathOwnershipViolatedDuplicates(t *testing.T) {
 	t.Parallel()
 	const n = 300
-	session, ks := cassandratest.NewSession(t)
+	session, ks := testnode.NewSession(t)
 	ctx := context.Background()
 	scope := events.Scope{Group: "g", Topic: "violated", Partition: 0}
 
@@ -319,7 +332,7 @@ func TestFastPathOwnershipViolatedDuplicates(t *testing.T) {
 // write, which finds a record the new owner made.
 func TestFastPathStopsWhenOwnershipMoves(t *testing.T) {
 	t.Parallel()
-	session, ks := cassandratest.NewSession(t)
+	session, ks := testnode.NewSession(t)
 	ctx := context.Background()
 	scope := events.Scope{Group: "g", Topic: "moves", Partition: 3}
 	g := guardOn(t, session, ks)

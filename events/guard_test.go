@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -12,17 +11,16 @@ import (
 	"time"
 
 	"github.com/gocql/gocql"
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 
-	"github.com/cassdedup/cassdedup/cassandratest"
 	"github.com/cassdedup/cassdedup/events"
-	"github.com/cassdedup/cassdedup/lwt"
+	"github.com/cassdedup/cassdedup/internal/testnode"
 )
 
 func newGuard(t *testing.T, opts ...events.Option) *events.Guard {
 	t.Helper()
-	session, ks := cassandratest.NewSession(t)
+	session, ks := testnode.NewSession(t)
 	g, err := events.NewGuard(session, append([]events.Option{events.WithKeyspace(ks)}, opts...)...)
 	require.NoError(t, err)
 	return g
@@ -58,7 +56,7 @@ func (e *effects) apply(id string) {
 // every 500th always fails. Every message's effect must happen exactly once, and the always
 // failing ones must be reported as poison after exactly MaxAttempts handler runs.
 //
-// It is not parallel so the goroutine count around it is its own.
+// It is not parallel, so every goroutine that starts during it is its own and must have ended.
 func TestGuardReplayedStreamTakesEffectOnce(t *testing.T) {
 	const messages, maxAttempts, consumers = 10000, 3, 24
 	g := newGuard(t, events.WithMaxAttempts(maxAttempts))
@@ -77,33 +75,15 @@ func TestGuardReplayedStreamTakesEffectOnce(t *testing.T) {
 		return nil
 	}
 	_, err := g.Process(ctx, events.Message{Scope: events.Scope{Group: "g", Topic: "warm"}, ID: "up"}, handler)
-	require.NoError(t, err) // the session's connections are up before the count
-	before := runtime.NumGoroutine()
+	require.NoError(t, err) // the session's connections are up before the snapshot
+	running := goleak.IgnoreCurrent()
 
 	var outcomes [6]atomic.Int64
 	var poisoned sync.Map
-	deliver := func(m events.Message) { // redeliver until the broker could acknowledge it; runs on its own goroutines, so it asserts
-		for {
-			out, err := g.Process(ctx, m, handler)
-			outcomes[out].Add(1)
-			switch out {
-			case events.Processed, events.Duplicate:
-				assert.NoError(t, err)
-				return
-			case events.Poison:
-				assert.ErrorIs(t, err, events.ErrPoison)
-				poisoned.Store(m.ID, true)
-				return
-			case events.InProgress:
-				if !assert.ErrorIs(t, err, lwt.ErrInProgress) {
-					return
-				}
-				time.Sleep(5 * time.Millisecond)
-			case events.Failed:
-				if !assert.ErrorContains(t, err, "handler failed") {
-					return
-				}
-			}
+	deliver := func(m events.Message) {
+		out := redeliver(t, ctx, g, m, handler, "handler failed", func(o events.Outcome) { outcomes[o].Add(1) })
+		if out == events.Poison {
+			poisoned.Store(m.ID, true)
 		}
 	}
 	type delivery struct {
@@ -170,9 +150,7 @@ func TestGuardReplayedStreamTakesEffectOnce(t *testing.T) {
 		outcomes[events.Processed].Load(), outcomes[events.Duplicate].Load(), outcomes[events.InProgress].Load(),
 		outcomes[events.Failed].Load(), outcomes[events.Poison].Load())
 	require.Positive(t, outcomes[events.Duplicate].Load())
-	if !assertNoGoroutineGrowth(before) {
-		t.Fatalf("goroutines leaked: %d before, %d after", before, runtime.NumGoroutine())
-	}
+	goleak.VerifyNone(t, running)
 }
 
 func TestGuardFailedHandlerLeavesMessageForRedelivery(t *testing.T) {
@@ -215,7 +193,7 @@ func TestGuardFailedHandlerLeavesMessageForRedelivery(t *testing.T) {
 func TestGuardProcessedIDsListsScope(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	clock := newFakeClock(t0)
+	clock := testnode.NewClock(t0)
 	g := newGuard(t, events.WithClock(clock.Now), events.WithRetention(24*time.Hour))
 	scope := events.Scope{Group: "g", Topic: "t", Partition: 2}
 	want := map[string]bool{}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -15,17 +14,18 @@ import (
 	"github.com/gocql/gocql"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 
-	"github.com/cassdedup/cassdedup/cassandratest"
 	"github.com/cassdedup/cassdedup/events"
+	"github.com/cassdedup/cassdedup/internal/testnode"
 	"github.com/cassdedup/cassdedup/lwt"
 )
 
 var t0 = time.Date(2025, 3, 1, 0, 0, 0, 0, time.UTC)
 
-func newLog(t testing.TB, clock *fakeClock, opts ...events.Option) *events.Log {
+func newLog(t testing.TB, clock *testnode.Clock, opts ...events.Option) *events.Log {
 	t.Helper()
-	session, ks := cassandratest.NewSession(t)
+	session, ks := testnode.NewSession(t)
 	opts = append([]events.Option{events.WithKeyspace(ks), events.WithClock(clock.Now)}, opts...)
 	l, err := events.NewLog(session, opts...)
 	require.NoError(t, err)
@@ -35,7 +35,7 @@ func newLog(t testing.TB, clock *fakeClock, opts ...events.Option) *events.Log {
 func TestLogRecordIsIdempotentAndRollupFoldsOnce(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	clock := newFakeClock(t0)
+	clock := testnode.NewClock(t0)
 	l := newLog(t, clock)
 	for i := range 10 {
 		e := events.Event{Counter: "c", ID: fmt.Sprint("e", i), Delta: 2, Time: t0.Add(time.Duration(i) * time.Second)}
@@ -74,7 +74,7 @@ func TestLogRecordIsIdempotentAndRollupFoldsOnce(t *testing.T) {
 func TestLogBadInputGivesTypedErrors(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	clock := newFakeClock(t0)
+	clock := testnode.NewClock(t0)
 	l := newLog(t, clock)
 	ok := events.Event{Counter: "c", ID: "id", Delta: 1, Time: t0}
 	require.NoError(t, l.Record(ctx, ok))
@@ -119,16 +119,16 @@ func TestLogBadInputGivesTypedErrors(t *testing.T) {
 // several writers while two rollup workers fold buckets and readers check that the total
 // never goes back, with a clock running at 200x so buckets close during the run.
 //
-// It is not parallel so the goroutine count around it is its own.
+// It is not parallel, so every goroutine that starts during it is its own and must have ended.
 func TestLogTotalsExactUnderDuplicatesAndRacingRollups(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	clock := newFakeClock(t0)
+	clock := testnode.NewClock(t0)
 	l := newLog(t, clock, events.WithBucketWidth(time.Minute), events.WithGracePeriod(time.Minute),
 		events.WithSettleTime(time.Second))
-	_, err := l.Total(ctx, "hits") // the session's connections are up before the count
+	_, err := l.Total(ctx, "hits") // the session's connections are up before the snapshot
 	require.NoError(t, err)
-	before := runtime.NumGoroutine()
+	running := goleak.IgnoreCurrent()
 
 	const ids, copies, writers = 1500, 3, 8
 	type job struct {
@@ -221,10 +221,7 @@ func TestLogTotalsExactUnderDuplicatesAndRacingRollups(t *testing.T) {
 	require.NoError(t, err)
 	require.EqualValues(t, want, total)
 	t.Logf("%d distinct ids stored from %d records, %d refused as closed, %d concurrent reads", want, ids*copies, closed.Load(), reads.Load())
-	if !assertNoGoroutineGrowth(before) {
-		buf := make([]byte, 1<<20)
-		t.Fatalf("goroutines leaked: %d before, %d after\n%s", before, runtime.NumGoroutine(), buf[:runtime.Stack(buf, true)])
-	}
+	goleak.VerifyNone(t, running)
 }
 
 func FuzzValidateCounter(f *testing.F) {
@@ -247,7 +244,7 @@ func FuzzValidateCounter(f *testing.F) {
 // lwt.Store takes: the event write, the rollup's LWT, and the guard's claim and completion.
 func TestObserversSeeLogAndGuard(t *testing.T) {
 	t.Parallel()
-	session, ks := cassandratest.NewSession(t)
+	session, ks := testnode.NewSession(t)
 	ctx := context.Background()
 	var mu sync.Mutex
 	seen := map[string]int{}

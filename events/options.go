@@ -175,8 +175,8 @@ func WithRetention(d time.Duration) Option {
 	return Option{"WithRetention", forGuard, func(c *config) { c.retention = d }}
 }
 
-// WithLease sets how long a claim lives without renewal (default 30 s; 100 ms up to the
-// retention). It is renewed while the handler runs; a consumer that dies holding it delays
+// WithLease sets how long a claim lives without renewal (default 30 s; 1 s up to the retention;
+// judged by Cassandra's clock, see lwt.WithLease). It is renewed while the handler runs; a consumer that dies holding it delays
 // redelivered copies by at most the lease. Guard.
 func WithLease(d time.Duration) Option {
 	return Option{"WithLease", forGuard, func(c *config) { c.lease = d }}
@@ -223,8 +223,8 @@ func (c *config) validateGuard() error {
 	switch {
 	case c.retention < time.Minute || c.retention > 90*24*time.Hour:
 		return fmt.Errorf("%w: retention %v must be 1m..90d", ErrInvalidOption, c.retention)
-	case c.lease < 100*time.Millisecond || c.lease > c.retention:
-		return fmt.Errorf("%w: lease %v must be 100ms..retention", ErrInvalidOption, c.lease)
+	case c.lease < time.Second || c.lease > c.retention:
+		return fmt.Errorf("%w: lease %v must be 1s..retention", ErrInvalidOption, c.lease)
 	case c.maxAttempts < 1 || c.maxAttempts > 1000:
 		return fmt.Errorf("%w: max attempts %d must be 1..1000", ErrInvalidOption, c.maxAttempts)
 	case c.maxPayload < 1 || c.maxPayload > 256<<20:

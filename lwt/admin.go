@@ -22,11 +22,12 @@ func buildAdminStatements(table string, keyCols []string, read string) adminStat
 		inspect: strings.Replace(read, " FROM ", ", TTL(status) AS status_ttl FROM ", 1),
 		// Fenced on the record that was read: a claim made, renewed to another status or
 		// taken over meanwhile makes the condition fail, and the decision is made again.
-		release: "UPDATE " + table + " USING TTL ? SET status = 'RELEASED', result = ?, lease_until = ?, updated_at = ? WHERE " +
+		// A released record holds no lease: the lease cells go with the claim they belonged to.
+		release: "UPDATE " + table + " USING TTL ? SET status = 'RELEASED', result = ?, updated_at = ?, lease_owner = null, lease_until = null WHERE " +
 			where + " IF owner = ? AND fence = ? AND status = ?",
 		delete: "DELETE FROM " + table + " WHERE " + where + " IF owner = ? AND fence = ? AND status = ?",
 		// A scan needs neither the fingerprint nor the result: large blobs it would only drop.
-		scan: "SELECT " + cols + ", status, owner, fence, lease_until, attempts, created_at, updated_at, expires_at, epoch FROM " +
+		scan: "SELECT " + cols + ", status, owner, fence, lease_until, attempts, created_at, updated_at, expires_at, epoch, lease_owner FROM " +
 			table + " WHERE token(" + cols + ") > ? AND token(" + cols + ") <= ?",
 	}
 }
@@ -38,8 +39,8 @@ type Inspection struct {
 	// TTL is what the node says is left of the record's life (the TTL of its status cell);
 	// it should agree with ExpiresAt to the second.
 	TTL time.Duration
-	// LiveLease reports a STARTED record whose lease has not passed by the store's clock: a
-	// worker may be running the operation now.
+	// LiveLease reports a STARTED record whose lease is live (Record.LeaseLive: the server's
+	// lease cell is there): a worker may be running the operation now.
 	LiveLease bool
 }
 
@@ -64,7 +65,7 @@ func (s *Store) Inspect(ctx context.Context, key Key) (*Inspection, error) {
 
 func (s *Store) inspection(key Key, row Row) *Inspection {
 	in := &Inspection{Key: key, Record: *recordFromRow(row), TTL: time.Duration(get[int](row, "status_ttl")) * time.Second}
-	in.LiveLease = in.Status == StatusStarted && s.now().Before(in.LeaseUntil)
+	in.LiveLease = in.Status == StatusStarted && in.LeaseLive(s.now())
 	return in
 }
 
@@ -99,7 +100,7 @@ const adminRounds = 4
 
 // ReleaseKey releases key's record as a retryable failure would (RELEASED, attempts and fence
 // kept): the next call with the key claims it and runs the operation again. It acts on any
-// status: on a STARTED claim whose lease passed (a worker that died), on a FAILED record (a
+// status: on a STARTED claim whose lease expired (a worker that died), on a FAILED record (a
 // permanent failure to retry after a fix) and on a COMPLETED one (whose stored result is
 // discarded). A RELEASED record is left as it is (Changed false).
 //
@@ -119,7 +120,7 @@ func (s *Store) ReleaseKey(ctx context.Context, key Key, opts ...AdminOption) (A
 			return false, nil, nil
 		}
 		now := s.now().Truncate(time.Millisecond)
-		args := append([]any{s.keepTTL(in, now), s.clip([]byte(cfg.note)), now, now}, key...)
+		args := append([]any{s.keepTTL(in, now), s.clip([]byte(cfg.note)), now}, key...)
 		args = append(args, fenceArgs(in)...)
 		released := func(row Row, found bool) bool {
 			r := recordFromRow(row)

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gocql/gocql"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -30,13 +31,27 @@ func plant(t *testing.T, s *Store, key Key, st Status) *Claim {
 	return c
 }
 
+// expiredClaim leaves a claim of each key STARTED, made by a store whose lease is one second,
+// and waits until the server has expired every lease; it returns the last claim.
+func expiredClaim(t *testing.T, session *gocql.Session, ks string, keys ...Key) *Claim {
+	t.Helper()
+	short, err := NewStore(session, IdempotencyKeys(ks), WithLease(time.Second))
+	require.NoError(t, err)
+	var c *Claim
+	for _, k := range keys {
+		c = plant(t, short, k, StatusStarted)
+	}
+	for _, k := range keys {
+		waitLeaseExpired(t, short, k)
+	}
+	return c
+}
+
 func TestInspectShowsEachState(t *testing.T) {
 	t.Parallel()
-	clock := newTestClock()
-	s, _, _ := newTestStore(t, WithLease(time.Second), WithRetention(time.Hour), WithClock(clock.Now))
+	s, session, ks := newTestStore(t, WithRetention(time.Hour))
 	ctx := ctxT(t)
-	expired := plant(t, s, IdempotencyKey("ns", "expired"), StatusStarted)
-	clock.Advance(2 * time.Second)
+	expired := expiredClaim(t, session, ks, IdempotencyKey("ns", "expired"))
 	for _, st := range []Status{StatusStarted, StatusCompleted, StatusFailed, StatusReleased} {
 		plant(t, s, IdempotencyKey("ns", string(st)), st)
 	}
@@ -60,14 +75,14 @@ func TestInspectShowsEachState(t *testing.T) {
 		assert.Equal(t, tc.result, string(in.Result), tc.key)
 		assert.EqualValues(t, 1, in.Fence, tc.key)
 		assert.Equal(t, 1, in.Attempts, tc.key)
-		// The node's TTL and the record's expiry tell the same story, to the seconds the test
-		// clock was moved and the test took.
-		assert.InDelta(t, in.ExpiresAt.Sub(clock.Now()).Seconds(), in.TTL.Seconds(), 10, tc.key)
+		// The node's TTL and the record's expiry tell the same story.
+		assert.InDelta(t, time.Until(in.ExpiresAt).Seconds(), in.TTL.Seconds(), 5, tc.key)
 		assert.Greater(t, in.TTL, 50*time.Minute, tc.key)
 	}
 	in, err := s.Inspect(ctx, IdempotencyKey("ns", "expired"))
 	require.NoError(t, err)
 	assert.Equal(t, expired.Owner, in.Owner)
+	assert.True(t, in.LeaseUntil.IsZero(), "the server dropped the lease cells")
 	_, err = s.Inspect(ctx, IdempotencyKey("ns", "none"))
 	assert.ErrorIs(t, err, ErrNotFound)
 	_, err = s.Inspect(ctx, IdempotencyKey("", "x"))
@@ -122,8 +137,7 @@ func TestReleaseKeyRefusesALiveLeaseUnlessForced(t *testing.T) {
 
 func TestDeleteRefusesALiveLeaseUnlessForced(t *testing.T) {
 	t.Parallel()
-	clock := newTestClock()
-	s, _, _ := newTestStore(t, WithLease(time.Second), WithClock(clock.Now))
+	s, session, ks := newTestStore(t)
 	ctx := ctxT(t)
 	key := IdempotencyKey("ns", "purge")
 	holder := plant(t, s, key, StatusStarted)
@@ -137,9 +151,8 @@ func TestDeleteRefusesALiveLeaseUnlessForced(t *testing.T) {
 	require.ErrorIs(t, err, ErrNotFound)
 	assert.ErrorIs(t, s.Complete(ctx, holder, nil), ErrLeaseLost)
 
-	// Without force once the lease passed, and of a COMPLETED record.
-	plant(t, s, IdempotencyKey("ns", "dead"), StatusStarted)
-	clock.Advance(2 * time.Second)
+	// Without force once the lease expired, and of a COMPLETED record.
+	expiredClaim(t, session, ks, IdempotencyKey("ns", "dead"))
 	_, err = s.Delete(ctx, IdempotencyKey("ns", "dead"))
 	require.NoError(t, err)
 	plant(t, s, IdempotencyKey("ns", "done"), StatusCompleted)
@@ -193,16 +206,16 @@ func TestAdminWritesRaceSafely(t *testing.T) {
 
 func TestScanStuckFindsExactlyThePlantedClaims(t *testing.T) {
 	t.Parallel()
-	clock := newTestClock()
-	s, _, _ := newTestStore(t, WithLease(time.Second), WithClock(clock.Now))
+	s, session, ks := newTestStore(t)
 	ctx := ctxT(t)
 	want := map[string]StuckReason{}
+	var dead []Key
 	for i := range 5 {
 		k := fmt.Sprintf("dead-%d", i)
-		plant(t, s, IdempotencyKey("ns", k), StatusStarted)
+		dead = append(dead, IdempotencyKey("ns", k))
 		want[k] = StuckLeaseExpired
 	}
-	clock.Advance(2 * time.Second)
+	expiredClaim(t, session, ks, dead...)
 	for i := range 3 {
 		k := fmt.Sprintf("flaky-%d", i)
 		for range DefaultStuckAttempts {

@@ -164,18 +164,33 @@ func ReadSerial(ctx context.Context, q *gocql.Query, serial gocql.SerialConsiste
 	if serial != gocql.Serial && serial != gocql.LocalSerial {
 		return nil, false, fmt.Errorf("lwt: serial consistency must be SERIAL or LOCAL_SERIAL, not %v", serial)
 	}
+	rows, err := readSerialRows(ctx, q, serial)
+	if err != nil || len(rows) == 0 {
+		return nil, false, err
+	}
+	return rows[0], true, nil
+}
+
+// readSerialRows reads every row q selects at serial consistency.
+func readSerialRows(ctx context.Context, q *gocql.Query, serial gocql.SerialConsistency) ([]Row, error) {
 	// gocql has no SERIAL read constant; the protocol's read consistency SERIAL is the same code.
 	q = q.WithContext(ctx).Consistency(gocql.Consistency(serial)).Idempotent(true).NoSkipMetadata()
 	iter := q.Iter()
-	row, found, scanErr := scanRow(iter)
+	var rows []Row
+	var scanErr error
+	for {
+		row, ok, err := scanRow(iter)
+		if err != nil || !ok {
+			scanErr = err
+			break
+		}
+		rows = append(rows, row)
+	}
 	if err := iter.Close(); err != nil {
 		if ctxErr := ctx.Err(); ctxErr != nil {
-			return nil, false, ctxErr
+			return nil, ctxErr
 		}
-		return nil, false, err
+		return nil, err
 	}
-	if scanErr != nil {
-		return nil, false, scanErr
-	}
-	return row, found, nil
+	return rows, scanErr
 }

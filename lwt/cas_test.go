@@ -11,12 +11,12 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/cassdedup/cassdedup/cassandratest"
+	"github.com/cassdedup/cassdedup/internal/testnode"
 )
 
 func TestCASPrimitives(t *testing.T) {
 	t.Parallel()
-	session, _ := cassandratest.NewSession(t)
+	session, _ := testnode.NewSession(t)
 	ctx := context.Background()
 	owner := gocql.TimeUUID()
 	insert := func(o gocql.UUID) *gocql.Query {
@@ -63,7 +63,7 @@ func TestCASPrimitives(t *testing.T) {
 
 func TestCASRejectsNonConditional(t *testing.T) {
 	t.Parallel()
-	session, _ := cassandratest.NewSession(t)
+	session, _ := testnode.NewSession(t)
 	ctx := context.Background()
 	_, _, err := ExecCAS(ctx, session.Query(`INSERT INTO idempotency_keys (namespace, key, status) VALUES ('ns', 'plain', 'STARTED')`), gocql.Serial)
 	assert.ErrorIs(t, err, ErrMalformedCASResult, "a plain write has no [applied] column")
@@ -75,7 +75,7 @@ func TestCASRejectsNonConditional(t *testing.T) {
 
 func TestCASCanceledContext(t *testing.T) {
 	t.Parallel()
-	session, _ := cassandratest.NewSession(t)
+	session, _ := testnode.NewSession(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	_, _, err := InsertIfNotExists(ctx, session.Query(`INSERT INTO idempotency_keys (namespace, key) VALUES ('a', 'b') IF NOT EXISTS`), gocql.Serial)
@@ -104,4 +104,37 @@ func TestIsOutcomeUnknown(t *testing.T) {
 	var wt *gocql.RequestErrWriteTimeout
 	assert.ErrorAs(t, e, &wt, "the driver's error stays reachable")
 	assert.ErrorIs(t, e, ErrOutcomeUnknown)
+}
+
+// TestExecBatchCAS: a conditional batch on one partition applies once, each statement with its
+// own TTL; a rejected one returns the current row; a batch without a condition is refused.
+func TestExecBatchCAS(t *testing.T) {
+	t.Parallel()
+	session, _ := testnode.NewSession(t)
+	ctx := context.Background()
+	batch := func(owner string) *gocql.Batch {
+		b := session.NewBatch(gocql.UnloggedBatch)
+		b.Query(`INSERT INTO idempotency_keys (namespace, key, status) VALUES ('b', 'k', ?) IF NOT EXISTS USING TTL 600`, owner)
+		b.Query(`UPDATE idempotency_keys USING TTL 30 SET lease_until = toTimestamp(now()) WHERE namespace = 'b' AND key = 'k'`)
+		return b
+	}
+	applied, rows, err := ExecBatchCAS(ctx, session, batch("first"), gocql.Serial)
+	require.NoError(t, err)
+	assert.True(t, applied)
+	assert.Empty(t, rows)
+	var statusTTL, leaseTTL int
+	require.NoError(t, session.Query(`SELECT TTL(status), TTL(lease_until) FROM idempotency_keys WHERE namespace = 'b' AND key = 'k'`).Scan(&statusTTL, &leaseTTL))
+	assert.Greater(t, statusTTL, 500)
+	assert.LessOrEqual(t, leaseTTL, 30, "each statement keeps its own TTL")
+
+	applied, rows, err = ExecBatchCAS(ctx, session, batch("second"), gocql.Serial)
+	require.NoError(t, err)
+	assert.False(t, applied)
+	require.Len(t, rows, 1)
+	assert.Equal(t, "first", rows[0]["status"])
+
+	plain := session.NewBatch(gocql.UnloggedBatch)
+	plain.Query(`UPDATE idempotency_keys SET status = 'x' WHERE namespace = 'b' AND key = 'k'`)
+	_, _, err = ExecBatchCAS(ctx, session, plain, gocql.Serial)
+	assert.ErrorIs(t, err, ErrMalformedCASResult)
 }

@@ -69,7 +69,7 @@ func (s *Store) Begin(ctx context.Context, key Key, fingerprint []byte) (*Claim,
 			case cur.Final():
 				s.record(Observation{Kind: ObservedReplay, Key: key})
 				return nil, cur, nil
-			case cur.Status == StatusStarted && s.now().Before(cur.LeaseUntil):
+			case cur.Status == StatusStarted && cur.LeaseLive(s.now()):
 				s.record(Observation{Kind: ObservedConflict, Key: key})
 				return nil, nil, &InProgressError{LeaseUntil: cur.LeaseUntil, Attempts: cur.Attempts}
 			}
@@ -92,8 +92,8 @@ func (s *Store) claimPatience() time.Duration { return min(s.cfg.commitTimeout, 
 func (s *Store) insert(ctx context.Context, key Key, fp []byte, owner gocql.UUID) (*Claim, *Record, error) {
 	now := s.now()
 	c := &Claim{Key: key, Owner: owner, Fence: 1, Attempts: 1, LeaseUntil: now.Add(s.cfg.lease), ExpiresAt: now.Add(s.cfg.retention)}
-	args := append(append([]any{}, key...), fp, owner, c.Fence, c.LeaseUntil, c.Attempts, now, now, c.ExpiresAt, ttlSeconds(c.ExpiresAt, now))
-	applied, row, err := s.resolve(ctx, "claim", key, s.session.Query(s.stmt.insert, args...), holds(c, StatusStarted), s.claimPatience())
+	args := append(append([]any{}, key...), fp, owner, c.Fence, c.Attempts, now, now, c.ExpiresAt, ttlSeconds(c.ExpiresAt, now))
+	applied, row, err := s.resolveClaim(ctx, "claim", c, now, s.stmt.insert, args)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -107,7 +107,9 @@ func (s *Store) insert(ctx context.Context, key Key, fp []byte, owner gocql.UUID
 	return nil, recordFromRow(row), nil
 }
 
-// takeover claims a RELEASED record, or a STARTED one whose lease has passed.
+// takeover claims a RELEASED record, or a STARTED one whose lease cell the server has expired
+// (the statement is conditioned on it, so a caller whose clock runs ahead cannot take a live
+// claim).
 func (s *Store) takeover(ctx context.Context, key Key, fp []byte, owner gocql.UUID, prev *Record) (*Claim, *Record, error) {
 	now := s.now()
 	c := &Claim{
@@ -119,13 +121,13 @@ func (s *Store) takeover(ctx context.Context, key Key, fp []byte, owner gocql.UU
 	if created.IsZero() {
 		created = now
 	}
-	args := []any{ttlSeconds(c.ExpiresAt, now), fp, owner, c.Fence, c.LeaseUntil, c.Attempts, created, now, c.ExpiresAt}
-	args = append(append(args, key...), prev.Owner, prev.Fence, string(prev.Status))
-	op := "reclaim"
+	args := []any{ttlSeconds(c.ExpiresAt, now), fp, owner, c.Fence, c.Attempts, created, now, c.ExpiresAt}
+	args = append(append(args, key...), prev.Owner, prev.Fence)
+	op, stmt := "reclaim", s.stmt.reclaim
 	if c.TakenOver {
-		op = "takeover"
+		op, stmt = "takeover", s.stmt.takeover
 	}
-	applied, _, err := s.resolve(ctx, op, key, s.session.Query(s.stmt.takeover, args...), holds(c, StatusStarted), s.claimPatience())
+	applied, _, err := s.resolveClaim(ctx, op, c, now, stmt, args)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -122,11 +122,11 @@ func ExampleStore_Begin() {
 	}
 	ctx := context.Background()
 	claim, stored, err := store.Begin(ctx, lwt.IdempotencyKey("tenant-42", "req-1"), []byte("sha256 of the request"))
-	if code, ok := lwt.HTTPStatus(err); ok {
-		fmt.Println("answer", code) // 400, 409 or 422
+	switch {
+	case errors.Is(err, lwt.ErrInProgress), errors.Is(err, lwt.ErrKeyReuse):
+		fmt.Println("refused:", err) // nothing ran; an HTTP API answers 409 or 422
 		return
-	}
-	if err != nil {
+	case err != nil:
 		log.Fatal(err)
 	}
 	if stored != nil {

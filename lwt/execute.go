@@ -208,7 +208,7 @@ func (s *Store) wait(ctx context.Context, key Key, fp []byte) (*Record, error) {
 		case rec.Final():
 			s.record(Observation{Kind: ObservedReplay, Key: key})
 			return rec, nil
-		case rec.Status == StatusReleased || !s.now().Before(rec.LeaseUntil):
+		case rec.Status == StatusReleased || !rec.LeaseLive(s.now()):
 			return nil, nil
 		}
 	}

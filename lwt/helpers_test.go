@@ -2,9 +2,6 @@ package lwt
 
 import (
 	"context"
-	"runtime"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -12,12 +9,12 @@ import (
 	"github.com/gocql/gocql"
 	"github.com/stretchr/testify/require"
 
-	"github.com/cassdedup/cassdedup/cassandratest"
+	"github.com/cassdedup/cassdedup/internal/testnode"
 )
 
 func newBenchStore(b *testing.B) (*Store, *gocql.Session, string) {
 	b.Helper()
-	session, ks := cassandratest.NewSession(b)
+	session, ks := testnode.NewSession(b)
 	s, err := NewStore(session, IdempotencyKeys(ks))
 	require.NoError(b, err)
 	return s, session, ks
@@ -26,47 +23,30 @@ func newBenchStore(b *testing.B) (*Store, *gocql.Session, string) {
 // newTestStore returns a store over idempotency_keys in a fresh keyspace, and the session.
 func newTestStore(t *testing.T, opts ...Option) (*Store, *gocql.Session, string) {
 	t.Helper()
-	session, ks := cassandratest.NewSession(t)
+	session, ks := testnode.NewSession(t)
 	s, err := NewStore(session, IdempotencyKeys(ks), opts...)
 	require.NoError(t, err)
 	return s, session, ks
 }
 
-// testClock is a clock the tests move by hand, so leases pass without sleeping. It starts at
-// the real time, so TTLs derived from it stay sane for the node.
-type testClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
+// newTestClock is a hand-moved clock starting at the real time, so TTLs derived from it stay
+// sane for the node.
+func newTestClock() *testnode.Clock { return testnode.NewClock(time.Now()) }
 
-func newTestClock() *testClock { return &testClock{now: time.Now()} }
-
-func (c *testClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *testClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
+// waitLeaseExpired polls the record of key until Cassandra has expired its lease cell: leases
+// are judged by the server's clock, which no test clock can move.
+func waitLeaseExpired(t *testing.T, s *Store, key Key) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		rec, err := s.Get(context.Background(), key)
+		return err == nil && rec.LeaseOwner == (gocql.UUID{})
+	}, 10*time.Second, 100*time.Millisecond, "the server never expired the lease")
 }
 
 func ctxT(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
 	return ctx
-}
-
-// requireNoRenewers fails if a lease-renewal goroutine is still running.
-func requireNoRenewers(t *testing.T) {
-	t.Helper()
-	require.Eventually(t, func() bool {
-		buf := make([]byte, 1<<20)
-		n := runtime.Stack(buf, true)
-		return !strings.Contains(string(buf[:n]), "lwt.(*Store).renewLease")
-	}, 2*time.Second, 20*time.Millisecond, "lease renewal goroutine leaked")
 }
 
 // readRecord reads a record directly, bypassing the store.

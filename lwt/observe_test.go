@@ -2,8 +2,6 @@ package lwt
 
 import (
 	"context"
-	"errors"
-	"net/http"
 	"sync"
 	"testing"
 	"time"
@@ -50,23 +48,6 @@ func TestCacheAndObserver(t *testing.T) {
 	assert.EqualValues(t, st.Claims, kinds[ObservedClaim])
 	assert.EqualValues(t, st.LWTs, kinds[ObservedLWT])
 	mu.Unlock()
-}
-
-func TestHTTPStatus(t *testing.T) {
-	t.Parallel()
-	for err, want := range map[error]int{
-		&KeyError{Column: "key", Reason: "empty"}: http.StatusBadRequest,
-		&InProgressError{}:                        http.StatusConflict,
-		ErrKeyReuse:                               http.StatusUnprocessableEntity,
-	} {
-		code, ok := HTTPStatus(err)
-		assert.True(t, ok)
-		assert.Equal(t, want, code)
-	}
-	_, ok := HTTPStatus(errors.New("other"))
-	assert.False(t, ok)
-	_, ok = HTTPStatus(nil)
-	assert.False(t, ok)
 }
 
 func TestExecuteTyped(t *testing.T) {

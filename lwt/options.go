@@ -61,13 +61,16 @@ func WithRetention(d time.Duration) Option {
 }
 
 // WithLease sets how long a claim is held without renewal; the executor renews it every third
-// of the lease while the function runs. A claim whose lease has passed may be taken over by
-// another worker. Default 30s; it must be positive and not exceed the retention. Leases are
-// judged by the workers' clocks: keep clock skew well below the lease.
+// of the lease while the function runs. The lease is written as cells with their own TTL (the
+// lease in whole seconds, rounded up, plus one, since Cassandra starts a TTL from the current
+// whole second), so it ends when Cassandra's clock says so: a claim is taken over only after the
+// server expired its lease, between the lease and one second more after the last renewal,
+// whatever the callers' clocks say. Default 30s; at
+// least 1s (Cassandra's TTL resolution) and not more than the retention.
 func WithLease(d time.Duration) Option {
 	return func(c *config) error {
-		if d < 100*time.Millisecond {
-			return fmt.Errorf("%w: lease %v must be at least 100ms", ErrInvalidOption, d)
+		if d < time.Second {
+			return fmt.Errorf("%w: lease %v must be at least 1s", ErrInvalidOption, d)
 		}
 		c.lease = d
 		return nil

@@ -33,6 +33,19 @@ type Record struct {
 	// Epoch is the ownership epoch of a record written by the fast path (PutCompleted), 0 for a
 	// record claimed by LWT.
 	Epoch int64
+	// LeaseOwner is the owner of the live lease: the lease cells (LeaseOwner, LeaseUntil) carry
+	// their own TTL, so Cassandra's clock ends the lease. Zero once the lease has expired.
+	LeaseOwner gocql.UUID
+}
+
+// LeaseLive reports whether the record's lease is still held by its server-side lease cell. A
+// record written before server-judged leases has no lease cell but a LeaseUntil kept for the
+// record's whole life; its lease is judged by now, the caller's clock, as it used to be.
+func (r *Record) LeaseLive(now time.Time) bool {
+	if r.LeaseOwner != (gocql.UUID{}) {
+		return true
+	}
+	return !r.LeaseUntil.IsZero() && now.Before(r.LeaseUntil)
 }
 
 // Final reports whether the record holds an answer that is replayed: COMPLETED or FAILED.
@@ -52,6 +65,7 @@ func recordFromRow(row Row) *Record {
 	r.UpdatedAt = get[time.Time](row, "updated_at")
 	r.ExpiresAt = get[time.Time](row, "expires_at")
 	r.Epoch = get[int64](row, "epoch")
+	r.LeaseOwner = get[gocql.UUID](row, "lease_owner")
 	return r
 }
 

@@ -42,44 +42,63 @@ type Conditional struct {
 // be read within c.Patience, the error is an *OutcomeUnknownError matching ErrOutcomeUnknown,
 // with the write's error and the last read's error both reachable through errors.Is and As.
 func Resolve(ctx context.Context, c Conditional, commit gocql.Consistency, serial gocql.SerialConsistency) (applied bool, row Row, err error) {
+	applied, rows, err := c.settle(ctx, serial, func() (bool, []Row, error) {
+		applied, row, err := ExecCAS(ctx, c.Write.Consistency(commit), serial)
+		if row == nil {
+			return applied, nil, err
+		}
+		return applied, []Row{row}, err
+	}, func(rows []Row) bool {
+		if len(rows) == 0 {
+			return c.Applied(nil, false)
+		}
+		return c.Applied(rows[0], true)
+	})
+	if len(rows) == 0 {
+		return applied, nil, err
+	}
+	return applied, rows[0], err
+}
+
+// settle runs exec, a conditional write, once; when its outcome is unknown it reads the rows
+// back at serial and decides with applied. It is the one place where an unknown outcome is
+// settled, for single statements and batches alike.
+func (c Conditional) settle(ctx context.Context, serial gocql.SerialConsistency, exec func() (bool, []Row, error), applied func([]Row) bool) (bool, []Row, error) {
 	start := time.Now()
-	applied, row, err = ExecCAS(ctx, c.Write.Consistency(commit), serial)
+	ok, rows, err := exec()
 	var unknown *OutcomeUnknownError
 	if errors.As(err, &unknown) {
 		unknown.Op = c.Op
 	}
-	c.observe(Observation{Kind: ObservedLWT, Op: c.Op, Applied: applied, Latency: time.Since(start), Err: err})
+	c.observe(Observation{Kind: ObservedLWT, Op: c.Op, Applied: ok, Latency: time.Since(start), Err: err})
 	if unknown == nil {
-		return applied, row, err
+		return ok, rows, err
 	}
 	c.observe(Observation{Kind: ObservedOutcomeUnknown, Op: c.Op, Err: err})
-	row, found, rerr := c.readBack(ctx, serial)
+	rows, rerr := c.readBackRows(ctx, serial)
 	if rerr != nil {
 		return false, nil, &OutcomeUnknownError{Op: c.Op, Err: errors.Join(unknown.Err, rerr)}
 	}
 	c.observe(Observation{Kind: ObservedOutcomeResolved, Op: c.Op})
-	if !found {
-		row = nil
-	}
-	return c.Applied(row, found), row, nil
+	return applied(rows), rows, nil
 }
 
-// readBack reads c's row at serial, retrying failed reads with backoff for c.Patience.
-func (c Conditional) readBack(ctx context.Context, serial gocql.SerialConsistency) (Row, bool, error) {
+// readBackRows reads c's rows at serial, retrying failed reads with backoff for c.Patience.
+func (c Conditional) readBackRows(ctx context.Context, serial gocql.SerialConsistency) ([]Row, error) {
 	deadline := time.Now().Add(c.Patience)
 	delay := 20 * time.Millisecond
 	for {
 		start := time.Now()
-		row, found, err := ReadSerial(ctx, c.Read, serial)
-		c.observe(Observation{Kind: ObservedLWT, Op: "read", Applied: found, Latency: time.Since(start), Err: err})
+		rows, err := readSerialRows(ctx, c.Read, serial)
+		c.observe(Observation{Kind: ObservedLWT, Op: "read", Applied: len(rows) > 0, Latency: time.Since(start), Err: err})
 		if err == nil {
-			return row, found, nil
+			return rows, nil
 		}
 		if ctx.Err() != nil || time.Now().Add(delay).After(deadline) {
-			return nil, false, err
+			return nil, err
 		}
 		if werr := sleepCtx(ctx, delay); werr != nil {
-			return nil, false, errors.Join(err, werr)
+			return nil, errors.Join(err, werr)
 		}
 		delay = min(delay*2, time.Second)
 	}

@@ -17,11 +17,16 @@ func (s *Store) run(ctx context.Context, c *call, claim *Claim) (Result, error) 
 	stop := s.renewLease(context.WithoutCancel(ctx), cancel, claim, holder)
 	defer stop()
 
-	// The claim's end is written even if the caller's ctx has ended: the work is done.
+	value, panicked, fnErr := runGuarded(fnCtx, c.fn)
+	// The claim's end is written even if the caller's ctx has ended: the work is done. The
+	// commit budget starts now, when fn has returned, however long fn took.
 	endCtx, endCancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.commitTimeout)
 	defer endCancel()
-
-	value, fnErr := s.call(fnCtx, endCtx, c.fn, claim, stop)
+	if panicked != nil {
+		stop() // the release is then the claim's last write
+		_ = s.Release(endCtx, claim, []byte("panic"))
+		panic(panicked.value)
+	}
 	if errors.Is(context.Cause(fnCtx), ErrLeaseLost) {
 		s.record(Observation{Kind: ObservedLeaseLost, Key: claim.Key})
 		return Result{}, ErrLeaseLost
@@ -56,17 +61,19 @@ func (s *Store) run(ctx context.Context, c *call, claim *Claim) (Result, error) 
 	return base, nil
 }
 
-// call runs fn. A panic releases the claim (after the renewal stopped, so the release is the
-// last write) and is re-raised.
-func (s *Store) call(fnCtx, endCtx context.Context, fn func(context.Context) ([]byte, error), claim *Claim, stop func()) ([]byte, error) {
+// recovered is a panic of fn, to be re-raised once the claim is released.
+type recovered struct{ value any }
+
+// runGuarded runs fn, turning a panic into a value so the claim can be released before it is
+// re-raised.
+func runGuarded(ctx context.Context, fn func(context.Context) ([]byte, error)) (value []byte, panicked *recovered, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			stop()
-			_ = s.Release(endCtx, claim, []byte("panic"))
-			panic(p)
+			panicked = &recovered{value: p}
 		}
 	}()
-	return fn(fnCtx)
+	value, err = fn(ctx)
+	return value, nil, err
 }
 
 // renewLease starts the goroutine that keeps the claim's lease alive until stop is called. It

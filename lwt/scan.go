@@ -94,8 +94,8 @@ type StuckReason string
 
 // The reasons a record is stuck.
 const (
-	// StuckLeaseExpired: a claim STARTED whose lease has passed: its worker died or stalled,
-	// and no retry has come to take the key over.
+	// StuckLeaseExpired: a claim STARTED whose lease has expired (Record.LeaseLive): its
+	// worker died or stalled, and no retry has come to take the key over.
 	StuckLeaseExpired StuckReason = "lease-expired"
 	// StuckReleasedRepeatedly: a RELEASED record claimed at least MinAttempts times: the
 	// operation keeps failing with a retryable error.
@@ -120,7 +120,7 @@ type StuckClaim struct {
 }
 
 // ScanStuck scans the table (see Scan) for stuck records: claims STARTED whose lease has
-// passed by the store's clock, and RELEASED records claimed MinAttempts times or more. yield
+// expired, and RELEASED records claimed MinAttempts times or more. yield
 // is called for each, never concurrently.
 func (s *Store) ScanStuck(ctx context.Context, opts StuckOptions, yield func(StuckClaim) error) (ScanStats, error) {
 	if yield == nil {
@@ -148,7 +148,7 @@ func (s *Store) ScanStuck(ctx context.Context, opts StuckOptions, yield func(Stu
 
 func (s *Store) stuckReason(r *Record, minAttempts int) StuckReason {
 	switch {
-	case r.Status == StatusStarted && !s.now().Before(r.LeaseUntil):
+	case r.Status == StatusStarted && !r.LeaseLive(s.now()):
 		return StuckLeaseExpired
 	case r.Status == StatusReleased && r.Attempts >= minAttempts:
 		return StuckReleasedRepeatedly

@@ -26,7 +26,7 @@ type Store struct {
 }
 
 type statements struct {
-	insert, takeover, renew, finish, read, put, putIfNotExists string
+	insert, takeover, reclaim, lease, renew, finish, read, put, putIfNotExists string
 }
 
 // NewStore returns a store over table, which must have the record columns of
@@ -60,18 +60,23 @@ func NewStore(session *gocql.Session, table Table, opts ...Option) (*Store, erro
 func buildStatements(table string, keyCols []string) statements {
 	where := strings.Join(keyCols, " = ? AND ") + " = ?"
 	marks := strings.Repeat("?, ", len(keyCols))
+	// A claim is a conditional batch of the record's cells, with the record's TTL, and the lease
+	// cells (lease_owner, lease_until), with the lease's: Cassandra's clock ends the lease.
+	// A new claim rewrites every record cell (result to null) so the record shares the new expiry.
+	claimSet := " SET fingerprint = ?, status = 'STARTED', owner = ?, fence = ?, attempts = ?, result = null, created_at = ?, updated_at = ?, expires_at = ? WHERE " + where
 	st := statements{
 		insert: "INSERT INTO " + table + " (" + strings.Join(keyCols, ", ") +
-			", fingerprint, status, owner, fence, lease_until, attempts, created_at, updated_at, expires_at) VALUES (" +
-			marks + "?, 'STARTED', ?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS USING TTL ?",
-		// A new claim rewrites every cell (result to null) so the whole record shares the new expiry.
-		takeover: "UPDATE " + table + " USING TTL ? SET fingerprint = ?, status = 'STARTED', owner = ?, fence = ?, lease_until = ?, attempts = ?, result = null, created_at = ?, updated_at = ?, expires_at = ? WHERE " +
-			where + " IF owner = ? AND fence = ? AND status = ?",
-		renew: "UPDATE " + table + " USING TTL ? SET lease_until = ?, updated_at = ? WHERE " +
+			", fingerprint, status, owner, fence, attempts, created_at, updated_at, expires_at) VALUES (" +
+			marks + "?, 'STARTED', ?, ?, ?, ?, ?, ?) IF NOT EXISTS USING TTL ?",
+		// Only once the server has expired the lease cell may a STARTED claim be taken over.
+		takeover: "UPDATE " + table + " USING TTL ?" + claimSet + " IF owner = ? AND fence = ? AND status = 'STARTED' AND lease_owner = null",
+		reclaim:  "UPDATE " + table + " USING TTL ?" + claimSet + " IF owner = ? AND fence = ? AND status = 'RELEASED'",
+		lease:    "UPDATE " + table + " USING TTL ? SET lease_owner = ?, lease_until = ? WHERE " + where,
+		renew: "UPDATE " + table + " USING TTL ? SET lease_owner = ?, lease_until = ? WHERE " +
 			where + " IF owner = ? AND fence = ? AND status = 'STARTED'",
-		finish: "UPDATE " + table + " USING TTL ? SET status = ?, result = ?, lease_until = ?, updated_at = ? WHERE " +
+		finish: "UPDATE " + table + " USING TTL ? SET status = ?, result = ?, updated_at = ? WHERE " +
 			where + " IF owner = ? AND fence = ? AND status = 'STARTED'",
-		read: "SELECT fingerprint, status, owner, fence, lease_until, attempts, result, created_at, updated_at, expires_at, epoch FROM " +
+		read: "SELECT fingerprint, status, owner, fence, lease_until, attempts, result, created_at, updated_at, expires_at, epoch, lease_owner FROM " +
 			table + " WHERE " + where,
 		put: "INSERT INTO " + table + " (" + strings.Join(keyCols, ", ") +
 			", fingerprint, status, owner, fence, lease_until, attempts, result, created_at, updated_at, expires_at, epoch) VALUES (" +
@@ -124,10 +129,37 @@ func holds(c *Claim, to Status) func(Row, bool) bool {
 	}
 }
 
+// leaseTTL is the TTL of the lease cells written at now: the lease in whole seconds, rounded up,
+// plus one, and never past the record's own expiry. Cassandra counts a TTL from the current
+// whole second, so a cell with TTL n lives between n-1 and n seconds; the extra second makes
+// the server hold a lease at least as long as the lease.
+func (s *Store) leaseTTL(c *Claim, now time.Time) int {
+	return min(int(math.Ceil(s.cfg.lease.Seconds()))+1, ttlSeconds(c.ExpiresAt, now))
+}
+
 // resolve runs a conditional write of the record of key through Resolve.
 func (s *Store) resolve(ctx context.Context, op string, key Key, write *gocql.Query, applied func(Row, bool) bool, patience time.Duration) (bool, Row, error) {
 	return Resolve(ctx, Conditional{
 		Op: op, Write: write, Read: s.session.Query(s.stmt.read, key...), Applied: applied,
 		Patience: patience, Observer: s.observe(), Key: key,
 	}, s.cfg.commit, s.cfg.serial)
+}
+
+// resolveClaim runs a claim: the conditional statement write of the record's cells, batched
+// with the lease cells, through ResolveBatch. It returns whether c now holds the key and the
+// row Cassandra returned (or the serial read found) otherwise.
+func (s *Store) resolveClaim(ctx context.Context, op string, c *Claim, now time.Time, write string, args []any) (bool, Row, error) {
+	b := s.session.NewBatch(gocql.UnloggedBatch)
+	b.Query(write, args...)
+	b.Query(s.stmt.lease, append([]any{s.leaseTTL(c, now), c.Owner, c.LeaseUntil}, c.Key...)...)
+	mine := holds(c, StatusStarted)
+	applied, rows, err := ResolveBatch(ctx, BatchConditional{
+		Op: op, Session: s.session, Batch: b, Read: s.session.Query(s.stmt.read, c.Key...),
+		Applied:  func(rows []Row) bool { return len(rows) > 0 && mine(rows[0], true) },
+		Patience: s.claimPatience(), Observer: s.observe(), Key: c.Key,
+	}, s.cfg.commit, s.cfg.serial)
+	if err != nil || applied || len(rows) == 0 {
+		return applied, nil, err
+	}
+	return false, rows[0], nil
 }

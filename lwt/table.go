@@ -11,7 +11,8 @@ import (
 
 // Table describes a table that holds exactly-once records: the record columns of
 // schema/cql/001_idempotency_keys.cql (fingerprint, status, owner, fence, lease_until, attempts,
-// result, created_at, updated_at, expires_at, epoch) under a partition key of KeyColumns, in order.
+// result, created_at, updated_at, expires_at, epoch, and lease_owner from
+// schema/cql/005_server_leases.cql) under a partition key of KeyColumns, in order.
 // Names come from configuration, so they are validated as CQL identifiers and quoted.
 type Table struct {
 	Keyspace   string
@@ -47,7 +48,7 @@ func (e *KeyError) Error() string { return fmt.Sprintf("lwt: invalid key: %s: %s
 func (e *KeyError) Unwrap() error { return ErrInvalidKey }
 
 // recordColumns are the columns every record table has besides its key.
-var recordColumns = []string{"fingerprint", "status", "owner", "fence", "lease_until", "attempts", "result", "created_at", "updated_at", "expires_at", "epoch"}
+var recordColumns = []string{"fingerprint", "status", "owner", "fence", "lease_until", "attempts", "result", "created_at", "updated_at", "expires_at", "epoch", "lease_owner"}
 
 // validate checks the descriptor and returns the quoted table name and key columns.
 func (t Table) validate() (qualified string, keyCols []string, err error) {

@@ -18,8 +18,9 @@ var errClaimEnded = fmt.Errorf("%w: the claim has ended", ErrLeaseLost)
 // repeated while the caller's ctx (the commit budget) lasts.
 const transitionPatience = 2 * time.Second
 
-// Renew extends the claim's lease by the configured lease. ErrLeaseLost means another worker
-// took the claim over or the record expired: stop working on it.
+// Renew extends the claim's lease by the configured lease: it rewrites the lease cells with the
+// lease's TTL, so the lease lasts until Cassandra's clock passes it. ErrLeaseLost means another
+// worker took the claim over or the record expired: stop working on it.
 func (s *Store) Renew(ctx context.Context, c *Claim) error {
 	if c == nil {
 		return fmt.Errorf("%w: nil claim", ErrInvalidArgument)
@@ -29,8 +30,8 @@ func (s *Store) Renew(ctx context.Context, c *Claim) error {
 	renewed := func(row Row, found bool) bool {
 		return holds(c, StatusStarted)(row, found) && recordFromRow(row).LeaseUntil.Equal(until)
 	}
-	err := s.transition(ctx, c, "renew", s.stmt.renew, renewed, func(now time.Time, ttl int) []any {
-		return append(append([]any{ttl, until, now}, c.Key...), c.Owner, c.Fence)
+	err := s.transition(ctx, c, "renew", s.stmt.renew, renewed, func(now time.Time, _ int) []any {
+		return append(append([]any{s.leaseTTL(c, now), c.Owner, until}, c.Key...), c.Owner, c.Fence)
 	})
 	if err != nil {
 		return err
@@ -91,7 +92,7 @@ func (s *Store) finish(ctx context.Context, c *Claim, to Status, result []byte) 
 		return fmt.Errorf("%w: nil claim", ErrInvalidArgument)
 	}
 	return s.transition(ctx, c, finishOps[to], s.stmt.finish, holds(c, to), func(now time.Time, ttl int) []any {
-		return append(append([]any{ttl, string(to), result, now, now}, c.Key...), c.Owner, c.Fence)
+		return append(append([]any{ttl, string(to), result, now}, c.Key...), c.Owner, c.Fence)
 	})
 }
 

@@ -11,27 +11,19 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/cassdedup/cassdedup/cassandratest"
 	"github.com/cassdedup/cassdedup/internal/faultproxy"
+	"github.com/cassdedup/cassdedup/internal/testnode"
 )
 
 // faultyStores returns a store that reaches the node through a fault proxy (client timeout
 // 2s) and one that reaches it directly, on the same fresh keyspace.
 func faultyStores(t *testing.T, opts ...Option) (proxied, direct *Store, p *faultproxy.Proxy) {
 	t.Helper()
-	session, ks := cassandratest.NewSession(t)
-	hosts, err := cassandratest.Hosts()
+	session, ks := testnode.NewSession(t)
+	hosts, err := testnode.Hosts()
 	require.NoError(t, err)
 	p = faultproxy.New(t, hosts[0])
-	cluster := cassandratest.Cluster(t)
-	cluster.Hosts = []string{p.Addr()}
-	cluster.DisableInitialHostLookup = true
-	cluster.Keyspace = ks
-	cluster.Timeout = 2 * time.Second
-	cluster.NumConns = 1
-	ps, err := cluster.CreateSession()
-	require.NoError(t, err)
-	t.Cleanup(ps.Close)
+	ps := testnode.ProxiedSession(t, ks, p.Addr())
 	proxied, err = NewStore(ps, IdempotencyKeys(ks), opts...)
 	require.NoError(t, err)
 	direct, err = NewStore(session, IdempotencyKeys(ks), opts...)
@@ -159,7 +151,8 @@ func TestUnknownOutcomeUnresolved(t *testing.T) {
 		}
 		require.ErrorIs(t, err, ErrInProgress)
 		require.True(t, time.Now().Before(deadline))
-		clock.Advance(200 * time.Millisecond)
+		clock.Advance(200 * time.Millisecond) // no effect on the lease: only the server's clock ends it
+		time.Sleep(200 * time.Millisecond)
 	}
 	assert.EqualValues(t, 1, runs.Load())
 }

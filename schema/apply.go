@@ -3,6 +3,7 @@ package schema
 import (
 	"context"
 	"embed"
+	"errors"
 	"fmt"
 	"io/fs"
 	"strings"
@@ -23,6 +24,10 @@ func Files() fs.FS {
 	return sub
 }
 
+// ErrInvalidOption is returned by Apply for a nil session, and by Apply and Statements for a
+// nil Option or an option value outside its range.
+var ErrInvalidOption = errors.New("schema: invalid option")
+
 // Option configures Apply and Statements.
 type Option func(*config)
 
@@ -32,29 +37,44 @@ type config struct {
 	agreementTimeout time.Duration
 }
 
-// WithKeyspace applies the schema to the named keyspace instead of DefaultKeyspace.
+// WithKeyspace applies the schema to the named keyspace instead of DefaultKeyspace. A name
+// that is not a plain CQL identifier is ErrInvalidIdentifier.
 func WithKeyspace(name string) Option { return func(c *config) { c.keyspace = name } }
 
 // WithReplication sets the replication of the keyspace when Apply creates it; an existing
-// keyspace keeps its replication. The default is SimpleStrategy(1).
+// keyspace keeps its replication. The default is SimpleStrategy(1). A replication that
+// Cassandra would reject, a bad datacenter name included, is ErrInvalidReplication.
 func WithReplication(r Replication) Option { return func(c *config) { c.replication = r } }
 
-// WithAgreementTimeout bounds the wait for schema agreement after each statement (default 60s).
+// WithAgreementTimeout bounds the wait for schema agreement after each statement (default
+// 60s). It must be positive: a zero or negative timeout is ErrInvalidOption, returned before
+// Apply runs any statement.
 func WithAgreementTimeout(d time.Duration) Option {
 	return func(c *config) { c.agreementTimeout = d }
 }
 
-func newConfig(opts []Option) config {
+// newConfig applies opts to the defaults and validates every setting, so a bad one is
+// reported before Apply creates anything.
+func newConfig(opts []Option) (config, error) {
 	c := config{keyspace: DefaultKeyspace, replication: SimpleStrategy(1), agreementTimeout: time.Minute}
 	for _, o := range opts {
+		if o == nil {
+			return c, fmt.Errorf("%w: nil Option", ErrInvalidOption)
+		}
 		o(&c)
 	}
-	return c
+	if c.agreementTimeout <= 0 {
+		return c, fmt.Errorf("%w: schema agreement timeout %v is not positive", ErrInvalidOption, c.agreementTimeout)
+	}
+	return c, nil
 }
 
 // Apply brings the keyspace of the options to the current schema: it creates the keyspace and
 // every table of the toolkit if they do not exist and applies the migrations not yet recorded
 // (see Migrate). Running it again is harmless.
+//
+// A nil session is ErrInvalidOption; bad options fail as Statements documents. Both are
+// reported before any statement runs, so bad arguments never leave a keyspace half made.
 func Apply(ctx context.Context, session *gocql.Session, opts ...Option) error {
 	_, err := Migrate(ctx, session, opts...)
 	return err

@@ -3,6 +3,7 @@ package schema_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,22 +15,56 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/cassdedup/cassdedup/cassandratest"
+	"github.com/cassdedup/cassdedup/internal/testnode"
 	"github.com/cassdedup/cassdedup/schema"
 )
 
 func TestApplyTwiceIsHarmless(t *testing.T) {
 	t.Parallel()
-	session, ks := cassandratest.NewSession(t) // the first apply
+	session, ks := testnode.NewSession(t) // the first apply
 	require.NoError(t, schema.Apply(context.Background(), session, schema.WithKeyspace(ks)))
 }
 
 func TestApplyRejectsInvalidKeyspaceBeforeRunningAnything(t *testing.T) {
 	t.Parallel()
-	session, _ := cassandratest.NewSession(t)
+	session, _ := testnode.NewSession(t)
 	err := schema.Apply(context.Background(), session, schema.WithKeyspace("no-dashes"))
 	require.ErrorIs(t, err, schema.ErrInvalidIdentifier)
 	assert.Contains(t, err.Error(), `"no-dashes"`)
+}
+
+// TestApplyRefusesBadArgumentsBeforeCreatingAnything: each bad argument fails with the
+// sentinel its doc names, and no keyspace is left behind (a bad timeout used to leave one
+// without tables).
+func TestApplyRefusesBadArgumentsBeforeCreatingAnything(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	require.ErrorIs(t, schema.Apply(ctx, nil), schema.ErrInvalidOption)
+
+	session, ks := testnode.NewSession(t)
+	cases := []struct {
+		name string
+		opt  schema.Option
+		want error
+	}{
+		{"zero agreement timeout", schema.WithAgreementTimeout(0), schema.ErrInvalidOption},
+		{"negative agreement timeout", schema.WithAgreementTimeout(-time.Second), schema.ErrInvalidOption},
+		{"nil option", nil, schema.ErrInvalidOption},
+		{"bad datacenter name", schema.WithReplication(schema.NetworkTopologyStrategy(map[string]int{"dc'1": 3})), schema.ErrInvalidReplication},
+		{"replication factor 0", schema.WithReplication(schema.SimpleStrategy(0)), schema.ErrInvalidReplication},
+	}
+	for i, tc := range cases {
+		fresh := fmt.Sprintf("%s_bad%d", ks, i)
+		t.Cleanup(func() { _ = session.Query(`DROP KEYSPACE IF EXISTS ` + fresh).Exec() })
+		err := schema.Apply(ctx, session, tc.opt, schema.WithKeyspace(fresh))
+		require.ErrorIs(t, err, tc.want, tc.name)
+		for _, other := range []error{schema.ErrInvalidOption, schema.ErrInvalidIdentifier, schema.ErrInvalidReplication} {
+			if other != tc.want {
+				assert.NotErrorIs(t, err, other, tc.name)
+			}
+		}
+		assert.False(t, keyspaceExists(t, session, fresh), "%s: keyspace %s was created", tc.name, fresh)
+	}
 }
 
 // The TTLs the CQL files document; a change to a file's TTL must change this table too.
@@ -48,7 +83,7 @@ var documentedTTL = map[string]int{
 
 func TestTablesExistWithDocumentedTTLs(t *testing.T) {
 	t.Parallel()
-	session, ks := cassandratest.NewSession(t)
+	session, ks := testnode.NewSession(t)
 	got := map[string]int{}
 	iter := session.Query(`SELECT table_name, default_time_to_live FROM system_schema.tables WHERE keyspace_name = ?`, ks).Iter()
 	var name string
@@ -62,7 +97,7 @@ func TestTablesExistWithDocumentedTTLs(t *testing.T) {
 
 func TestConditionalInsertTreatsExpiredRowAsAbsent(t *testing.T) {
 	t.Parallel()
-	session, _ := cassandratest.NewSession(t)
+	session, _ := testnode.NewSession(t)
 	insert := func() bool {
 		m := map[string]interface{}{}
 		applied, err := session.Query(`INSERT INTO idempotency_keys (namespace, key, status) VALUES ('ns', 'k', 'STARTED') IF NOT EXISTS USING TTL 1`).MapScanCAS(m)
@@ -81,7 +116,7 @@ func TestConditionalInsertTreatsExpiredRowAsAbsent(t *testing.T) {
 
 func TestNodeRunsPaxosV2(t *testing.T) {
 	t.Parallel()
-	session, _ := cassandratest.NewSession(t)
+	session, _ := testnode.NewSession(t)
 	var variant string
 	err := session.Query(`SELECT value FROM system_views.settings WHERE name = 'paxos_variant'`).Scan(&variant)
 	require.NoError(t, err)
@@ -97,11 +132,11 @@ func TestCQLFilesRunWithCqlsh(t *testing.T) {
 			t.Fatal("cqlsh not found: `pip install cqlsh` or set CQLSH (make test installs it)")
 		}
 	}
-	hosts, err := cassandratest.Hosts()
+	hosts, err := testnode.Hosts()
 	require.NoError(t, err)
 	host, port := splitHostPort(hosts[0])
 
-	cluster := cassandratest.Cluster(t)
+	cluster := testnode.Cluster(t)
 	session, err := cluster.CreateSession()
 	require.NoError(t, err)
 	defer session.Close()

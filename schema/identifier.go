@@ -9,8 +9,8 @@ import (
 // DefaultKeyspace is the keyspace the CQL files create and use when applied with cqlsh.
 const DefaultKeyspace = "cassdedup"
 
-// ErrInvalidIdentifier is returned for a keyspace, table or datacenter name that is not a
-// plain CQL identifier.
+// ErrInvalidIdentifier is returned for a keyspace or table name that is not a plain CQL
+// identifier. (A datacenter name is not an identifier: a bad one is ErrInvalidReplication.)
 var ErrInvalidIdentifier = errors.New("schema: invalid identifier")
 
 // Cassandra limits keyspace and table names to 48 word characters; we also require a leading

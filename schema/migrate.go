@@ -86,8 +86,7 @@ func (r Report) filter(s MigrationState) []MigrationStatus {
 // Status reads which migrations the keyspace of the options has recorded and compares them
 // with the embedded files. It changes nothing.
 func Status(ctx context.Context, session *gocql.Session, opts ...Option) (Report, error) {
-	c := newConfig(opts)
-	ms, err := Migrations(opts...)
+	c, ms, err := prepare(session, opts)
 	if err != nil {
 		return Report{}, err
 	}
@@ -178,12 +177,12 @@ func readRecords(ctx context.Context, session *gocql.Session, keyspace string) (
 // statement of the files is idempotent (CREATE ... IF NOT EXISTS, ALTER ... ADD IF NOT EXISTS),
 // so applying them upgrades it in place and leaves its data alone.
 //
-// If an applied migration's file changed since (ErrMigrationChanged), nothing is applied. A
+// A nil session is ErrInvalidOption, bad options fail as Statements documents, and an applied
+// migration whose file changed since is ErrMigrationChanged: then nothing is applied. A
 // migration interrupted midway is not recorded and runs again, whole, next time. Run one
 // Migrate at a time per keyspace: concurrent schema changes of one table can disagree.
 func Migrate(ctx context.Context, session *gocql.Session, opts ...Option) ([]MigrationStatus, error) {
-	c := newConfig(opts)
-	ms, err := Migrations(opts...)
+	c, ms, err := prepare(session, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -228,6 +227,19 @@ func Migrate(ctx context.Context, session *gocql.Session, opts ...Option) ([]Mig
 	return done, nil
 }
 
+// prepare validates the arguments of Status and Migrate before anything is read or run.
+func prepare(session *gocql.Session, opts []Option) (config, []Migration, error) {
+	if session == nil {
+		return config{}, nil, fmt.Errorf("%w: nil session", ErrInvalidOption)
+	}
+	c, err := newConfig(opts)
+	if err != nil {
+		return c, nil, err
+	}
+	ms, err := c.migrations(Files())
+	return c, ms, err
+}
+
 // migrationsTableCQL is the record table's statement for keyspace, validated by Migrations.
 func migrationsTableCQL(keyspace string) string {
 	ks, _ := QuoteIdentifier(keyspace)
@@ -237,7 +249,10 @@ func migrationsTableCQL(keyspace string) string {
 // MigrationsTableStatement returns the statement with which Migrate creates the migrations
 // table in the keyspace of the options, right after the migration that creates the keyspace.
 func MigrationsTableStatement(opts ...Option) (string, error) {
-	c := newConfig(opts)
+	c, err := newConfig(opts)
+	if err != nil {
+		return "", err
+	}
 	if err := ValidateIdentifier(c.keyspace); err != nil {
 		return "", fmt.Errorf("keyspace: %w", err)
 	}

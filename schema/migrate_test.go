@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/cassdedup/cassdedup/cassandratest"
+	"github.com/cassdedup/cassdedup/internal/testnode"
 	"github.com/cassdedup/cassdedup/schema"
 )
 
@@ -26,7 +26,7 @@ const beforeMigrations = "testdata/before-migrations"
 // keyspace is dropped when the test ends.
 func installUnversioned(t *testing.T, dir string, edit func(string) string) (*gocql.Session, string) {
 	t.Helper()
-	session, err := cassandratest.Cluster(t).CreateSession()
+	session, err := testnode.Cluster(t).CreateSession()
 	require.NoError(t, err)
 	ks := "t_upgrade_" + strings.ReplaceAll(gocql.TimeUUID().String(), "-", "")[:20]
 	t.Cleanup(func() {
@@ -87,6 +87,9 @@ func TestMigrateUpgradesAnUnversionedInstallInPlace(t *testing.T) {
 		assert.Equal(t, schema.Applied, m.State, m.Name)
 		assert.WithinDuration(t, time.Now(), m.AppliedAt, time.Minute, m.Name)
 	}
+	for _, table := range []string{"idempotency_keys", "processed_messages"} {
+		assert.True(t, hasColumn(t, session, ks, table, "lease_owner"), "005 added the lease cells to %s", table)
+	}
 	var status string
 	require.NoError(t, session.Query(`SELECT status FROM "`+ks+`".idempotency_keys WHERE namespace = 'ns' AND key = 'k'`).Scan(&status))
 	assert.Equal(t, "COMPLETED", status, "the upgrade keeps the data")
@@ -122,7 +125,7 @@ func TestMigrateAddsTheEpochColumnToAnOlderInstall(t *testing.T) {
 func TestStatusFlagsChangedAndUnknownMigrations(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	session, ks := cassandratest.NewSession(t)
+	session, ks := testnode.NewSession(t)
 	table := `"` + ks + `".` + schema.MigrationsTable
 	require.NoError(t, session.Query(`UPDATE `+table+` SET checksum = 'edited' WHERE version = 1`).Exec())
 	require.NoError(t, session.Query(`INSERT INTO `+table+` (version, name, checksum, applied_at) VALUES (999, '999_future.cql', 'x', toTimestamp(now()))`).Exec())
@@ -143,7 +146,7 @@ func TestStatusFlagsChangedAndUnknownMigrations(t *testing.T) {
 
 func TestStatusOfAMissingKeyspace(t *testing.T) {
 	t.Parallel()
-	session, err := cassandratest.Cluster(t).CreateSession()
+	session, err := testnode.Cluster(t).CreateSession()
 	require.NoError(t, err)
 	defer session.Close()
 	r, err := schema.Status(context.Background(), session, schema.WithKeyspace("t_never_created_here"))

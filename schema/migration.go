@@ -31,15 +31,22 @@ type Migration struct {
 }
 
 // Migrations returns the embedded migrations in version order, retargeted to the keyspace and
-// replication of the options. It fails with ErrInvalidIdentifier, ErrInvalidReplication or
-// ErrMalformedCQL.
+// replication of the options. It fails with ErrInvalidOption, ErrInvalidIdentifier,
+// ErrInvalidReplication or ErrMalformedCQL.
 func Migrations(opts ...Option) ([]Migration, error) { return MigrationsFrom(Files(), opts...) }
 
 // MigrationsFrom is Migrations for other files: the NNN_name.cql files at the root of fsys,
 // written like those of schema/cql (for example a copy of an earlier release's, to test an
 // upgrade from it).
 func MigrationsFrom(fsys fs.FS, opts ...Option) ([]Migration, error) {
-	c := newConfig(opts)
+	c, err := newConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	return c.migrations(fsys)
+}
+
+func (c config) migrations(fsys fs.FS) ([]Migration, error) {
 	ks, err := QuoteIdentifier(c.keyspace)
 	if err != nil {
 		return nil, fmt.Errorf("keyspace: %w", err)
@@ -123,7 +130,7 @@ func checksum(stmts []string) string {
 
 // Statements returns the schema's CQL statements in the order Apply runs them, with the
 // keyspace renamed and its replication set from the options. It fails with
-// ErrInvalidIdentifier, ErrInvalidReplication or ErrMalformedCQL.
+// ErrInvalidOption, ErrInvalidIdentifier, ErrInvalidReplication or ErrMalformedCQL.
 func Statements(opts ...Option) ([]string, error) {
 	ms, err := Migrations(opts...)
 	if err != nil {

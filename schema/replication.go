@@ -9,7 +9,8 @@ import (
 )
 
 // ErrInvalidReplication is returned for a replication setting Cassandra would reject or that
-// cannot hold the toolkit's data safely.
+// cannot hold the toolkit's data safely: no strategy, no datacenter, a replication factor
+// outside 1..32, or a datacenter name that is not safe inside a CQL map literal.
 var ErrInvalidReplication = errors.New("schema: invalid replication")
 
 // Replication is a keyspace's replication strategy. Build one with SimpleStrategy or
@@ -27,6 +28,7 @@ func SimpleStrategy(rf int) Replication {
 
 // NetworkTopologyStrategy places the given number of replicas in each named datacenter: the
 // production choice (RF 3 per datacenter lets QUORUM and SERIAL survive one replica down).
+// A datacenter name is a letter or digit followed by up to 63 letters, digits, '_', '.' or '-'.
 func NetworkTopologyStrategy(perDatacenter map[string]int) Replication {
 	factors := make(map[string]int, len(perDatacenter))
 	for dc, rf := range perDatacenter {
@@ -52,7 +54,7 @@ func (r Replication) cql() (string, error) {
 			return "", fmt.Errorf("%w: replication factor %d for %q is outside 1..32", ErrInvalidReplication, rf, k)
 		}
 		if !datacenterPattern.MatchString(k) {
-			return "", fmt.Errorf("%w: datacenter name %q", ErrInvalidReplication, k)
+			return "", fmt.Errorf("%w: datacenter name %q must be a letter or digit followed by up to 63 letters, digits, '_', '.' or '-'", ErrInvalidReplication, k)
 		}
 		keys = append(keys, k)
 	}

@@ -2,8 +2,10 @@ package schema
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -36,8 +38,8 @@ func TestStatementsRetargetEveryTable(t *testing.T) {
 	require.NotEmpty(t, stmts)
 	assert.Equal(t, `CREATE KEYSPACE IF NOT EXISTS "tenant_a" WITH replication = {'class': 'NetworkTopologyStrategy', 'dc1': 3, 'dc2': 3}`, stmts[0])
 	for _, s := range stmts[1:] {
-		ok := strings.HasPrefix(s, `CREATE TABLE IF NOT EXISTS "tenant_a".`) || strings.HasPrefix(s, `ALTER TABLE "tenant_a".`)
-		assert.True(t, ok, s)
+		assert.True(t, strings.HasPrefix(s, `CREATE TABLE IF NOT EXISTS "tenant_a".`) ||
+			strings.HasPrefix(s, `ALTER TABLE "tenant_a".`) && strings.Contains(s, " ADD IF NOT EXISTS "), s)
 		assert.NotContains(t, s, "cassdedup.")
 	}
 }
@@ -58,6 +60,16 @@ func TestStatementsRejectBadKeyspaceAndReplication(t *testing.T) {
 		_, err := Statements(WithReplication(r))
 		assert.ErrorIs(t, err, ErrInvalidReplication, "%+v", r)
 	}
+}
+
+func TestStatementsRejectBadOptions(t *testing.T) {
+	for _, opts := range [][]Option{{nil}, {WithAgreementTimeout(0)}, {WithAgreementTimeout(-time.Nanosecond)}} {
+		_, err := Statements(opts...)
+		assert.ErrorIs(t, err, ErrInvalidOption)
+	}
+	_, err := Statements(WithReplication(NetworkTopologyStrategy(map[string]int{"dc 1": 3})))
+	assert.ErrorIs(t, err, ErrInvalidReplication, "a datacenter name is not an identifier")
+	assert.NotErrorIs(t, err, ErrInvalidIdentifier)
 }
 
 func TestQualifiedNameNamesTheBadPart(t *testing.T) {
@@ -104,6 +116,41 @@ func FuzzValidateIdentifier(f *testing.F) {
 		// Whatever passes must be safe to splice between double quotes.
 		if strings.ContainsAny(name, "\"';. \n") || len(name) > 48 || q != `"`+name+`"` {
 			t.Fatalf("accepted unsafe identifier %q", name)
+		}
+	})
+}
+
+// FuzzReplicationOptions: a replication and an agreement timeout are either refused with the
+// sentinel their docs name, or rendered into a CREATE KEYSPACE that carries exactly them.
+func FuzzReplicationOptions(f *testing.F) {
+	f.Add("dc1", 3, int64(time.Minute))
+	f.Add("us-east-1.a", 1, int64(1))
+	f.Add("dc'1", 3, int64(time.Second))
+	f.Add("dc1", 0, int64(time.Second))
+	f.Add("", 33, int64(0))
+	f.Add("dc1", 3, int64(-1))
+	f.Fuzz(func(t *testing.T, dc string, rf int, timeout int64) {
+		stmts, err := Statements(WithKeyspace("k"), WithAgreementTimeout(time.Duration(timeout)),
+			WithReplication(NetworkTopologyStrategy(map[string]int{dc: rf})))
+		switch {
+		case timeout <= 0:
+			if !errors.Is(err, ErrInvalidOption) {
+				t.Fatalf("timeout %d: got %v, want ErrInvalidOption", timeout, err)
+			}
+		case rf < 1 || rf > 32 || !datacenterPattern.MatchString(dc):
+			if !errors.Is(err, ErrInvalidReplication) || errors.Is(err, ErrInvalidIdentifier) {
+				t.Fatalf("dc %q rf %d: got %v, want ErrInvalidReplication alone", dc, rf, err)
+			}
+		case err != nil:
+			t.Fatalf("dc %q rf %d timeout %d refused: %v", dc, rf, timeout, err)
+		default:
+			if strings.ContainsAny(dc, "'\"\\ ") {
+				t.Fatalf("accepted unsafe datacenter name %q", dc)
+			}
+			want := fmt.Sprintf(`CREATE KEYSPACE IF NOT EXISTS "k" WITH replication = {'class': 'NetworkTopologyStrategy', '%s': %d}`, dc, rf)
+			if stmts[0] != want {
+				t.Fatalf("got %s, want %s", stmts[0], want)
+			}
 		}
 	})
 }

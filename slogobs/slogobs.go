@@ -71,15 +71,22 @@ func WithoutKeys() Option {
 
 // defaultLevels is the level of each kind unless WithLevel says otherwise.
 var defaultLevels = map[lwt.ObservationKind]slog.Level{
-	lwt.ObservedLWT: slog.LevelDebug, lwt.ObservedWrite: slog.LevelDebug,
-	lwt.ObservedClaim: slog.LevelDebug, lwt.ObservedComplete: slog.LevelDebug,
-	lwt.ObservedReplay: slog.LevelDebug, lwt.ObservedCacheHit: slog.LevelDebug,
-	lwt.ObservedFastPath: slog.LevelDebug,
-	lwt.ObservedRelease: slog.LevelInfo, lwt.ObservedFail: slog.LevelInfo,
-	lwt.ObservedConflict: slog.LevelInfo, lwt.ObservedKeyReuse: slog.LevelInfo,
+	lwt.ObservedLWT:             slog.LevelDebug,
+	lwt.ObservedWrite:           slog.LevelDebug,
+	lwt.ObservedClaim:           slog.LevelDebug,
+	lwt.ObservedComplete:        slog.LevelDebug,
+	lwt.ObservedReplay:          slog.LevelDebug,
+	lwt.ObservedCacheHit:        slog.LevelDebug,
+	lwt.ObservedFastPath:        slog.LevelDebug,
+	lwt.ObservedRelease:         slog.LevelInfo,
+	lwt.ObservedFail:            slog.LevelInfo,
+	lwt.ObservedConflict:        slog.LevelInfo,
+	lwt.ObservedKeyReuse:        slog.LevelInfo,
 	lwt.ObservedOutcomeResolved: slog.LevelInfo,
-	lwt.ObservedTakeover: slog.LevelWarn, lwt.ObservedLeaseLost: slog.LevelWarn,
-	lwt.ObservedOutcomeUnknown: slog.LevelWarn, lwt.ObservedUnconfirmed: slog.LevelWarn,
+	lwt.ObservedTakeover:        slog.LevelWarn,
+	lwt.ObservedLeaseLost:       slog.LevelWarn,
+	lwt.ObservedOutcomeUnknown:  slog.LevelWarn,
+	lwt.ObservedUnconfirmed:     slog.LevelWarn,
 }
 
 // New returns an Observer that logs to logger with the attribute store=store on every record

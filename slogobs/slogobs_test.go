@@ -13,9 +13,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/cassdedup/cassdedup/cassandratest"
 	"github.com/cassdedup/cassdedup/counters"
 	"github.com/cassdedup/cassdedup/events"
+	"github.com/cassdedup/cassdedup/internal/testnode"
 	"github.com/cassdedup/cassdedup/lwt"
 	"github.com/cassdedup/cassdedup/slogobs"
 )
@@ -99,7 +99,7 @@ func TestOptions(t *testing.T) {
 // One observer implementation for every store, each labelled.
 func TestEveryStoreLogsThroughOneObserverType(t *testing.T) {
 	t.Parallel()
-	session, ks := cassandratest.NewSession(t)
+	session, ks := testnode.NewSession(t)
 	var b logBuffer
 	logger := newLogger(&b, slog.LevelDebug)
 	obs := func(name string) *slogobs.Observer {

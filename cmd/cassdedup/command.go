@@ -8,6 +8,7 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/gocql/gocql"
 
@@ -27,6 +28,8 @@ type command struct {
 	flags func(fs *flag.FlagSet) func(ctx context.Context, e *env, args []string) error
 	// offline commands need no connection.
 	offline bool
+	// timeout, when set, replaces the default of -timeout: schema changes wait for every node.
+	timeout time.Duration
 }
 
 // commands lists every subcommand, in the order usage shows them.
@@ -92,6 +95,9 @@ func (c *command) execute(ctx context.Context, args []string, stdout, stderr io.
 		c.help(stderr, fs)
 		return errorf(stderr, exitUsage, "%s: %v", c.name, err)
 	}
+	if c.timeout > 0 && !isSet(fs, "timeout") {
+		e.conn.Timeout = c.timeout
+	}
 	if err := schema.ValidateIdentifier(e.keyspace); err != nil {
 		return errorf(stderr, exitUsage, "%s: -keyspace: %v", c.name, err)
 	}
@@ -118,6 +124,13 @@ func (c *command) help(w io.Writer, fs *flag.FlagSet) {
 	fs.SetOutput(w)
 	fs.PrintDefaults()
 	fs.SetOutput(io.Discard)
+}
+
+// isSet reports whether the flag was given on the command line.
+func isSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
 
 // synopsis is the command's words and arguments.

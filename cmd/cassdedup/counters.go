@@ -38,6 +38,7 @@ type claimView struct {
 	Delta     int64     `json:"delta"`
 	ClaimedAt time.Time `json:"claimed_at"`
 	Owner     string    `json:"owner"`
+	Settling  bool      `json:"settling"`
 }
 
 var countersUnappliedCommand = &command{
@@ -61,16 +62,20 @@ var countersUnappliedCommand = &command{
 			}
 			out := make([]claimView, len(claims))
 			for i, c := range claims {
-				out[i] = claimView{c.Counter, c.OpID, c.Delta, c.ClaimedAt.UTC(), c.Owner.String()}
+				out[i] = claimView{c.Counter, c.OpID, c.Delta, c.ClaimedAt.UTC(), c.Owner.String(), c.Settling}
 			}
 			return e.emit(map[string]any{"unapplied": out}, func(w io.Writer) {
 				if len(out) == 0 {
 					fmt.Fprintf(w, "no unconfirmed operations claimed between %s and %s\n", stamp(now.Add(-*since)), stamp(now.Add(-*settle)))
 					return
 				}
-				row(w, "COUNTER", "OP ID", "DELTA", "CLAIMED AT", "OWNER")
+				row(w, "COUNTER", "OP ID", "DELTA", "CLAIMED AT", "STATE", "OWNER")
 				for _, c := range out {
-					row(w, c.Counter, c.OpID, c.Delta, stampRel(c.ClaimedAt, now), c.Owner)
+					state := "claimed"
+					if c.Settling {
+						state = "settling (a repair took it and did not finish)"
+					}
+					row(w, c.Counter, c.OpID, c.Delta, stampRel(c.ClaimedAt, now), state, c.Owner)
 				}
 			})
 		}
@@ -84,6 +89,7 @@ var countersRepairCommand = &command{
 		var cf counterFlags
 		cf.register(fs)
 		outcome := fs.String("outcome", "", "what your own records say: applied (the counter was incremented) or missing (it was not); required")
+		resettle := fs.Bool("resettle", false, "settle a claim an earlier repair took and did not finish (state settling); only when that repair has ended")
 		return func(ctx context.Context, e *env, args []string) error {
 			var incremented bool
 			switch *outcome {
@@ -97,7 +103,11 @@ var countersRepairCommand = &command{
 			if err != nil {
 				return err
 			}
-			c, err := s.Settle(ctx, args[0], args[1], incremented)
+			var opts []counters.SettleOption
+			if *resettle {
+				opts = append(opts, counters.ResettleStuck())
+			}
+			c, err := s.Settle(ctx, args[0], args[1], incremented, opts...)
 			if err != nil {
 				return err
 			}

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/gocql/gocql"
+
 	"github.com/cassdedup/cassdedup/events"
 	"github.com/cassdedup/cassdedup/lwt"
 )
@@ -24,6 +26,7 @@ type recordView struct {
 	Attempts      int        `json:"attempts"`
 	LeaseUntil    *time.Time `json:"lease_until,omitempty"`
 	LeaseLive     bool       `json:"lease_live"`
+	LeaseOwner    string     `json:"lease_owner,omitempty"`
 	CreatedAt     *time.Time `json:"created_at,omitempty"`
 	UpdatedAt     *time.Time `json:"updated_at,omitempty"`
 	ExpiresAt     *time.Time `json:"expires_at,omitempty"`
@@ -41,6 +44,9 @@ func viewRecord(in *lwt.Inspection, now time.Time, previewBytes int) recordView 
 		LeaseUntil: tptr(in.LeaseUntil), CreatedAt: tptr(in.CreatedAt), UpdatedAt: tptr(in.UpdatedAt), ExpiresAt: tptr(in.ExpiresAt),
 		TTLSeconds: int64(in.TTL / time.Second), Epoch: in.Epoch, ResultBytes: len(in.Result),
 		ResultPreview: preview(in.Result, previewBytes),
+	}
+	if in.LeaseOwner != (gocql.UUID{}) {
+		v.LeaseOwner = in.LeaseOwner.String()
 	}
 	if len(in.Fingerprint) > 0 {
 		v.Fingerprint = hex.EncodeToString(in.Fingerprint[:min(8, len(in.Fingerprint))])
@@ -62,6 +68,9 @@ func meaning(in *lwt.Inspection, now time.Time) string {
 	case in.Status == lwt.StatusStarted && in.LiveLease:
 		return fmt.Sprintf("held by a running claim until %s (%s): a duplicate gets ErrInProgress (HTTP 409); wait, or release with -force if its worker is gone",
 			stamp(in.LeaseUntil), relative(in.LeaseUntil, now))
+	case in.Status == lwt.StatusStarted && in.LeaseUntil.IsZero():
+		return fmt.Sprintf("its lease expired on the server and no attempt took it over: its worker died or stalled; the next attempt takes it over with fence %d, or release it now",
+			in.Fence+1)
 	case in.Status == lwt.StatusStarted:
 		return fmt.Sprintf("the lease passed %s and no attempt took it over: its worker died or stalled; the next attempt takes it over with fence %d, or release it now",
 			relative(in.LeaseUntil, now), in.Fence+1)
@@ -86,8 +95,13 @@ func (e *env) printRecord(in *lwt.Inspection, previewBytes int) error {
 		row(w, "fence", in.Fence)
 		row(w, "attempts", in.Attempts)
 		lease := stampRel(in.LeaseUntil, now)
-		if in.Status == lwt.StatusStarted {
-			lease += map[bool]string{true: ", live", false: ", passed"}[in.LiveLease]
+		switch {
+		case in.Status == lwt.StatusStarted && in.LiveLease:
+			lease += ", live, held by " + v.LeaseOwner
+		case in.Status == lwt.StatusStarted && in.LeaseUntil.IsZero():
+			lease = "expired (the server dropped the lease cells)"
+		case in.Status == lwt.StatusStarted:
+			lease += ", passed"
 		}
 		row(w, "lease until", lease)
 		row(w, "created", stamp(in.CreatedAt))

@@ -11,36 +11,35 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/cassdedup/cassdedup/cassandratest"
+	"github.com/cassdedup/cassdedup/internal/testnode"
 	"github.com/cassdedup/cassdedup/lwt"
 )
 
-// planter makes records in each state with lwt's own API. Its past store works an hour in the
-// past, so a claim it leaves STARTED has a lease that passed long ago, with no sleep.
+// planter makes records in each state with lwt's own API. Its short store holds one-second
+// leases, so a claim it leaves STARTED is soon one whose lease the server has expired.
 type planter struct {
-	t          *testing.T
-	now, past  *lwt.Store
-	keyspace   string
-	session    *gocql.Session
-	stuckCount int
+	t            *testing.T
+	store, short *lwt.Store
+	keyspace     string
+	session      *gocql.Session
 }
 
 func newPlanter(t *testing.T) *planter {
-	session, ks := cassandratest.NewSession(t)
-	now, err := lwt.NewStore(session, lwt.IdempotencyKeys(ks))
+	session, ks := testnode.NewSession(t)
+	store, err := lwt.NewStore(session, lwt.IdempotencyKeys(ks))
 	require.NoError(t, err)
-	past, err := lwt.NewStore(session, lwt.IdempotencyKeys(ks), lwt.WithClock(func() time.Time { return time.Now().Add(-time.Hour) }))
+	short, err := lwt.NewStore(session, lwt.IdempotencyKeys(ks), lwt.WithLease(time.Second))
 	require.NoError(t, err)
-	return &planter{t: t, now: now, past: past, keyspace: ks, session: session}
+	return &planter{t: t, store: store, short: short, keyspace: ks, session: session}
 }
 
-// plant leaves key in status st; expired leaves it STARTED with its lease passed.
-func (p *planter) plant(ns, key string, st lwt.Status, expired bool) {
+// plant leaves key in status st; short makes a STARTED claim's lease one second long.
+func (p *planter) plant(ns, key string, st lwt.Status, short bool) {
 	p.t.Helper()
 	ctx := context.Background()
-	s := p.now
-	if expired {
-		s = p.past
+	s := p.store
+	if short {
+		s = p.short
 	}
 	c, rec, err := s.Begin(ctx, lwt.IdempotencyKey(ns, key), nil)
 	require.NoError(p.t, err)
@@ -55,6 +54,17 @@ func (p *planter) plant(ns, key string, st lwt.Status, expired bool) {
 	}
 }
 
+// expire waits until the server has expired the lease of every key planted with short.
+func (p *planter) expire(ns string, keys ...string) {
+	p.t.Helper()
+	for _, k := range keys {
+		require.Eventually(p.t, func() bool {
+			rec, err := p.store.Get(context.Background(), lwt.IdempotencyKey(ns, k))
+			return err == nil && rec.LeaseOwner == (gocql.UUID{})
+		}, 10*time.Second, 100*time.Millisecond, "the server never expired the lease of %s", k)
+	}
+}
+
 func TestKeyGetShowsEachState(t *testing.T) {
 	t.Parallel()
 	p := newPlanter(t)
@@ -63,6 +73,7 @@ func TestKeyGetShowsEachState(t *testing.T) {
 	p.plant("shop", "failed", lwt.StatusFailed, false)
 	p.plant("shop", "released", lwt.StatusReleased, false)
 	p.plant("shop", "expired", lwt.StatusStarted, true)
+	p.expire("shop", "expired")
 
 	for _, tc := range []struct {
 		key, status string
@@ -75,7 +86,7 @@ func TestKeyGetShowsEachState(t *testing.T) {
 		{"completed", "COMPLETED", false, 31, `"{\"charge\":\"ch_1\",\"amount\":1000}"`, "replays the stored result"},
 		{"failed", "FAILED", false, 13, `"card declined"`, "failed permanently"},
 		{"released", "RELEASED", false, 15, `"gateway timeout"`, "the next attempt runs again with fence 2"},
-		{"expired", "STARTED", false, 0, "", "the lease passed 59m"},
+		{"expired", "STARTED", false, 0, "", "its lease expired on the server and no attempt took it over"},
 	} {
 		var v recordView
 		okJSON(t, &v, "key", "get", "shop", tc.key, "-keyspace", p.keyspace)
@@ -88,9 +99,7 @@ func TestKeyGetShowsEachState(t *testing.T) {
 		assert.Contains(t, v.Meaning, tc.meaning, tc.key)
 		assert.Equal(t, []any{"shop", tc.key}, v.Key)
 		require.NotNil(t, v.ExpiresAt, tc.key)
-		if tc.key != "expired" { // claimed by a worker whose clock is an hour behind
-			assert.InDelta(t, time.Until(*v.ExpiresAt).Seconds(), float64(v.TTLSeconds), 5, "the node's TTL agrees with the expiry: %s", tc.key)
-		}
+		assert.InDelta(t, time.Until(*v.ExpiresAt).Seconds(), float64(v.TTLSeconds), 5, "the node's TTL agrees with the expiry: %s", tc.key)
 	}
 
 	table := ok(t, "key", "get", "shop", "completed", "-keyspace", p.keyspace, "-preview", "10")
@@ -136,20 +145,24 @@ func TestKeyReleaseAndPurgeRefuseALiveLeaseThenWorkWithForce(t *testing.T) {
 	assert.Equal(t, exitFailure, r.code)
 
 	p.plant("shop", "dead", lwt.StatusStarted, true)
+	p.expire("shop", "dead")
 	var res map[string]any
 	okJSON(t, &res, "key", "purge", "shop", "dead", "-keyspace", ks)
-	assert.Equal(t, true, res["changed"], "a passed lease needs no force")
+	assert.Equal(t, true, res["changed"], "an expired lease needs no force")
 }
 
 func TestKeysStuckFindsExactlyThePlantedClaims(t *testing.T) {
 	t.Parallel()
 	p := newPlanter(t)
 	want := map[string]string{}
+	var dead []string
 	for i := range 4 {
 		k := fmt.Sprint("dead-", i)
 		p.plant("shop", k, lwt.StatusStarted, true)
+		dead = append(dead, k)
 		want["shop "+k] = string(lwt.StuckLeaseExpired)
 	}
+	p.expire("shop", dead...)
 	for i := range 3 {
 		k := fmt.Sprint("flaky-", i)
 		for range 3 {
@@ -167,7 +180,7 @@ func TestKeysStuckFindsExactlyThePlantedClaims(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, err := p.now.PutCompleted(context.Background(), lwt.IdempotencyKey(fmt.Sprint("tenant-", i%9), fmt.Sprint("ok-", i)), nil, []byte("{}"), 1)
+			_, err := p.store.PutCompleted(context.Background(), lwt.IdempotencyKey(fmt.Sprint("tenant-", i%9), fmt.Sprint("ok-", i)), nil, []byte("{}"), 1)
 			errs <- err
 		}()
 	}

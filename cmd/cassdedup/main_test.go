@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/cassdedup/cassdedup/cassandratest"
+	"github.com/cassdedup/cassdedup/internal/testnode"
 )
 
 // result is what one run of the command printed and returned.
@@ -21,7 +21,7 @@ type result struct {
 // cli runs the command in-process against the test node, with env as its environment.
 func cli(t *testing.T, env map[string]string, args ...string) result {
 	t.Helper()
-	hosts, err := cassandratest.Hosts()
+	hosts, err := testnode.Hosts()
 	require.NoError(t, err)
 	getenv := func(k string) string {
 		if v, ok := env[k]; ok {

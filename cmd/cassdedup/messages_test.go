@@ -10,15 +10,15 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/cassdedup/cassdedup/cassandratest"
 	"github.com/cassdedup/cassdedup/counters"
 	"github.com/cassdedup/cassdedup/events"
 	"github.com/cassdedup/cassdedup/internal/faultproxy"
+	"github.com/cassdedup/cassdedup/internal/testnode"
 )
 
 func TestMessageCommands(t *testing.T) {
 	t.Parallel()
-	session, ks := cassandratest.NewSession(t)
+	session, ks := testnode.NewSession(t)
 	ctx := context.Background()
 	g, err := events.NewGuard(session, events.WithKeyspace(ks))
 	require.NoError(t, err)
@@ -75,12 +75,12 @@ func TestMessageCommands(t *testing.T) {
 // repairs them with the evidence each needs.
 func TestCounterCommands(t *testing.T) {
 	t.Parallel()
-	session, ks := cassandratest.NewSession(t)
+	session, ks := testnode.NewSession(t)
 	ctx := context.Background()
-	hosts, err := cassandratest.Hosts()
+	hosts, err := testnode.Hosts()
 	require.NoError(t, err)
 	proxy := faultproxy.New(t, hosts[0])
-	cluster := cassandratest.Cluster(t)
+	cluster := testnode.Cluster(t)
 	cluster.Hosts, cluster.DisableInitialHostLookup, cluster.Timeout = []string{proxy.Addr()}, true, time.Second
 	proxied, err := cluster.CreateSession()
 	require.NoError(t, err)
@@ -124,7 +124,7 @@ func TestCounterCommands(t *testing.T) {
 
 func TestEventCounterCommands(t *testing.T) {
 	t.Parallel()
-	session, ks := cassandratest.NewSession(t)
+	session, ks := testnode.NewSession(t)
 	ctx := context.Background()
 	// Events recorded three hours ago, by a log whose clock says so, are in closed buckets now.
 	past := time.Now().Add(-3 * time.Hour)

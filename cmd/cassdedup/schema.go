@@ -63,7 +63,8 @@ func short(sum string) string { return sum[:min(12, len(sum))] }
 
 var schemaApplyCommand = &command{
 	name:    "schema apply",
-	summary: "create the keyspace and tables, and apply the migrations not yet recorded",
+	summary: "create the keyspace and tables, and apply the migrations not yet recorded (-timeout defaults to 1m)",
+	timeout: time.Minute,
 	flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 		var repl replicationFlags
 		repl.register(fs)

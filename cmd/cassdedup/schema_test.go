@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/cassdedup/cassdedup/cassandratest"
+	"github.com/cassdedup/cassdedup/internal/testnode"
 	"github.com/cassdedup/cassdedup/schema"
 )
 
@@ -18,7 +18,7 @@ import (
 // migrations were recorded (schema/testdata/before-migrations), and returns its name.
 func installBeforeMigrations(t *testing.T) string {
 	t.Helper()
-	session, err := cassandratest.Cluster(t).CreateSession()
+	session, err := testnode.Cluster(t).CreateSession()
 	require.NoError(t, err)
 	ks := "t_cli_upgrade_" + strings.ReplaceAll(gocql.TimeUUID().String(), "-", "")[:16]
 	t.Cleanup(func() {
@@ -43,13 +43,13 @@ func TestSchemaStatusBeforeAndAfterAnUpgrade(t *testing.T) {
 	require.NoError(t, err)
 
 	before := ok(t, "schema", "status", "-keyspace", ks)
-	assert.Contains(t, before, "keyspace "+ks+": 6 migrations, 6 pending, 0 changed")
-	assert.Contains(t, before, "5        005_epoch_columns.cql       pending")
+	assert.Contains(t, before, "keyspace "+ks+": 7 migrations, 7 pending, 0 changed")
+	assert.Contains(t, before, "6        006_epoch_columns.cql       pending")
 	assert.Contains(t, before, "note: the keyspace has 9 tables but no schema_migrations table: it was installed before migrations were recorded")
 
 	applied := ok(t, "schema", "apply", "-keyspace", ks)
 	assert.Equal(t, len(all)+1, strings.Count(applied, "\n"), applied)
-	assert.Contains(t, applied, "005_epoch_columns.cql")
+	assert.Contains(t, applied, "006_epoch_columns.cql")
 	assert.Contains(t, ok(t, "schema", "apply", "-keyspace", ks), "is up to date: nothing to apply")
 
 	var after struct {
@@ -67,7 +67,7 @@ func TestSchemaStatusBeforeAndAfterAnUpgrade(t *testing.T) {
 		assert.NotNil(t, m.AppliedAt, m.Name)
 	}
 
-	session, err := cassandratest.Cluster(t).CreateSession()
+	session, err := testnode.Cluster(t).CreateSession()
 	require.NoError(t, err)
 	defer session.Close()
 	require.NoError(t, session.Query(`UPDATE "`+ks+`".schema_migrations SET checksum = 'deadbeef' WHERE version = 2`).Exec())
@@ -85,7 +85,7 @@ func TestSchemaPrintNeedsNoCluster(t *testing.T) {
 	r := cli(t, map[string]string{"CASSANDRA_HOSTS": "192.0.2.1:1"}, "schema", "print", "-keyspace", "payments", "-dc", "dc1:3,dc2:3")
 	require.Equal(t, exitOK, r.code, r.stderr)
 	assert.Contains(t, r.stdout, `CREATE KEYSPACE IF NOT EXISTS "payments" WITH replication = {'class': 'NetworkTopologyStrategy', 'dc1': 3, 'dc2': 3};`)
-	assert.Contains(t, r.stdout, "-- 005_epoch_columns.cql (version 5, checksum ")
+	assert.Contains(t, r.stdout, "-- 006_epoch_columns.cql (version 6, checksum ")
 	assert.Contains(t, r.stdout, `CREATE TABLE IF NOT EXISTS "payments".schema_migrations`)
 	assert.NotContains(t, r.stdout, "cassdedup.")
 }

@@ -56,11 +56,11 @@ func TestPasswordAuthentication(t *testing.T) {
 	secret := map[string]string{"CASSANDRA_PASSWORD": "cassandra"}
 	r = cli(t, secret, append([]string{"schema", "apply", "-username", "cassandra"}, node...)...)
 	require.Equal(t, exitOK, r.code, r.stderr)
-	assert.Contains(t, r.stdout, "005_epoch_columns.cql")
+	assert.Contains(t, r.stdout, "006_epoch_columns.cql")
 	secret["CASSANDRA_USERNAME"] = "cassandra"
 	r = cli(t, secret, append([]string{"schema", "status"}, node...)...)
 	require.Equal(t, exitOK, r.code, r.stderr)
-	assert.Contains(t, r.stdout, "6 migrations, 0 pending, 0 changed")
+	assert.Contains(t, r.stdout, "7 migrations, 0 pending, 0 changed")
 	r = cli(t, secret, append([]string{"keys", "stuck"}, node...)...)
 	require.Equal(t, exitOK, r.code, r.stderr)
 	assert.Contains(t, r.stdout, "scanned 0 records in 64 token ranges")
@@ -87,7 +87,7 @@ func TestTLS(t *testing.T) {
 	require.Equal(t, exitOK, r.code, r.stderr)
 	r = status("-tls-ca", ca, "-tls-server-name", "localhost")
 	require.Equal(t, exitOK, r.code, r.stderr)
-	assert.Contains(t, r.stdout, "6 migrations, 0 pending, 0 changed")
+	assert.Contains(t, r.stdout, "7 migrations, 0 pending, 0 changed")
 	r = status("-tls-insecure-skip-verify")
 	require.Equal(t, exitOK, r.code, r.stderr)
 	assert.Contains(t, r.stderr, "warning: TLS certificates are not verified")

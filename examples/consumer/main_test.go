@@ -8,11 +8,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/cassdedup/cassdedup/cassandratest"
+	"github.com/cassdedup/cassdedup/internal/testnode"
 )
 
 func TestRunAppliesEachPaymentOnce(t *testing.T) {
-	session, ks := cassandratest.NewSession(t)
+	session, ks := testnode.NewSession(t)
 	var out bytes.Buffer
 	s, err := run(context.Background(), session, ks, &out)
 	require.NoError(t, err)

@@ -1,16 +1,18 @@
-// Command httpapi serves a payments endpoint behind an Idempotency-Key middleware built on
-// package lwt, and shows what a client's retries get: the stored response, 409 while the first
-// request runs, 422 when a key is reused for another request, 400 without a key.
+// Command httpapi serves a payments endpoint behind httpidem's Idempotency-Key middleware and
+// shows what a client's retries get: the stored response, 409 while the first request runs,
+// 422 when a key is reused for another request, 400 without a key.
 //
 //	go run ./examples/httpapi -hosts 127.0.0.1:9042
 package main
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"strings"
 	"sync/atomic"
@@ -19,6 +21,7 @@ import (
 	"github.com/gocql/gocql"
 
 	"github.com/cassdedup/cassdedup/examples/internal/exampledb"
+	"github.com/cassdedup/cassdedup/httpidem"
 	"github.com/cassdedup/cassdedup/lwt"
 )
 
@@ -31,6 +34,12 @@ func main() {
 // run starts the server on loopback and plays a client that retries.
 func run(ctx context.Context, session *gocql.Session, keyspace string, out io.Writer) error {
 	store, err := lwt.NewStore(session, lwt.IdempotencyKeys(keyspace), lwt.WithCache(1024))
+	if err != nil {
+		return err
+	}
+	// The scope is the caller's identity, so one tenant can never read another's stored
+	// response. A real service takes it from its authentication, not from a plain header.
+	idem, err := httpidem.New(store, httpidem.WithScope(func(r *http.Request) string { return "tenant-" + r.Header.Get("X-Tenant") }))
 	if err != nil {
 		return err
 	}
@@ -48,19 +57,23 @@ func run(ctx context.Context, session *gocql.Session, keyspace string, out io.Wr
 		w.WriteHeader(http.StatusCreated)
 		fmt.Fprintf(w, `{"charge":"ch_%d"}`, n)
 	})
-	tenant := func(r *http.Request) string { return "tenant-" + r.Header.Get("X-Tenant") }
-	srv := httptest.NewServer(idempotent(store, tenant, charge))
-	defer srv.Close()
+	mux := http.NewServeMux()
+	mux.Handle("POST /charges", idem.Handler(charge))
+	url, stop, err := serve(mux)
+	if err != nil {
+		return err
+	}
+	defer stop()
 
 	key := fmt.Sprintf("order-%d", time.Now().UnixNano())
 	first := make(chan result, 1)
-	go func() { first <- post(ctx, srv.URL+"/charges", key, `{"amount":100}`, true) }()
+	go func() { first <- post(ctx, url+"/charges", key, `{"amount":100}`, true) }()
 	select {
 	case <-running:
 	case r := <-first: // it ended without reaching the handler: nothing to demonstrate
 		return fmt.Errorf("first attempt: %d %s %v", r.status, r.body, r.err)
 	}
-	retry := post(ctx, srv.URL+"/charges", key, `{"amount":100}`, false)
+	retry := post(ctx, url+"/charges", key, `{"amount":100}`, false)
 	close(slow)
 	steps := []struct {
 		what string
@@ -68,18 +81,35 @@ func run(ctx context.Context, session *gocql.Session, keyspace string, out io.Wr
 	}{
 		{"retry while the first runs", retry},
 		{"first attempt", <-first},
-		{"retry after a lost response", post(ctx, srv.URL+"/charges", key, `{"amount":100}`, false)},
-		{"same key, different request", post(ctx, srv.URL+"/charges", key, `{"amount":999}`, false)},
-		{"no key", post(ctx, srv.URL+"/charges", "", `{"amount":100}`, false)},
+		{"retry after a lost response", post(ctx, url+"/charges", key, `{"amount":100}`, false)},
+		{"same key, different request", post(ctx, url+"/charges", key, `{"amount":999}`, false)},
+		{"no key", post(ctx, url+"/charges", "", `{"amount":100}`, false)},
 	}
 	for _, step := range steps {
 		if step.res.err != nil {
 			return step.res.err
 		}
-		fmt.Fprintf(out, "%-28s -> %d replayed=%-5v %s\n", step.what, step.res.status, step.res.replayed, strings.TrimSpace(step.res.body))
+		fmt.Fprintf(out, "%-28s -> %d replayed=%-5v %s\n", step.what, step.res.status, step.res.replayed, step.res.body)
 	}
 	fmt.Fprintf(out, "charges made: %d\n", charges.Load())
 	return nil
+}
+
+// serve runs h on a loopback port until stop is called.
+func serve(h http.Handler) (url string, stop func(), err error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln) }()
+	return "http://" + ln.Addr().String(), func() {
+		_ = srv.Close()
+		if err := <-done; !errors.Is(err, http.ErrServerClosed) {
+			fmt.Fprintln(os.Stderr, "httpapi: serve:", err)
+		}
+	}, nil
 }
 
 // result is what the client saw of one request.
@@ -97,7 +127,7 @@ func post(ctx context.Context, url, key, body string, slow bool) result {
 	}
 	req.Header.Set("X-Tenant", "acme")
 	if key != "" {
-		req.Header.Set("Idempotency-Key", key)
+		req.Header.Set(httpidem.DefaultHeader, key)
 	}
 	if slow {
 		req.Header.Set("X-Slow", "1")
@@ -108,5 +138,21 @@ func post(ctx context.Context, url, key, body string, slow bool) result {
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
-	return result{status: resp.StatusCode, replayed: resp.Header.Get("Idempotent-Replayed") == "true", body: string(b), err: err}
+	return result{status: resp.StatusCode, replayed: resp.Header.Get(httpidem.ReplayedHeader) == "true", body: summary(resp, b), err: err}
+}
+
+// summary is the body to print: a problem document by its type's last part, anything else whole.
+func summary(resp *http.Response, body []byte) string {
+	if resp.Header.Get("Content-Type") != "application/problem+json" {
+		return strings.TrimSpace(string(body))
+	}
+	var p struct{ Type string }
+	if err := json.Unmarshal(body, &p); err != nil {
+		return strings.TrimSpace(string(body))
+	}
+	s := "problem " + p.Type[strings.LastIndex(p.Type, "#")+1:]
+	if ra := resp.Header.Get("Retry-After"); ra != "" {
+		s += ", Retry-After " + ra
+	}
+	return s
 }

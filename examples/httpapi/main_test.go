@@ -8,19 +8,19 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/cassdedup/cassdedup/cassandratest"
+	"github.com/cassdedup/cassdedup/internal/testnode"
 )
 
 func TestRunAgainstNode(t *testing.T) {
-	session, ks := cassandratest.NewSession(t)
+	session, ks := testnode.NewSession(t)
 	var out bytes.Buffer
 	require.NoError(t, run(context.Background(), session, ks, &out))
 	got := out.String()
 	t.Log("\n" + got)
-	assert.Regexp(t, `retry while the first runs\s+-> 409`, got)
+	assert.Regexp(t, `retry while the first runs\s+-> 409 replayed=false problem TypeInProgress, Retry-After [1-9]`, got)
 	assert.Regexp(t, `first attempt\s+-> 201 replayed=false {"charge":"ch_1"}`, got)
 	assert.Regexp(t, `retry after a lost response\s+-> 201 replayed=true  {"charge":"ch_1"}`, got)
-	assert.Regexp(t, `same key, different request\s+-> 422`, got)
-	assert.Regexp(t, `no key\s+-> 400`, got)
+	assert.Regexp(t, `same key, different request\s+-> 422 replayed=false problem TypeKeyReuse`, got)
+	assert.Regexp(t, `no key\s+-> 400 replayed=false problem TypeKeyMissing`, got)
 	assert.Contains(t, got, "charges made: 1")
 }

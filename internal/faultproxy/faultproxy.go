@@ -121,7 +121,7 @@ func (p *Proxy) accept() {
 // request decides whether a client frame is forwarded, recording streams whose response is lost.
 func (p *Proxy) request(h, body []byte, drop *streamSet) bool {
 	opcode := h[4]
-	if opcode != 0x07 && opcode != 0x0A { // QUERY, EXECUTE
+	if opcode != 0x07 && opcode != 0x0A && opcode != 0x0D { // QUERY, EXECUTE, BATCH
 		return true
 	}
 	p.mu.Lock()

@@ -15,7 +15,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/cassdedup/cassdedup/cassandratest"
+	"github.com/cassdedup/cassdedup/internal/testnode"
 	"github.com/cassdedup/cassdedup/lwt"
 	"github.com/cassdedup/cassdedup/metrics/otelobs"
 )
@@ -33,7 +33,7 @@ func spansByName(t *testing.T, spans tracetest.SpanStubs) map[string]tracetest.S
 
 func TestSpansOfOneExecuteOnce(t *testing.T) {
 	t.Parallel()
-	session, ks := cassandratest.NewSession(t)
+	session, ks := testnode.NewSession(t)
 	spans := tracetest.NewInMemoryExporter()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans))
 	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
@@ -97,7 +97,7 @@ func TestSpansOfOneExecuteOnce(t *testing.T) {
 
 func TestMetricsOfKnownOperations(t *testing.T) {
 	t.Parallel()
-	session, ks := cassandratest.NewSession(t)
+	session, ks := testnode.NewSession(t)
 	reader := sdkmetric.NewManualReader()
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })

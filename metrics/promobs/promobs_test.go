@@ -17,9 +17,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/cassdedup/cassdedup/cassandratest"
 	"github.com/cassdedup/cassdedup/counters"
 	"github.com/cassdedup/cassdedup/events"
+	"github.com/cassdedup/cassdedup/internal/testnode"
 	"github.com/cassdedup/cassdedup/lwt"
 	"github.com/cassdedup/cassdedup/metrics/promobs"
 )
@@ -68,7 +68,7 @@ func series(f *dto.MetricFamily) map[string]*dto.Metric {
 // and checks the exact counts the collector exposes.
 func TestCollectorAfterAKnownSequence(t *testing.T) {
 	t.Parallel()
-	session, ks := cassandratest.NewSession(t)
+	session, ks := testnode.NewSession(t)
 	m, err := promobs.New(promobs.WithConstLabels(prometheus.Labels{"service": "checkout"}))
 	require.NoError(t, err)
 	reg := prometheus.NewRegistry()

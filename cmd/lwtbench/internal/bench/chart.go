@@ -70,11 +70,13 @@ func phasePlot(p PhaseResult) (*plot.Plot, error) {
 	return pl, nil
 }
 
-// lineColors gives each of up to ten operations its own colour (the Tableau 10 palette);
-// plotutil's default palette has seven, so the eighth operation would repeat the first's.
+// lineColors gives each of up to twelve operations its own colour (the Tableau 10 palette and
+// two darker ones); plotutil's default palette has seven, so the eighth operation would repeat
+// the first's.
 var lineColors = []color.Color{
 	rgb(0x4e79a7), rgb(0xf28e2b), rgb(0xe15759), rgb(0x76b7b2), rgb(0x59a14f),
 	rgb(0xedc948), rgb(0xb07aa1), rgb(0xff9da7), rgb(0x9c755f), rgb(0xbab0ac),
+	rgb(0x1b1b1b), rgb(0x2c6e49),
 }
 
 func rgb(v uint32) color.Color {

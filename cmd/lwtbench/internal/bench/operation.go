@@ -73,7 +73,9 @@ const Baseline = "insert"
 //   - "once-dup-cache": the same executor on a completed key, answered from its in-process cache;
 //   - "guard":          events' consumer guard on new messages;
 //   - "bloom":          the same guard on owned scopes, where a warm Bloom pre-check that has
-//     never seen a message lets it skip the LWT (the fast path).
+//     never seen a message lets it skip the LWT (the fast path);
+//   - "http-bare", "http-new", "http-dup": a POST over loopback HTTP to a trivial handler, bare
+//     and behind httpidem's Idempotency-Key middleware on new and on completed keys (ops_http.go).
 //
 // Another operation plugs in by appending a Spec.
 // An entry's New builds the operation from Env (session, keyspace, consistency levels, a
@@ -89,6 +91,9 @@ func Catalog() []Spec {
 		{Name: "guard", Description: "events Guard.Process on new messages, handler does nothing", New: newGuardProcess},
 		{Name: "bloom", Description: "events Guard.Process on new messages of an owned scope: Bloom fast path, plain writes, no LWT " +
 			"(safe only when one process owns the scope)", New: newBloomFastPath},
+		{Name: "http-bare", Description: "POST over loopback HTTP to a trivial handler, no middleware (the round trip)", New: newHTTPBare},
+		{Name: "http-new", Description: "the same POST through httpidem's Idempotency-Key middleware, new keys", New: newHTTPNew},
+		{Name: "http-dup", Description: "the same POST through httpidem's middleware on a completed key, replayed by the node (no cache)", New: newHTTPDup},
 	}
 }
 

@@ -27,7 +27,7 @@ func TestCatalogNamesAreUniqueAndComplete(t *testing.T) {
 		ns := Env{RunID: newRunID(time.Now())}.Namespace(s.Name)
 		assert.LessOrEqual(t, len(ns), min(lwt.DefaultMaxKeyLength, events.MaxMessageField))
 	}
-	for _, want := range []string{"insert", "lwt-new", "lwt-dup", "once-new", "once-dup-node", "once-dup-cache", "guard", "bloom"} {
+	for _, want := range []string{"insert", "lwt-new", "lwt-dup", "once-new", "once-dup-node", "once-dup-cache", "guard", "bloom", "http-bare", "http-new", "http-dup"} {
 		assert.True(t, seen[want], "%s is in the catalog", want)
 	}
 }
@@ -68,6 +68,15 @@ func TestCheckProcessed(t *testing.T) {
 	assert.ErrorIs(t, err, errUnexpectedOutcome)
 	assert.True(t, strings.Contains(err.Error(), "duplicate"), err.Error())
 	assert.ErrorIs(t, checkProcessed(events.Processed, false), errUnexpectedOutcome)
+}
+
+func TestCheckHTTPAnswer(t *testing.T) {
+	assert.NoError(t, checkHTTPAnswer(201, false, httpResponse, false))
+	assert.NoError(t, checkHTTPAnswer(201, true, httpResponse, true))
+	assert.ErrorIs(t, checkHTTPAnswer(201, false, httpResponse, true), errUnexpectedOutcome, "a duplicate that ran")
+	assert.ErrorIs(t, checkHTTPAnswer(201, true, httpResponse, false), errUnexpectedOutcome, "a new key replayed")
+	assert.ErrorIs(t, checkHTTPAnswer(409, false, []byte("{}"), false), errUnexpectedOutcome)
+	assert.ErrorIs(t, checkHTTPAnswer(201, false, []byte("other"), false), errUnexpectedOutcome)
 }
 
 func TestUnexpectedOutcomeCountsAsError(t *testing.T) {

@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/cassdedup/cassdedup/cassandratest"
 	"github.com/cassdedup/cassdedup/events"
+	"github.com/cassdedup/cassdedup/internal/testnode"
 )
 
 func TestCheckFastPath(t *testing.T) {
@@ -60,7 +60,7 @@ func TestBloomSizesFollowTheSpansWithinBounds(t *testing.T) {
 // scopes take the fast path, and once a scope is disowned its requests, now answered by the LWT
 // path, are errors rather than fast answers.
 func TestBloomFailsWhenTheLWTPathAnswers(t *testing.T) {
-	session, ks := cassandratest.NewSession(t)
+	session, ks := testnode.NewSession(t)
 	ctx := context.Background()
 	env := Env{Session: session, Keyspace: ks, RunID: newRunID(time.Now()), Consistency: gocql.Quorum,
 		Serial: gocql.Serial, MaxWorkers: 2, WorkerSpans: []time.Duration{time.Second, time.Second}}

@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/cassdedup/cassdedup/cassandratest"
+	"github.com/cassdedup/cassdedup/internal/testnode"
 )
 
 // TestSmokeAgainstNode runs the command end to end against the test node, briefly: every
@@ -21,7 +21,7 @@ import (
 // record answers in every phase with no failure, the node's configuration must be read, the
 // three files must be written and the keyspace dropped.
 func TestSmokeAgainstNode(t *testing.T) {
-	hosts, err := cassandratest.Hosts()
+	hosts, err := testnode.Hosts()
 	require.NoError(t, err)
 	out := t.TempDir()
 	args := []string{
@@ -74,7 +74,7 @@ func TestSmokeAgainstNode(t *testing.T) {
 	_, err = png.Decode(img)
 	assert.NoError(t, err)
 
-	admin := cassandratest.Cluster(t)
+	admin := testnode.Cluster(t)
 	s, err := admin.CreateSession()
 	require.NoError(t, err)
 	defer s.Close()

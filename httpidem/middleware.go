@@ -1,0 +1,111 @@
+package httpidem
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+
+	"github.com/cassdedup/cassdedup/internal/textcheck"
+	"github.com/cassdedup/cassdedup/lwt"
+)
+
+// Middleware runs a handler at most once per (scope, key) and replays its stored response. See
+// the package doc for its policy; build one with New.
+type Middleware struct {
+	store *lwt.Store
+	cfg   config
+}
+
+// New returns a middleware that stores responses in store. The options' defaults are in the
+// package doc's policy table and with each option.
+func New(store *lwt.Store, opts ...Option) (*Middleware, error) {
+	if store == nil {
+		return nil, fmt.Errorf("%w: nil store", ErrInvalidOption)
+	}
+	cfg := defaultConfig()
+	for _, o := range opts {
+		if o == nil {
+			return nil, fmt.Errorf("%w: nil option", ErrInvalidOption)
+		}
+		if err := o(&cfg); err != nil {
+			return nil, err
+		}
+	}
+	return &Middleware{store: store, cfg: cfg}, nil
+}
+
+// Handler wraps next: requests whose method the middleware covers run next at most once per
+// key; every other request goes to next untouched.
+func (m *Middleware) Handler(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !m.cfg.methods[r.Method] {
+			next.ServeHTTP(w, r)
+			return
+		}
+		ev, abort := m.serve(w, r, next)
+		ev.Request = r
+		m.cfg.observer(ev)
+		if abort {
+			// The handler panicked after part of its response was sent, or with
+			// http.ErrAbortHandler: only cutting the connection tells the client.
+			panic(http.ErrAbortHandler)
+		}
+	})
+}
+
+// serve handles a covered request. abort asks the caller to cut the connection.
+func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Handler) (ev Event, abort bool) {
+	key, err := parseKey(r.Header.Values(m.cfg.header), m.cfg.maxKeyLength)
+	switch {
+	case errors.Is(err, errKeyMissing) && m.cfg.keyOptional:
+		next.ServeHTTP(w, r)
+		return Event{Outcome: OutcomeUnkeyed}, false
+	case errors.Is(err, errKeyMissing):
+		return m.refuse(w, Event{Err: err}, OutcomeRejected, problem{Type: TypeKeyMissing, Status: http.StatusBadRequest,
+			Detail: "this request needs an " + m.cfg.header + " header"}), false
+	case err != nil:
+		return m.refuse(w, Event{Err: err}, OutcomeRejected, problem{Type: TypeKeyInvalid, Status: http.StatusBadRequest,
+			Detail: fmt.Sprintf("the %s header must be a quoted string or a token of 1 to %d bytes", m.cfg.header, m.cfg.maxKeyLength)}), false
+	}
+	ev = Event{Key: key}
+	scope := m.cfg.scope(r)
+	if p := textcheck.Problem(scope, lwt.DefaultMaxKeyLength); p != "" {
+		ev.Err = fmt.Errorf("httpidem: scope: %s", p)
+		return m.refuse(w, ev, OutcomeUnavailable, problem{Type: TypeScopeMissing, Status: http.StatusInternalServerError}), false
+	}
+	ev.Scope = scope
+	body, err := readBody(r, m.cfg.maxBody)
+	if err != nil {
+		ev.Err = err
+		if errors.Is(err, errBodyTooLarge) {
+			return m.refuse(w, ev, OutcomeRejected, problem{Type: TypeBodyTooLarge, Status: http.StatusRequestEntityTooLarge,
+				Detail: fmt.Sprintf("the request body may have at most %d bytes", m.cfg.maxBody)}), false
+		}
+		return m.refuse(w, ev, OutcomeRejected, problem{Type: TypeBodyUnreadable, Status: http.StatusBadRequest}), false
+	}
+	fp, err := m.cfg.fingerprint(withBody(r, body), body)
+	if err != nil {
+		ev.Err = err
+		return m.refuse(w, ev, OutcomeRejected, problem{Type: TypeFingerprintFailed, Status: http.StatusBadRequest}), false
+	}
+	return m.execute(w, withBody(r, body), next, ev, fp)
+}
+
+// withBody returns a shallow copy of r whose body reads body from its start.
+func withBody(r *http.Request, body []byte) *http.Request {
+	r2 := r.WithContext(r.Context()) // a shallow copy
+	if r.Body != nil && r.Body != http.NoBody {
+		r2.Body = io.NopCloser(bytes.NewReader(body))
+		r2.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	}
+	return r2
+}
+
+// refuse answers with p and completes ev.
+func (m *Middleware) refuse(w http.ResponseWriter, ev Event, o Outcome, p problem) Event {
+	writeProblem(w, p)
+	ev.Outcome, ev.Status, ev.Type = o, p.Status, p.Type
+	return ev
+}

@@ -1,0 +1,119 @@
+package lwt
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/gocql/gocql"
+)
+
+// ExecBatchCAS runs b, a conditional batch whose statements all write one partition, as one
+// lightweight transaction (one Paxos round) and decodes its result: whether it applied and, when
+// it did not, the rows Cassandra returned (the current values of the rows the conditions
+// checked, one per row). It is sent once, like ExecCAS: no retry policy, no speculative
+// execution. Each statement may carry its own USING TTL, which is how a record and its shorter
+// lease cell are written together. Outcome-unknown errors are as for ExecCAS.
+func ExecBatchCAS(ctx context.Context, session *gocql.Session, b *gocql.Batch, serial gocql.SerialConsistency) (applied bool, rows []Row, err error) {
+	if serial != gocql.Serial && serial != gocql.LocalSerial {
+		return false, nil, fmt.Errorf("lwt: serial consistency must be SERIAL or LOCAL_SERIAL, not %v", serial)
+	}
+	if session == nil || b == nil || !conditional(b) {
+		return false, nil, fmt.Errorf("%w: not a conditional batch", ErrMalformedCASResult)
+	}
+	if err := ctx.Err(); err != nil {
+		return false, nil, err // never sent: certainly not applied
+	}
+	b = b.WithContext(ctx).RetryPolicy(nil).SerialConsistency(serial)
+	first := map[string]any{}
+	applied, iter, err := mapExecuteBatchCAS(session, b, first)
+	if err != nil {
+		if iter != nil {
+			_ = iter.Close()
+		}
+		return false, nil, casError(ctx, err)
+	}
+	if len(first) > 0 {
+		rows = append(rows, Row(first))
+	}
+	for {
+		row, ok, scanErr := scanRow(iter)
+		if scanErr != nil || !ok {
+			err = scanErr
+			break
+		}
+		delete(row, "[applied]")
+		rows = append(rows, row)
+	}
+	if cerr := iter.Close(); cerr != nil {
+		return false, nil, casError(ctx, cerr)
+	}
+	if err != nil {
+		return false, nil, err
+	}
+	if applied {
+		rows = nil
+	}
+	return applied, rows, nil
+}
+
+// mapExecuteBatchCAS calls gocql's MapExecuteBatchCAS, whose unchecked [applied] assertion in
+// v1.7.0 panics on a result without that column; the panic becomes ErrMalformedCASResult.
+func mapExecuteBatchCAS(session *gocql.Session, b *gocql.Batch, first map[string]any) (applied bool, iter *gocql.Iter, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			applied, iter, err = false, nil, fmt.Errorf("%w: no boolean [applied] column", ErrMalformedCASResult)
+		}
+	}()
+	applied, iter, err = session.MapExecuteBatchCAS(b, first)
+	delete(first, "[applied]")
+	return applied, iter, err
+}
+
+// conditional reports whether some statement of b has an IF clause.
+func conditional(b *gocql.Batch) bool {
+	for _, e := range b.Entries {
+		if strings.Contains(strings.ToUpper(e.Stmt), " IF ") {
+			return true
+		}
+	}
+	return false
+}
+
+// casError classifies the error of a conditional write as ExecCAS does.
+func casError(ctx context.Context, err error) error {
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		return &OutcomeUnknownError{Op: "cas", Err: ctxErr}
+	}
+	if IsOutcomeUnknown(err) {
+		return &OutcomeUnknownError{Op: "cas", Err: err}
+	}
+	return err
+}
+
+// BatchConditional is a conditional batch on one partition and the way to settle it when its
+// outcome is unknown, as Conditional is for one statement.
+type BatchConditional struct {
+	Op      string
+	Session *gocql.Session
+	Batch   *gocql.Batch
+	// Read selects the rows the batch writes. It runs only after an unknown outcome.
+	Read *gocql.Query
+	// Applied reports whether the rows read back show that the batch applied.
+	Applied  func(rows []Row) bool
+	Patience time.Duration
+	Observer Observer
+	Key      Key
+}
+
+// ResolveBatch runs c.Batch once with ExecBatchCAS at the given consistencies and settles an
+// unknown outcome as Resolve does: it reads the rows at serial and decides with c.Applied;
+// rows are then the rows read. Errors as for Resolve.
+func ResolveBatch(ctx context.Context, c BatchConditional, commit gocql.Consistency, serial gocql.SerialConsistency) (applied bool, rows []Row, err error) {
+	c.Batch.Cons = commit
+	single := Conditional{Op: c.Op, Read: c.Read, Patience: c.Patience, Observer: c.Observer, Key: c.Key}
+	return single.settle(ctx, serial, func() (bool, []Row, error) {
+		return ExecBatchCAS(ctx, c.Session, c.Batch, serial)
+	}, c.Applied)
+}
