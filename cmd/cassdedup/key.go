@@ -84,6 +84,19 @@ func meaning(in *lwt.Inspection, now time.Time) string {
 	return "unknown status"
 }
 
+// leaseText describes a STARTED claim's lease.
+func leaseText(in *lwt.Inspection, now time.Time) string {
+	switch {
+	case in.LiveLease && in.LeaseOwner != (gocql.UUID{}):
+		return fmt.Sprintf("live until %s (%s), held by %s", stamp(in.LeaseUntil), relative(in.LeaseUntil, now), in.LeaseOwner)
+	case in.LiveLease:
+		return fmt.Sprintf("live until %s (%s)", stamp(in.LeaseUntil), relative(in.LeaseUntil, now))
+	case in.LeaseUntil.IsZero():
+		return "expired (the server dropped the lease cells)"
+	}
+	return fmt.Sprintf("passed at %s (%s)", stamp(in.LeaseUntil), relative(in.LeaseUntil, now))
+}
+
 func (e *env) printRecord(in *lwt.Inspection, previewBytes int) error {
 	now := time.Now()
 	v := viewRecord(in, now, previewBytes)
@@ -94,16 +107,9 @@ func (e *env) printRecord(in *lwt.Inspection, previewBytes int) error {
 		row(w, "owner", v.Owner)
 		row(w, "fence", in.Fence)
 		row(w, "attempts", in.Attempts)
-		lease := stampRel(in.LeaseUntil, now)
-		switch {
-		case in.Status == lwt.StatusStarted && in.LiveLease:
-			lease += ", live, held by " + v.LeaseOwner
-		case in.Status == lwt.StatusStarted && in.LeaseUntil.IsZero():
-			lease = "expired (the server dropped the lease cells)"
-		case in.Status == lwt.StatusStarted:
-			lease += ", passed"
+		if in.Status == lwt.StatusStarted { // an ended claim's lease cells only wait for their TTL
+			row(w, "lease", leaseText(in, now))
 		}
-		row(w, "lease until", lease)
 		row(w, "created", stamp(in.CreatedAt))
 		row(w, "updated", stampRel(in.UpdatedAt, now))
 		row(w, "expires", stampRel(in.ExpiresAt, now))
@@ -297,7 +303,7 @@ func (e *env) printAdmin(verb string, res lwt.AdminResult, after string) error {
 	b := res.Before
 	before := fmt.Sprintf("%s, fence %d, attempts %d, %d-byte result", b.Status, b.Fence, b.Attempts, len(b.Result))
 	if b.Status == lwt.StatusStarted {
-		before += fmt.Sprintf(", lease until %s (%s)", stamp(b.LeaseUntil), relative(b.LeaseUntil, time.Now()))
+		before += ", lease " + leaseText(b, time.Now())
 	}
 	v := map[string]any{"action": verb, "key": b.Key, "changed": res.Changed, "before": viewRecord(b, time.Now(), 0), "after": after}
 	return e.emit(v, func(w io.Writer) {

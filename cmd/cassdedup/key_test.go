@@ -103,8 +103,11 @@ func TestKeyGetShowsEachState(t *testing.T) {
 	}
 
 	table := ok(t, "key", "get", "shop", "completed", "-keyspace", p.keyspace, "-preview", "10")
-	assert.Contains(t, table, "status       COMPLETED")
-	assert.Contains(t, table, `preview      "{\"charge\":" ... (21 more bytes)`)
+	assert.Regexp(t, `(?m)^status +COMPLETED$`, table)
+	assert.Regexp(t, `(?m)^preview +"\{\\"charge\\":" \.\.\. \(21 more bytes\)$`, table)
+	assert.NotContains(t, table, "lease", "an ended claim's lease is not shown")
+	assert.Regexp(t, `(?m)^lease +live until \S+ \(in \d+s\), held by [0-9a-f-]{36}$`, ok(t, "key", "get", "shop", "started", "-keyspace", p.keyspace))
+	assert.Regexp(t, `(?m)^lease +expired \(the server dropped the lease cells\)$`, ok(t, "key", "get", "shop", "expired", "-keyspace", p.keyspace))
 	r := cli(t, nil, "key", "get", "shop", "none", "-keyspace", p.keyspace)
 	assert.Equal(t, exitFailure, r.code)
 	assert.Contains(t, r.stderr, "no record of shop none")

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cassdedup/cassdedup/events"
+	"github.com/cassdedup/cassdedup/lwt"
 )
 
 // messageView is one message as messages list prints it.
@@ -46,8 +47,10 @@ var messagesListCommand = &command{
 			err = g.ListMessages(ctx, scope, time.Now().Add(-*since), func(m events.MessageRecord) error {
 				v := messageView{ID: m.ID, Hour: m.Hour.UTC(), Status: "(no record)"}
 				if r := m.Record; r != nil {
-					v.Status, v.Attempts, v.Fence = string(r.Status), r.Attempts, r.Fence
-					v.LeaseUntil, v.UpdatedAt = tptr(r.LeaseUntil), tptr(r.UpdatedAt)
+					v.Status, v.Attempts, v.Fence, v.UpdatedAt = string(r.Status), r.Attempts, r.Fence, tptr(r.UpdatedAt)
+					if r.Status == lwt.StatusStarted {
+						v.LeaseUntil = tptr(r.LeaseUntil)
+					}
 				}
 				out = append(out, v)
 				if len(out) >= *limit {

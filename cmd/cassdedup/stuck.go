@@ -78,8 +78,12 @@ func stuckCommand(name, what string, resolve scanner) *command {
 				var found []stuckView
 				start := time.Now()
 				stats, err := scan(ctx, e, opts, func(c lwt.StuckClaim) error {
-					found = append(found, stuckView{Key: c.Key, Reason: string(c.Reason), Status: string(c.Record.Status),
-						Attempts: c.Record.Attempts, Fence: c.Record.Fence, LeaseUntil: tptr(c.Record.LeaseUntil), UpdatedAt: tptr(c.Record.UpdatedAt)})
+					v := stuckView{Key: c.Key, Reason: string(c.Reason), Status: string(c.Record.Status),
+						Attempts: c.Record.Attempts, Fence: c.Record.Fence, UpdatedAt: tptr(c.Record.UpdatedAt)}
+					if c.Record.Status == lwt.StatusStarted {
+						v.LeaseUntil = tptr(c.Record.LeaseUntil)
+					}
+					found = append(found, v)
 					if len(found) >= sf.limit {
 						return errEnough
 					}
