@@ -9,7 +9,6 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
-	"unicode"
 	"unicode/utf8"
 )
 
@@ -64,8 +63,9 @@ func stampRel(t, now time.Time) string {
 	return stamp(t) + " (" + relative(t, now) + ")"
 }
 
-// preview shows at most n bytes of b safely on a terminal: quoted text when b is printable
-// UTF-8 (escapes keep control characters from acting), else hex. It says when it cut.
+// preview shows at most n bytes of b safely on a terminal: quoted text when b is UTF-8 (the
+// quoting escapes control and formatting characters, so none can act on the terminal), else hex.
+// It says when it cut.
 func preview(b []byte, n int) string {
 	if len(b) == 0 || n <= 0 {
 		return ""
@@ -81,7 +81,7 @@ func preview(b []byte, n int) string {
 	if len(cut) < len(b) {
 		more = fmt.Sprintf(" ... (%d more bytes)", len(b)-len(cut))
 	}
-	if utf8.Valid(cut) && printable(string(cut)) {
+	if utf8.Valid(cut) {
 		return strconv.Quote(string(cut)) + more
 	}
 	raw := b[:min(len(b), n/2)]
@@ -90,15 +90,6 @@ func preview(b []byte, n int) string {
 		more = fmt.Sprintf(" ... (%d more bytes)", len(b)-len(raw))
 	}
 	return "hex:" + hex.EncodeToString(raw) + more
-}
-
-func printable(s string) bool {
-	for _, r := range s {
-		if !unicode.IsPrint(r) && !unicode.IsSpace(r) {
-			return false
-		}
-	}
-	return true
 }
 
 // keyText joins a key's values for a table cell.
