@@ -35,6 +35,9 @@ func ResettleStuck() SettleOption { return func(c *settleConfig) { c.resettle = 
 func (s *Store) Settle(ctx context.Context, counter, opID string, incremented bool, opts ...SettleOption) (Claim, error) {
 	var cfg settleConfig
 	for _, o := range opts {
+		if o == nil {
+			return Claim{}, fmt.Errorf("%w: nil SettleOption", ErrInvalidOption)
+		}
 		o(&cfg)
 	}
 	if err := ValidateCounter(counter); err != nil {

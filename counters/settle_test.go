@@ -50,6 +50,8 @@ func TestSettleRepairsBothCrashes(t *testing.T) {
 	assert.ErrorIs(t, err, ErrNotPending)
 	_, err = s.Settle(ctx, "", "x", false)
 	assert.ErrorIs(t, err, ErrInvalidCounter)
+	_, err = s.Settle(ctx, "c", "x", false, nil)
+	assert.ErrorIs(t, err, ErrInvalidOption)
 }
 
 // Many repairs of one operation racing: the claim takeover lets exactly one increment.

@@ -86,6 +86,16 @@ func Force() AdminOption { return func(c *adminConfig) { c.force = true } }
 // "released by an operator"), so whoever reads the record later knows why.
 func WithNote(note string) AdminOption { return func(c *adminConfig) { c.note = note } }
 
+func adminOptions(cfg adminConfig, opts []AdminOption) (adminConfig, error) {
+	for _, o := range opts {
+		if o == nil {
+			return cfg, fmt.Errorf("%w: nil AdminOption", ErrInvalidArgument)
+		}
+		o(&cfg)
+	}
+	return cfg, nil
+}
+
 // AdminResult says what ReleaseKey or Delete did.
 type AdminResult struct {
 	// Before is the record as it was when the write was decided; nil when there was none.
@@ -111,9 +121,9 @@ const adminRounds = 4
 // key; other processes that cache completed records keep replaying a COMPLETED one from memory
 // until it expires there or falls out.
 func (s *Store) ReleaseKey(ctx context.Context, key Key, opts ...AdminOption) (AdminResult, error) {
-	cfg := adminConfig{note: "released by an operator"}
-	for _, o := range opts {
-		o(&cfg)
+	cfg, err := adminOptions(adminConfig{note: "released by an operator"}, opts)
+	if err != nil {
+		return AdminResult{}, err
 	}
 	return s.administer(ctx, key, cfg, "admin-release", func(in *Inspection) (bool, *gocql.Query, func(Row, bool) bool) {
 		if in.Status == StatusReleased {
@@ -145,9 +155,9 @@ func (c *completedCache) drop(key string) {
 // on the record read, refused on a live lease unless Force is given, ErrNotFound when the key
 // has no record.
 func (s *Store) Delete(ctx context.Context, key Key, opts ...AdminOption) (AdminResult, error) {
-	var cfg adminConfig
-	for _, o := range opts {
-		o(&cfg)
+	cfg, err := adminOptions(adminConfig{}, opts)
+	if err != nil {
+		return AdminResult{}, err
 	}
 	return s.administer(ctx, key, cfg, "admin-delete", func(in *Inspection) (bool, *gocql.Query, func(Row, bool) bool) {
 		args := append(append([]any{}, key...), fenceArgs(in)...)

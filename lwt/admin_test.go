@@ -133,6 +133,10 @@ func TestReleaseKeyRefusesALiveLeaseUnlessForced(t *testing.T) {
 	assert.False(t, noop.Changed, "already released")
 	_, err = s.ReleaseKey(ctx, IdempotencyKey("ns", "none"))
 	assert.ErrorIs(t, err, ErrNotFound)
+	_, err = s.ReleaseKey(ctx, IdempotencyKey("ns", "released"), nil)
+	assert.ErrorIs(t, err, ErrInvalidArgument, "a nil option")
+	_, err = s.Delete(ctx, IdempotencyKey("ns", "released"), nil)
+	assert.ErrorIs(t, err, ErrInvalidArgument)
 }
 
 func TestDeleteRefusesALiveLeaseUnlessForced(t *testing.T) {

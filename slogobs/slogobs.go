@@ -20,7 +20,7 @@ import (
 	"github.com/cassdedup/cassdedup/lwt"
 )
 
-// ErrInvalidOption is returned by New for a nil logger or an option out of range.
+// ErrInvalidOption is returned by New for a nil logger, a nil option or one out of range.
 var ErrInvalidOption = errors.New("slogobs: invalid option")
 
 // DefaultSlowLWT is the latency above which an LWT is logged at Warn.
@@ -101,6 +101,9 @@ func New(logger *slog.Logger, store string, opts ...Option) (*Observer, error) {
 		o.levels[k] = l
 	}
 	for _, opt := range opts {
+		if opt == nil {
+			return nil, fmt.Errorf("%w: nil Option", ErrInvalidOption)
+		}
 		if err := opt(o); err != nil {
 			return nil, err
 		}

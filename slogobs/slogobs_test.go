@@ -86,6 +86,8 @@ func TestOptions(t *testing.T) {
 
 	_, err = slogobs.New(nil, "s")
 	assert.ErrorIs(t, err, slogobs.ErrInvalidOption)
+	_, err = slogobs.New(slog.Default(), "s", nil)
+	assert.ErrorIs(t, err, slogobs.ErrInvalidOption)
 	_, err = slogobs.New(slog.Default(), "s", slogobs.WithSlowLWT(-1))
 	assert.ErrorIs(t, err, slogobs.ErrInvalidOption)
 	_, err = slogobs.New(slog.Default(), "s", slogobs.WithLevel(lwt.ObservationKind(99), slog.LevelInfo))

@@ -40,11 +40,14 @@ import (
 // ScopeName names the instrumentation scope of the meter and the tracer.
 const ScopeName = "github.com/cassdedup/cassdedup/metrics/otelobs"
 
-// ErrInvalidOption is returned by New for a nil provider.
+// ErrInvalidOption is returned by New for a nil option or provider.
 var ErrInvalidOption = errors.New("otelobs: invalid option")
 
-// Buckets are the histograms' advised bucket boundaries in seconds: 0.5 ms to 4.096 s.
-var Buckets = []float64{0.0005, 0.001, 0.002, 0.004, 0.008, 0.016, 0.032, 0.064, 0.128, 0.256, 0.512, 1.024, 2.048, 4.096}
+// Buckets returns the histograms' advised bucket boundaries in seconds: 0.5 ms to 4.096 s in
+// powers of two, as the Prometheus adapter's.
+func Buckets() []float64 {
+	return []float64{0.0005, 0.001, 0.002, 0.004, 0.008, 0.016, 0.032, 0.064, 0.128, 0.256, 0.512, 1.024, 2.048, 4.096}
+}
 
 // Observer records one store's observations and traces its calls. Create it with New.
 type Observer struct {
@@ -99,6 +102,9 @@ func WithKeys() Option {
 func New(store string, opts ...Option) (*Observer, error) {
 	s := settings{meters: otel.GetMeterProvider(), tracers: otel.GetTracerProvider()}
 	for _, o := range opts {
+		if o == nil {
+			return nil, fmt.Errorf("%w: nil Option", ErrInvalidOption)
+		}
 		if err := o(&s); err != nil {
 			return nil, err
 		}
@@ -108,12 +114,12 @@ func New(store string, opts ...Option) (*Observer, error) {
 	var err error
 	if o.lwt, err = meter.Float64Histogram("cassdedup.lwt.duration", metric.WithUnit("s"),
 		metric.WithDescription("Latency of cassdedup's lightweight transactions (conditional writes) and serial reads."),
-		metric.WithExplicitBucketBoundaries(Buckets...)); err != nil {
+		metric.WithExplicitBucketBoundaries(Buckets()...)); err != nil {
 		return nil, err
 	}
 	if o.writes, err = meter.Float64Histogram("cassdedup.write.duration", metric.WithUnit("s"),
 		metric.WithDescription("Latency of cassdedup's plain writes: fast-path records, events, counter increments."),
-		metric.WithExplicitBucketBoundaries(Buckets...)); err != nil {
+		metric.WithExplicitBucketBoundaries(Buckets()...)); err != nil {
 		return nil, err
 	}
 	if o.observations, err = meter.Int64Counter("cassdedup.observations", metric.WithUnit("{observation}"),

@@ -123,7 +123,7 @@ func TestMetricsOfKnownOperations(t *testing.T) {
 			require.Equal(t, "cassdedup.lwt.duration", m.Name)
 			assert.Equal(t, "s", m.Unit)
 			for _, dp := range data.DataPoints {
-				assert.Equal(t, otelobs.Buckets, dp.Bounds)
+				assert.Equal(t, otelobs.Buckets(), dp.Bounds)
 				lwts[attr(dp.Attributes, "store")+"/"+attr(dp.Attributes, "op")+"/"+attr(dp.Attributes, "result")] = dp.Count
 			}
 		case metricdata.Sum[int64]:
@@ -147,5 +147,7 @@ func TestNilProvidersRefused(t *testing.T) {
 	_, err := otelobs.New("s", otelobs.WithMeterProvider(nil))
 	assert.ErrorIs(t, err, otelobs.ErrInvalidOption)
 	_, err = otelobs.New("s", otelobs.WithTracerProvider(nil))
+	assert.ErrorIs(t, err, otelobs.ErrInvalidOption)
+	_, err = otelobs.New("s", nil)
 	assert.ErrorIs(t, err, otelobs.ErrInvalidOption)
 }

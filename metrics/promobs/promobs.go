@@ -32,11 +32,12 @@ import (
 	"github.com/cassdedup/cassdedup/lwt"
 )
 
-// ErrInvalidOption is returned by New for an option out of range.
+// ErrInvalidOption is returned by New for a nil option or one out of range.
 var ErrInvalidOption = errors.New("promobs: invalid option")
 
-// DefaultBuckets are the latency histograms' upper bounds in seconds: 0.5 ms to 4.096 s.
-var DefaultBuckets = prometheus.ExponentialBuckets(0.0005, 2, 14)
+// DefaultBuckets returns the latency histograms' upper bounds in seconds: 0.5 ms to 4.096 s in
+// powers of two.
+func DefaultBuckets() []float64 { return prometheus.ExponentialBuckets(0.0005, 2, 14) }
 
 // Metrics collects the observations of every store it gave an Observer to.
 type Metrics struct {
@@ -52,7 +53,7 @@ type settings struct {
 	constants prometheus.Labels
 }
 
-// WithBuckets replaces DefaultBuckets: increasing upper bounds in seconds.
+// WithBuckets replaces DefaultBuckets(): increasing upper bounds in seconds.
 func WithBuckets(bounds []float64) Option {
 	return func(s *settings) error {
 		if len(bounds) == 0 {
@@ -85,8 +86,11 @@ func WithConstLabels(labels prometheus.Labels) Option {
 // New returns the metrics; register them once (prometheus.MustRegister(m)) and hand
 // m.Observer(name) to each store.
 func New(opts ...Option) (*Metrics, error) {
-	s := settings{buckets: DefaultBuckets}
+	s := settings{buckets: DefaultBuckets()}
 	for _, o := range opts {
+		if o == nil {
+			return nil, fmt.Errorf("%w: nil Option", ErrInvalidOption)
+		}
 		if err := o(&s); err != nil {
 			return nil, err
 		}

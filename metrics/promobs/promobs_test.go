@@ -111,7 +111,7 @@ func TestCollectorAfterAKnownSequence(t *testing.T) {
 	for k, s := range lwts {
 		counts[k] = s.GetHistogram().GetSampleCount()
 		buckets := s.GetHistogram().GetBucket()
-		require.Len(t, buckets, len(promobs.DefaultBuckets)+1, "the buckets and +Inf: %s", k)
+		require.Len(t, buckets, len(promobs.DefaultBuckets())+1, "the buckets and +Inf: %s", k)
 		assert.Equal(t, s.GetHistogram().GetSampleCount(), buckets[len(buckets)-1].GetCumulativeCount(), k)
 		assert.Greater(t, s.GetHistogram().GetSampleSum(), 0.0, k)
 	}
@@ -151,7 +151,7 @@ func TestCollectorAfterAKnownSequence(t *testing.T) {
 
 func TestOptionsValidated(t *testing.T) {
 	for _, o := range []promobs.Option{
-		promobs.WithBuckets(nil), promobs.WithBuckets([]float64{1, 1}),
+		nil, promobs.WithBuckets(nil), promobs.WithBuckets([]float64{1, 1}),
 		promobs.WithConstLabels(prometheus.Labels{"store": "x"}),
 	} {
 		_, err := promobs.New(o)
