@@ -212,6 +212,11 @@ func (r *runner) merge(p phasePlan, elapsed time.Duration) PhaseResult {
 			total.merge(r.stats[w][i])
 		}
 		sum := summarize(op.Name(), total, elapsed)
+		sum.PerRequest = 1
+		if b, ok := op.(Batched); ok {
+			sum.PerRequest = b.PerRequest()
+		}
+		sum.MessagesPerS = sum.Throughput * float64(sum.PerRequest)
 		res.Throughput += sum.Throughput
 		res.Operations = append(res.Operations, sum)
 	}
