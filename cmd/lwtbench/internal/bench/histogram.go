@@ -77,7 +77,7 @@ type Summary struct {
 	Clamped    int64   `json:"clamped,omitempty"` // successes slower than 60 s, counted as 60 s
 	Throughput float64 `json:"throughput_per_s"`  // successful requests per second
 	// PerRequest is the messages one request carries (a batched operation), 1 otherwise;
-	// MessagesPerS is Throughput times it.
+	// MessagesPerS is the messages per second the operation moved (see messageRate).
 	PerRequest   int     `json:"per_request,omitempty"`
 	MessagesPerS float64 `json:"messages_per_s,omitempty"`
 	MeanMs       float64 `json:"mean_ms"`

@@ -43,7 +43,7 @@ func WriteTable(w io.Writer, r *Report) error {
 			}
 		}
 	}
-	fmt.Fprintf(w, "\nlatencies in ms, per request; msg/s counts the messages (rows) requests carried; × is the ratio to %s in the same phase\n", r.Baseline)
+	fmt.Fprintf(w, "\nlatencies in ms, per request; msg/s is messages (rows) per second of the workers' time spent on the op (closed loop: what it sustains alone at that concurrency); × is the ratio to %s in the same phase\n", r.Baseline)
 	return nil
 }
 
