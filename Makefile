@@ -2,12 +2,15 @@
 #
 # Cassandra comes from, in order: CASSANDRA_HOSTS if set; else a local node that this Makefile
 # starts from Maven Central (Java 17 + Maven) and stops again; else (no Java) cassandratest
-# starts a container when a Docker engine answers.
+# starts a container when a Docker engine answers. Kafka, for the tests of examples/kafka,
+# comes from KAFKA_BROKERS if set, else from a local broker started the same way.
 
 SHELL        := bash
 .SHELLFLAGS  := -eu -o pipefail -c
 GO           ?= go
 NODE         := scripts/cassandra/node.sh
+BROKER       := scripts/kafka/broker.sh
+KAFKA_LOCAL  ?= $(or $(KAFKA_ADDRESS),127.0.0.1):$(or $(KAFKA_PORT),19092)
 LOCAL_HOSTS  ?= $(or $(CASSANDRA_ADDRESS),127.0.0.1):$(or $(CASSANDRA_CQL_PORT),9042)
 CACHE        ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/cassdedup
 VENV         := $(CACHE)/venv
@@ -23,7 +26,7 @@ BENCH_PAXOS  ?= v2
 BENCH_FLAGS  ?=
 BENCH_NODE   := CASSANDRA_DURABLE=1 CASSANDRA_CQL_PORT=$(BENCH_PORT) CASSANDRA_STORAGE_PORT=7100 CASSANDRA_PAXOS=$(BENCH_PAXOS) CASSANDRA_HEAP=$(if $(filter 1,$(BENCH_NODES)),2G,1G) $(NODE)
 
-.PHONY: test check fmt-check vet go-test cqlsh cassandra-up cassandra-down schema fuzz bench bench-long
+.PHONY: test check fmt-check vet go-test cqlsh cassandra-up cassandra-down go-test-with-kafka kafka-up kafka-down schema fuzz bench bench-long
 
 ## bench: the LWT latency benchmark (about a minute) against CASSANDRA_HOSTS, or against a
 ## durable local node started for the run and stopped after it. Results go to out/.
@@ -43,9 +46,15 @@ bench:
 bench-long:
 	@$(MAKE) --no-print-directory bench BENCH_FLAGS="-long $(BENCH_FLAGS)"
 
-## test: gofmt, go vet, then every test with -race against a real Cassandra node.
+## test: gofmt, go vet, then every test with -race against a real Cassandra node (and, for
+## examples/kafka, a real Kafka broker).
 test: check cqlsh
-	@$(call with_cassandra,$(MAKE) --no-print-directory go-test)
+	@$(call with_cassandra,$(MAKE) --no-print-directory go-test-with-kafka)
+
+# go-test-with-kafka runs in its own make (its own shell), so the broker's trap and the node's
+# do not replace each other.
+go-test-with-kafka:
+	@$(call with_kafka,$(MAKE) --no-print-directory go-test)
 
 check: fmt-check vet
 
@@ -55,6 +64,7 @@ fmt-check:
 
 vet:
 	$(GO) vet ./...
+	cd examples/kafka && $(GO) vet ./...
 
 # go-test expects CASSANDRA_HOSTS (or Docker); `make test` provides it. A skipped test fails the
 # run: every test here is meant to run, and a silent skip would hide a missing Cassandra.
@@ -62,6 +72,8 @@ go-test:
 	@mkdir -p $(OUT)
 	CQLSH=$(CQLSH) $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -v ./... 2>&1 \
 	  | tee $(OUT)/test.log | grep -E '^(ok|FAIL|panic|--- FAIL|--- SKIP|\s+--- FAIL)|^\S+\.go:[0-9]+' || true
+	cd examples/kafka && $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -v ./... 2>&1 \
+	  | tee -a ../../$(OUT)/test.log | grep -E '^(ok|FAIL|panic|--- FAIL|--- SKIP|\s+--- FAIL)|^\S+\.go:[0-9]+' || true
 	@scripts/test-summary.sh $(OUT)/test.log
 
 ## cqlsh: the real CQL shell from PyPI in a private virtualenv (the schema tests run it).
@@ -75,6 +87,12 @@ cassandra-up:
 	$(NODE) up
 cassandra-down:
 	$(NODE) down
+
+## kafka-up / kafka-down: a local Kafka broker (KRaft) on $(KAFKA_LOCAL) (see scripts/kafka/broker.sh).
+kafka-up:
+	$(BROKER) up
+kafka-down:
+	$(BROKER) down
 
 ## schema: apply the CQL schema to CASSANDRA_HOSTS, or to the local node.
 schema:
@@ -96,4 +114,13 @@ if [ -n "$${CASSANDRA_HOSTS:-}" ]; then $(1); \
 elif ! command -v java >/dev/null; then echo "no Java: relying on Docker through testcontainers"; $(1); \
 elif $(NODE) status 2>/dev/null; then CASSANDRA_HOSTS=$(LOCAL_HOSTS) $(1); \
 else trap '$(NODE) down' EXIT; $(NODE) up; CASSANDRA_HOSTS=$(LOCAL_HOSTS) $(1); fi
+endef
+
+# with_kafka runs $(1) with KAFKA_BROKERS set, as with_cassandra does for Cassandra: a broker
+# this Makefile starts is stopped afterwards; one that already ran stays up.
+define with_kafka
+if [ -n "$${KAFKA_BROKERS:-}" ]; then $(1); \
+elif ! command -v java >/dev/null; then echo "no Java: the Kafka tests need KAFKA_BROKERS"; $(1); \
+elif $(BROKER) status 2>/dev/null; then KAFKA_BROKERS=$(KAFKA_LOCAL) $(1); \
+else trap '$(BROKER) down' EXIT; $(BROKER) up; KAFKA_BROKERS=$(KAFKA_LOCAL) $(1); fi
 endef
