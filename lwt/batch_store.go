@@ -197,6 +197,8 @@ func (s *BatchStore) plan(partition Key, slots []*slot) ([]*slot, *gocql.Batch, 
 			continue
 		case decideInProgress:
 			s.base.record(Observation{Kind: ObservedConflict, Key: key})
+			// The node keeps the lease's end in the cell's TTL, which a CAS result does not carry:
+			// a full lease from now bounds it.
 			sl.out = &Begun{Err: &InProgressError{LeaseUntil: now.Add(s.base.cfg.lease), Attempts: sl.cur.Attempts}}
 			continue
 		}
