@@ -41,9 +41,9 @@
 // has passed. The partition derives from the scope, Time and ID alone, so a redelivery and a
 // producer duplicate (the same id and time at another offset) always meet the same row; a
 // partition holds at most rate x window / buckets rows. Measured on one local node with
-// lwtbench's guard-batch operation (polls of 100): 44 times the messages per second of
-// Process at one worker and 66 times at sixteen, and 17 and 22 times one plain INSERT per
-// message (see the README).
+// lwtbench's guard-batch operation (polls of 100, one run): 43 times the messages per second of
+// Process at one worker and 49 times at sixteen, and 16 and 15 times one plain INSERT per
+// message (the README has the batch sizes from 10 to 400).
 //
 // # The fast path, and when it is safe
 //
