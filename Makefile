@@ -2,12 +2,16 @@
 #
 # Cassandra comes from, in order: CASSANDRA_HOSTS if set; else a local node that this Makefile
 # starts from Maven Central (Java 17 + Maven) and stops again; else (no Java) the node of
-# docker-compose.yml, started with `docker compose up -d --wait` and removed again.
+# docker-compose.yml, started with `docker compose up -d --wait` and removed again. Kafka, for
+# the tests of examples/kafka, comes from KAFKA_BROKERS if set, else from a local broker started
+# the same way.
 
 SHELL        := bash
 .SHELLFLAGS  := -eu -o pipefail -c
 GO           ?= go
 NODE         := scripts/cassandra/node.sh
+BROKER       := scripts/kafka/broker.sh
+KAFKA_LOCAL  ?= $(or $(KAFKA_ADDRESS),127.0.0.1):$(or $(KAFKA_PORT),19092)
 LOCAL_HOSTS  ?= $(or $(CASSANDRA_ADDRESS),127.0.0.1):$(or $(CASSANDRA_CQL_PORT),9042)
 CACHE        ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/cassdedup
 VENV         := $(CACHE)/venv
@@ -19,7 +23,7 @@ OUT          := out
 # The repository's Go modules: the library (what a service imports), the exported test helper
 # (Docker through testcontainers) and the benchmark (plots, progress bar). Every check, test and
 # fuzz target runs over all of them.
-MODULES      := . cassandratest cmd/lwtbench
+MODULES      := . cassandratest cmd/lwtbench examples/kafka
 # The library module's direct requirements: the driver, the filter, the hash, and two test
 # libraries. A new one must earn its place: every importer of the library downloads it.
 LIB_REQUIRES := github.com/bits-and-blooms/bloom/v3 github.com/cespare/xxhash/v2 github.com/gocql/gocql \
@@ -32,7 +36,7 @@ BENCH_PAXOS  ?= v2
 BENCH_FLAGS  ?=
 BENCH_NODE   := CASSANDRA_DURABLE=1 CASSANDRA_CQL_PORT=$(BENCH_PORT) CASSANDRA_STORAGE_PORT=7100 CASSANDRA_PAXOS=$(BENCH_PAXOS) CASSANDRA_HEAP=$(if $(filter 1,$(BENCH_NODES)),2G,1G) $(NODE)
 
-.PHONY: test check fmt-check vet tidy-check deps-check go-test cqlsh cassandra-up cassandra-down schema fuzz bench bench-long
+.PHONY: test check fmt-check vet tidy-check deps-check go-test cqlsh cassandra-up cassandra-down go-test-with-kafka kafka-up kafka-down schema fuzz bench bench-long
 
 ## bench: the LWT latency benchmark (about a minute) against CASSANDRA_HOSTS, or against a
 ## durable local node started for the run and stopped after it. Results go to out/.
@@ -53,9 +57,14 @@ bench-long:
 	@$(MAKE) --no-print-directory bench BENCH_FLAGS="-long $(BENCH_FLAGS)"
 
 ## test: gofmt, go vet and tidy go.mod files, then every test of every module with -race
-## against a real Cassandra node.
+## against a real Cassandra node (and, for examples/kafka, a real Kafka broker).
 test: check cqlsh
-	@$(call with_cassandra,$(MAKE) --no-print-directory go-test)
+	@$(call with_cassandra,$(MAKE) --no-print-directory go-test-with-kafka)
+
+# go-test-with-kafka runs in its own make (its own shell), so the broker's trap and the node's
+# do not replace each other.
+go-test-with-kafka:
+	@$(call with_kafka,$(MAKE) --no-print-directory go-test)
 
 check: fmt-check vet tidy-check deps-check
 
@@ -95,6 +104,12 @@ cassandra-up:
 cassandra-down:
 	$(NODE) down
 
+## kafka-up / kafka-down: a local Kafka broker (KRaft) on $(KAFKA_LOCAL) (see scripts/kafka/broker.sh).
+kafka-up:
+	$(BROKER) up
+kafka-down:
+	$(BROKER) down
+
 ## schema: apply the CQL schema to CASSANDRA_HOSTS, or to the local node.
 schema:
 	@$(call with_cassandra,$(GO) run ./cmd/cassdedup-schema -hosts "$$CASSANDRA_HOSTS")
@@ -119,4 +134,13 @@ elif ! command -v java >/dev/null; then \
   echo "no Java: docker compose up -d --wait"; docker compose up -d --wait; CASSANDRA_HOSTS=127.0.0.1:9042 $(1); \
 elif $(NODE) status 2>/dev/null; then CASSANDRA_HOSTS=$(LOCAL_HOSTS) $(1); \
 else trap '$(NODE) down' EXIT; $(NODE) up; CASSANDRA_HOSTS=$(LOCAL_HOSTS) $(1); fi
+endef
+
+# with_kafka runs $(1) with KAFKA_BROKERS set, as with_cassandra does for Cassandra: a broker
+# this Makefile starts is stopped afterwards; one that already ran stays up.
+define with_kafka
+if [ -n "$${KAFKA_BROKERS:-}" ]; then $(1); \
+elif ! command -v java >/dev/null; then echo "no Java: the Kafka tests need KAFKA_BROKERS"; $(1); \
+elif $(BROKER) status 2>/dev/null; then KAFKA_BROKERS=$(KAFKA_LOCAL) $(1); \
+else trap '$(BROKER) down' EXIT; $(BROKER) up; KAFKA_BROKERS=$(KAFKA_LOCAL) $(1); fi
 endef
