@@ -49,7 +49,7 @@ func (s *BatchStore) FinishBatch(ctx context.Context, ends []BatchEnd) []error {
 		args: func(i int, now time.Time, ttl int) []any {
 			return []any{ttl, string(ends[i].Status), ends[i].Result, now}
 		},
-		settle: func(i int, r *Record, _ gocql.UUID) transitionState {
+		settle: func(i int, r *Record) transitionState {
 			c := claims[i]
 			switch ours := r.Owner == c.Owner && r.Fence == c.Fence; {
 			case ours && r.Status == ends[i].Status:
@@ -86,7 +86,8 @@ func (s *BatchStore) RenewBatch(ctx context.Context, claims []*Claim) []error {
 	until := s.base.now().Add(s.base.cfg.lease)
 	t := batchTransition{op: "renew", stmt: s.stmt.renew, once: true,
 		args: func(i int, _ time.Time, ttl int) []any { return []any{min(s.leaseTTL, ttl), claims[i].Owner} },
-		settle: func(i int, r *Record, lease gocql.UUID) transitionState {
+		settle: func(i int, r *Record) transitionState {
+			lease := r.LeaseOwner
 			c := claims[i]
 			switch ours := r.Owner == c.Owner && r.Fence == c.Fence; {
 			case ours && r.Status == StatusStarted && lease == c.Owner:
@@ -121,8 +122,8 @@ type batchTransition struct {
 	stmt string
 	// args are the statement's values before the record's key, for claim i.
 	args func(i int, now time.Time, ttl int) []any
-	// settle reads claim i's state from its record (zero when absent) and lease cell.
-	settle func(i int, r *Record, lease gocql.UUID) transitionState
+	// settle reads claim i's state from its record (zero when absent), lease cell included.
+	settle func(i int, r *Record) transitionState
 	// once: do not repeat a send whose outcome stays unknown (a renewal; the next one repeats it).
 	once bool
 }
@@ -163,7 +164,7 @@ func (s *BatchStore) transition(ctx context.Context, t batchTransition, claims [
 			found := s.byKey(rows)
 			for _, i := range sent {
 				row := found[claims[i].Key[s.nParts].(string)]
-				switch t.settle(i, recordFromRow(row), get[gocql.UUID](row, "lease_owner")) {
+				switch t.settle(i, recordFromRow(row)) {
 				case transitionDone:
 					done = append(done, i)
 				case transitionPending:
@@ -181,7 +182,7 @@ func (s *BatchStore) transition(ctx context.Context, t batchTransition, claims [
 				found := s.byKey(rows)
 				for _, i := range sent {
 					row := found[claims[i].Key[s.nParts].(string)]
-					if t.settle(i, recordFromRow(row), get[gocql.UUID](row, "lease_owner")) != transitionDone {
+					if t.settle(i, recordFromRow(row)) != transitionDone {
 						return false
 					}
 				}

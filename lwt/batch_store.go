@@ -3,7 +3,6 @@ package lwt
 import (
 	"context"
 	"fmt"
-	"math"
 	"time"
 
 	"github.com/gocql/gocql"
@@ -56,7 +55,7 @@ func NewBatchStore(session *gocql.Session, table BatchTable, opts ...Option) (*B
 	}
 	return &BatchStore{
 		base: &Store{session: session, cfg: cfg}, keyCol: table.KeyColumn, nParts: len(table.PartitionColumns),
-		stmt: stmt, leaseTTL: int(math.Ceil(cfg.lease.Seconds())),
+		stmt: stmt, leaseTTL: leaseSeconds(cfg.lease),
 	}, nil
 }
 
@@ -152,7 +151,8 @@ func (s *BatchStore) BeginBatch(ctx context.Context, partition Key, items []Batc
 		for _, sl := range planned {
 			sl.known, sl.cur, sl.leaseLive = true, nil, false
 			if row, ok := found[sl.item.Key]; ok {
-				sl.cur, sl.leaseLive = recordFromRow(row), get[gocql.UUID](row, "lease_owner") != gocql.UUID{}
+				sl.cur = recordFromRow(row)
+				sl.leaseLive = sl.cur.LeaseOwner != gocql.UUID{} // no legacy rows: the lease cell alone
 			}
 		}
 	}
