@@ -32,7 +32,8 @@ BENCH_PAXOS  ?= v2
 BENCH_FLAGS  ?=
 BENCH_NODE   := CASSANDRA_DURABLE=1 CASSANDRA_CQL_PORT=$(BENCH_PORT) CASSANDRA_STORAGE_PORT=7100 CASSANDRA_PAXOS=$(BENCH_PAXOS) CASSANDRA_HEAP=$(if $(filter 1,$(BENCH_NODES)),2G,1G) $(NODE)
 
-.PHONY: test check fmt-check vet tidy-check deps-check go-test cqlsh cassandra-up cassandra-down schema fuzz bench bench-long
+.PHONY: test check fmt-check vet tidy-check deps-check go-test cqlsh cassandra-up cassandra-down schema fuzz bench bench-long \
+        cluster-up cluster-down test-cluster
 
 ## bench: the LWT latency benchmark (about a minute) against CASSANDRA_HOSTS, or against a
 ## durable local node started for the run and stopped after it. Results go to out/.
@@ -64,7 +65,7 @@ fmt-check:
 	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 
 vet:
-	@for m in $(MODULES); do echo "go vet $$m"; $(GO) -C $$m vet ./...; done
+	@for m in $(MODULES); do echo "go vet $$m"; $(GO) -C $$m vet -tags cluster ./...; done
 
 tidy-check:
 	@for m in $(MODULES); do $(GO) -C $$m mod tidy -diff || { echo "go.mod of $$m is not tidy: run go mod tidy there"; exit 1; }; done
@@ -88,6 +89,27 @@ cqlsh: $(CQLSH)
 $(CQLSH):
 	python3 -m venv $(VENV)
 	$(VENV)/bin/pip install -q --disable-pip-version-check cqlsh==$(CQLSH_VERSION)
+
+## cluster-up / cluster-down: a cluster whose links can fail (scripts/cluster/cluster.sh):
+## CLUSTER_NODES nodes in CLUSTER_DCS datacentres, each in a network namespace of its own behind
+## a router, CLUSTER_LATENCY ms round trips on every link. Needs root and iproute2.
+CLUSTER_NODES   ?= 3
+CLUSTER_DCS     ?= 2
+CLUSTER_LATENCY ?= 0
+CLUSTER         := CLUSTER_NODES=$(CLUSTER_NODES) CLUSTER_DCS=$(CLUSTER_DCS) CLUSTER_LATENCY=$(CLUSTER_LATENCY) scripts/cluster/cluster.sh
+cluster-up:
+	$(CLUSTER) up
+cluster-down:
+	$(CLUSTER) down
+
+## test-cluster: the tests that kill, isolate and cut nodes (internal/clustertest, build tag
+## cluster) on a cluster of three nodes in two datacentres, started for the run and torn down
+## after it, on failure too. Each scenario prints a REPORT row for the README's table.
+test-cluster:
+	@mkdir -p $(OUT)
+	@trap '$(CLUSTER) down' EXIT; $(CLUSTER) up; \
+	CLUSTER_HOSTS=$$($(CLUSTER) hosts) $(GO) test -tags cluster -race -count=1 -timeout 20m -v ./internal/clustertest/ 2>&1 \
+	  | tee $(OUT)/cluster.log | grep -E '^(=== RUN|\s*--- |ok|FAIL|PASS|panic)|REPORT|Error:|Messages:'
 
 ## cassandra-up / cassandra-down: a local node on $(LOCAL_HOSTS) (see scripts/cassandra/node.sh).
 cassandra-up:

@@ -32,7 +32,8 @@
 #   CLUSTER_LATENCY     round-trip time in ms on every link at up (default 0)
 #   CLUSTER_HEAP        heap of each node                      (default 768M)
 #   CLUSTER_PAXOS       paxos_variant v1 or v2                 (default v2)
-#   CLUSTER_DURABLE     1: no test speed-ups (benchmarks)      (default 0)
+#   CLUSTER_DURABLE     1: no test speed-ups: a killed node replays its commitlog, as the
+#                       crash tests need (test speed-ups skip the syncs replay stops at) (default 1)
 #   CLUSTER_NUM_TOKENS  vnodes per node                        (default 4)
 #   CLUSTER_PREFIX      prefix of namespace and link names     (default cdc)
 #   CLUSTER_NET         first two octets of the addresses      (default 10.99)
@@ -43,16 +44,22 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 node_sh="$repo/scripts/cassandra/node.sh"
 
+run_dir=${CLUSTER_RUN_DIR:-${TMPDIR:-/tmp}/cassdedup-cluster}
+# The commands after up use the settings up was given, whatever the caller's environment says.
+if [ "${1:-}" != up ] && [ -f "$run_dir/settings" ]; then
+  # shellcheck disable=SC1091
+  . "$run_dir/settings"
+fi
+
 nodes=${CLUSTER_NODES:-3}
 dcs=${CLUSTER_DCS:-1}
 latency=${CLUSTER_LATENCY:-0}
 heap=${CLUSTER_HEAP:-768M}
 paxos=${CLUSTER_PAXOS:-v2}
-durable=${CLUSTER_DURABLE:-0}
+durable=${CLUSTER_DURABLE:-1}
 num_tokens=${CLUSTER_NUM_TOKENS:-4}
 prefix=${CLUSTER_PREFIX:-cdc}
 net=${CLUSTER_NET:-10.99}
-run_dir=${CLUSTER_RUN_DIR:-${TMPDIR:-/tmp}/cassdedup-cluster}
 
 router="$prefix-router"
 jmx_port=7199
@@ -145,6 +152,8 @@ up() {
     die "$router exists: a cluster with prefix $prefix is up (cluster.sh down first, or another CLUSTER_PREFIX)"
   fi
   mkdir -p "$run_dir"
+  printf 'CLUSTER_%s=%q\n' NODES "$nodes" DCS "$dcs" HEAP "$heap" PAXOS "$paxos" DURABLE "$durable" \
+    NUM_TOKENS "$num_tokens" PREFIX "$prefix" NET "$net" >"$run_dir/settings"
   trap 'say "up failed; tearing down"; down' ERR
   network_up
   set_latency "$latency"
