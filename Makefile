@@ -34,23 +34,40 @@ LIB_REQUIRES := github.com/bits-and-blooms/bloom/v3 github.com/cespare/xxhash/v2
 BENCH_PORT   ?= 9043
 BENCH_PAXOS  ?= v2
 BENCH_FLAGS  ?=
-BENCH_NODE   := CASSANDRA_DURABLE=1 CASSANDRA_CQL_PORT=$(BENCH_PORT) CASSANDRA_STORAGE_PORT=7100 CASSANDRA_PAXOS=$(BENCH_PAXOS) CASSANDRA_HEAP=$(if $(filter 1,$(BENCH_NODES)),2G,1G) $(NODE)
+BENCH_NODE   := CASSANDRA_DURABLE=1 CASSANDRA_CQL_PORT=$(BENCH_PORT) CASSANDRA_STORAGE_PORT=7100 CASSANDRA_PAXOS=$(BENCH_PAXOS) CASSANDRA_HEAP=2G $(NODE)
 
-.PHONY: test check fmt-check vet tidy-check deps-check go-test cqlsh cassandra-up cassandra-down go-test-with-kafka kafka-up kafka-down schema fuzz bench bench-long
+.PHONY: test check fmt-check vet tidy-check deps-check go-test cqlsh cassandra-up cassandra-down go-test-with-kafka kafka-up kafka-down \
+        schema fuzz bench bench-long cluster-up cluster-down test-cluster bench-saturation
 
 ## bench: the LWT latency benchmark (about a minute) against CASSANDRA_HOSTS, or against a
 ## durable local node started for the run and stopped after it. Results go to out/.
-## BENCH_NODES=3 starts a three-node cluster on 127.0.0.1-3 instead and replicates with RF 3,
-## so Paxos rounds cross (loopback) connections as in production.
-BENCH_NODES ?= 1
-BENCH_ADDRS := $(foreach i,$(shell seq 1 $(BENCH_NODES)),127.0.0.$(i))
-BENCH_RF    := $(if $(filter 1,$(BENCH_NODES)),1,3)
+## BENCH_NODES=3 starts a three-node cluster instead (scripts/cluster/cluster.sh: each node in a
+## network namespace of its own) with BENCH_LATENCY ms round trips between any two hosts
+## (default 1, a same-region network), and replicates with RF 3, so Paxos rounds cross a network.
+BENCH_NODES   ?= 1
+BENCH_LATENCY ?= 1
+BENCH_RF      := $(if $(filter 1,$(BENCH_NODES)),1,3)
+BENCH_CLUSTER := CLUSTER_NODES=$(BENCH_NODES) CLUSTER_DCS=1 CLUSTER_LATENCY=$(BENCH_LATENCY) CLUSTER_PAXOS=$(BENCH_PAXOS) \
+                 CLUSTER_DURABLE=1 CLUSTER_HEAP=1G CLUSTER_PREFIX=cdb CLUSTER_NET=10.98 \
+                 CLUSTER_RUN_DIR=$(or $(TMPDIR),/tmp)/cassdedup-bench-cluster scripts/cluster/cluster.sh
 bench:
 	$(GO) -C cmd/lwtbench build -o $(CURDIR)/bin/lwtbench .
-	@if [ -n "$${CASSANDRA_HOSTS:-}" ]; then bin/lwtbench -hosts "$$CASSANDRA_HOSTS" -out $(OUT) $(BENCH_FLAGS); \
-	else trap 'for a in $(BENCH_ADDRS); do CASSANDRA_ADDRESS=$$a $(BENCH_NODE) down; done' EXIT; \
-	  for a in $(BENCH_ADDRS); do CASSANDRA_ADDRESS=$$a CASSANDRA_SEEDS=127.0.0.1:7100 $(BENCH_NODE) up; done; \
-	  bin/lwtbench -hosts 127.0.0.1:$(BENCH_PORT) -rf $(BENCH_RF) -out $(OUT) $(BENCH_FLAGS); fi
+	@$(call with_bench_cassandra,bin/lwtbench -hosts "$$hosts" -rf $(BENCH_RF) -out $(OUT) $(BENCH_FLAGS))
+
+## bench-saturation: for insert, lwt-new and once-new, the open-loop rate at which the p99
+## leaves its floor (scripts/bench/saturation.sh), on the same node or cluster as bench.
+bench-saturation:
+	$(GO) -C cmd/lwtbench build -o $(CURDIR)/bin/lwtbench .
+	@$(call with_bench_cassandra,scripts/bench/saturation.sh bin/lwtbench $(OUT) -hosts "$$hosts" -rf $(BENCH_RF) $(BENCH_FLAGS))
+
+# with_bench_cassandra runs $(1) with $$hosts set to CASSANDRA_HOSTS, or to a node or cluster
+# started for it and stopped after it, on failure too.
+define with_bench_cassandra
+if [ -n "$${CASSANDRA_HOSTS:-}" ]; then hosts=$$CASSANDRA_HOSTS; $(1); \
+elif [ "$(BENCH_NODES)" = 1 ]; then trap '$(BENCH_NODE) down' EXIT; $(BENCH_NODE) up; \
+  hosts=127.0.0.1:$(BENCH_PORT); $(1); \
+else trap '$(BENCH_CLUSTER) down' EXIT; $(BENCH_CLUSTER) up; hosts=$$($(BENCH_CLUSTER) hosts); $(1); fi
+endef
 
 ## bench-long: the same with the -long preset (about ten minutes, concurrency up to 64).
 bench-long:
@@ -73,7 +90,7 @@ fmt-check:
 	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 
 vet:
-	@for m in $(MODULES); do echo "go vet $$m"; $(GO) -C $$m vet ./...; done
+	@for m in $(MODULES); do echo "go vet $$m"; $(GO) -C $$m vet -tags cluster ./...; done
 
 tidy-check:
 	@for m in $(MODULES); do $(GO) -C $$m mod tidy -diff || { echo "go.mod of $$m is not tidy: run go mod tidy there"; exit 1; }; done
@@ -97,6 +114,27 @@ cqlsh: $(CQLSH)
 $(CQLSH):
 	python3 -m venv $(VENV)
 	$(VENV)/bin/pip install -q --disable-pip-version-check cqlsh==$(CQLSH_VERSION)
+
+## cluster-up / cluster-down: a cluster whose links can fail (scripts/cluster/cluster.sh):
+## CLUSTER_NODES nodes in CLUSTER_DCS datacentres, each in a network namespace of its own behind
+## a router, CLUSTER_LATENCY ms round trips on every link. Needs root and iproute2.
+CLUSTER_NODES   ?= 3
+CLUSTER_DCS     ?= 2
+CLUSTER_LATENCY ?= 0
+CLUSTER         := CLUSTER_NODES=$(CLUSTER_NODES) CLUSTER_DCS=$(CLUSTER_DCS) CLUSTER_LATENCY=$(CLUSTER_LATENCY) scripts/cluster/cluster.sh
+cluster-up:
+	$(CLUSTER) up
+cluster-down:
+	$(CLUSTER) down
+
+## test-cluster: the tests that kill, isolate and cut nodes (internal/clustertest, build tag
+## cluster) on a cluster of three nodes in two datacentres, started for the run and torn down
+## after it, on failure too. Each scenario prints a REPORT row for the README's table.
+test-cluster:
+	@mkdir -p $(OUT)
+	@trap '$(CLUSTER) down' EXIT; $(CLUSTER) up; \
+	CLUSTER_HOSTS=$$($(CLUSTER) hosts) $(GO) test -tags cluster -race -count=1 -timeout 20m -v ./internal/clustertest/ 2>&1 \
+	  | tee $(OUT)/cluster.log | grep -E '^(=== RUN|\s*--- |ok|FAIL|PASS|panic)|REPORT|Error:|Messages:'
 
 ## cassandra-up / cassandra-down: a local node on $(LOCAL_HOSTS) (see scripts/cassandra/node.sh).
 cassandra-up:
