@@ -2,12 +2,16 @@
 #
 # Cassandra comes from, in order: CASSANDRA_HOSTS if set; else a local node that this Makefile
 # starts from Maven Central (Java 17 + Maven) and stops again; else (no Java) the node of
-# docker-compose.yml, started with `docker compose up -d --wait` and removed again.
+# docker-compose.yml, started with `docker compose up -d --wait` and removed again. Kafka, for
+# the tests of examples/kafka, comes from KAFKA_BROKERS if set, else from a local broker started
+# the same way.
 
 SHELL        := bash
 .SHELLFLAGS  := -eu -o pipefail -c
 GO           ?= go
 NODE         := scripts/cassandra/node.sh
+BROKER       := scripts/kafka/broker.sh
+KAFKA_LOCAL  ?= $(or $(KAFKA_ADDRESS),127.0.0.1):$(or $(KAFKA_PORT),19092)
 LOCAL_HOSTS  ?= $(or $(CASSANDRA_ADDRESS),127.0.0.1):$(or $(CASSANDRA_CQL_PORT),9042)
 CACHE        ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/cassdedup
 VENV         := $(CACHE)/venv
@@ -17,9 +21,10 @@ TEST_TIMEOUT ?= 25m
 OUT          := out
 
 # The repository's Go modules: the library (what a service imports), the exported test helper
-# (Docker through testcontainers), the benchmark (plots, progress bar) and the metrics adapters
-# (the Prometheus client, OpenTelemetry). Every check, test and fuzz target runs over all of them.
-MODULES      := . cassandratest cmd/lwtbench metrics/promobs metrics/otelobs
+# (Docker through testcontainers), the benchmark (plots, progress bar), the Kafka example (a Kafka
+# client) and the metrics adapters (the Prometheus client, OpenTelemetry). Every check, test and
+# fuzz target runs over all of them.
+MODULES      := . cassandratest cmd/lwtbench examples/kafka metrics/promobs metrics/otelobs
 # The library module's direct requirements: the driver, the filter, the hash, and two test
 # libraries. A new one must earn its place: every importer of the library downloads it.
 LIB_REQUIRES := github.com/bits-and-blooms/bloom/v3 github.com/cespare/xxhash/v2 github.com/gocql/gocql \
@@ -30,32 +35,54 @@ LIB_REQUIRES := github.com/bits-and-blooms/bloom/v3 github.com/cespare/xxhash/v2
 BENCH_PORT   ?= 9043
 BENCH_PAXOS  ?= v2
 BENCH_FLAGS  ?=
-BENCH_NODE   := CASSANDRA_DURABLE=1 CASSANDRA_CQL_PORT=$(BENCH_PORT) CASSANDRA_STORAGE_PORT=7100 CASSANDRA_PAXOS=$(BENCH_PAXOS) CASSANDRA_HEAP=$(if $(filter 1,$(BENCH_NODES)),2G,1G) $(NODE)
+BENCH_NODE   := CASSANDRA_DURABLE=1 CASSANDRA_CQL_PORT=$(BENCH_PORT) CASSANDRA_STORAGE_PORT=7100 CASSANDRA_PAXOS=$(BENCH_PAXOS) CASSANDRA_HEAP=2G $(NODE)
 
-.PHONY: test check fmt-check vet tidy-check deps-check go-test cqlsh cassandra-up cassandra-down schema fuzz bench bench-long
+.PHONY: test check fmt-check vet tidy-check deps-check go-test cqlsh cassandra-up cassandra-down go-test-with-kafka kafka-up kafka-down \
+        schema fuzz bench bench-long cluster-up cluster-down test-cluster bench-saturation
 
 ## bench: the LWT latency benchmark (about a minute) against CASSANDRA_HOSTS, or against a
 ## durable local node started for the run and stopped after it. Results go to out/.
-## BENCH_NODES=3 starts a three-node cluster on 127.0.0.1-3 instead and replicates with RF 3,
-## so Paxos rounds cross (loopback) connections as in production.
-BENCH_NODES ?= 1
-BENCH_ADDRS := $(foreach i,$(shell seq 1 $(BENCH_NODES)),127.0.0.$(i))
-BENCH_RF    := $(if $(filter 1,$(BENCH_NODES)),1,3)
+## BENCH_NODES=3 starts a three-node cluster instead (scripts/cluster/cluster.sh: each node in a
+## network namespace of its own) with BENCH_LATENCY ms round trips between any two hosts
+## (default 1, a same-region network), and replicates with RF 3, so Paxos rounds cross a network.
+BENCH_NODES   ?= 1
+BENCH_LATENCY ?= 1
+BENCH_RF      := $(if $(filter 1,$(BENCH_NODES)),1,3)
+BENCH_CLUSTER := CLUSTER_NODES=$(BENCH_NODES) CLUSTER_DCS=1 CLUSTER_LATENCY=$(BENCH_LATENCY) CLUSTER_PAXOS=$(BENCH_PAXOS) \
+                 CLUSTER_DURABLE=1 CLUSTER_HEAP=1G CLUSTER_PREFIX=cdb CLUSTER_NET=10.98 \
+                 CLUSTER_RUN_DIR=$(or $(TMPDIR),/tmp)/cassdedup-bench-cluster scripts/cluster/cluster.sh
 bench:
 	$(GO) -C cmd/lwtbench build -o $(CURDIR)/bin/lwtbench .
-	@if [ -n "$${CASSANDRA_HOSTS:-}" ]; then bin/lwtbench -hosts "$$CASSANDRA_HOSTS" -out $(OUT) $(BENCH_FLAGS); \
-	else trap 'for a in $(BENCH_ADDRS); do CASSANDRA_ADDRESS=$$a $(BENCH_NODE) down; done' EXIT; \
-	  for a in $(BENCH_ADDRS); do CASSANDRA_ADDRESS=$$a CASSANDRA_SEEDS=127.0.0.1:7100 $(BENCH_NODE) up; done; \
-	  bin/lwtbench -hosts 127.0.0.1:$(BENCH_PORT) -rf $(BENCH_RF) -out $(OUT) $(BENCH_FLAGS); fi
+	@$(call with_bench_cassandra,bin/lwtbench -hosts "$$hosts" -rf $(BENCH_RF) -out $(OUT) $(BENCH_FLAGS))
+
+## bench-saturation: for insert, lwt-new and once-new, the open-loop rate at which the p99
+## leaves its floor (scripts/bench/saturation.sh), on the same node or cluster as bench.
+bench-saturation:
+	$(GO) -C cmd/lwtbench build -o $(CURDIR)/bin/lwtbench .
+	@$(call with_bench_cassandra,scripts/bench/saturation.sh bin/lwtbench $(OUT) -hosts "$$hosts" -rf $(BENCH_RF) $(BENCH_FLAGS))
+
+# with_bench_cassandra runs $(1) with $$hosts set to CASSANDRA_HOSTS, or to a node or cluster
+# started for it and stopped after it, on failure too.
+define with_bench_cassandra
+if [ -n "$${CASSANDRA_HOSTS:-}" ]; then hosts=$$CASSANDRA_HOSTS; $(1); \
+elif [ "$(BENCH_NODES)" = 1 ]; then trap '$(BENCH_NODE) down' EXIT; $(BENCH_NODE) up; \
+  hosts=127.0.0.1:$(BENCH_PORT); $(1); \
+else trap '$(BENCH_CLUSTER) down' EXIT; $(BENCH_CLUSTER) up; hosts=$$($(BENCH_CLUSTER) hosts); $(1); fi
+endef
 
 ## bench-long: the same with the -long preset (about ten minutes, concurrency up to 64).
 bench-long:
 	@$(MAKE) --no-print-directory bench BENCH_FLAGS="-long $(BENCH_FLAGS)"
 
 ## test: gofmt, go vet and tidy go.mod files, then every test of every module with -race
-## against a real Cassandra node.
+## against a real Cassandra node (and, for examples/kafka, a real Kafka broker).
 test: check cqlsh
-	@$(call with_cassandra,$(MAKE) --no-print-directory go-test)
+	@$(call with_cassandra,$(MAKE) --no-print-directory go-test-with-kafka)
+
+# go-test-with-kafka runs in its own make (its own shell), so the broker's trap and the node's
+# do not replace each other.
+go-test-with-kafka:
+	@$(call with_kafka,$(MAKE) --no-print-directory go-test)
 
 check: fmt-check vet tidy-check deps-check
 
@@ -64,7 +91,7 @@ fmt-check:
 	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 
 vet:
-	@for m in $(MODULES); do echo "go vet $$m"; $(GO) -C $$m vet ./...; done
+	@for m in $(MODULES); do echo "go vet $$m"; $(GO) -C $$m vet -tags cluster ./...; done
 
 tidy-check:
 	@for m in $(MODULES); do $(GO) -C $$m mod tidy -diff || { echo "go.mod of $$m is not tidy: run go mod tidy there"; exit 1; }; done
@@ -89,11 +116,38 @@ $(CQLSH):
 	python3 -m venv $(VENV)
 	$(VENV)/bin/pip install -q --disable-pip-version-check cqlsh==$(CQLSH_VERSION)
 
+## cluster-up / cluster-down: a cluster whose links can fail (scripts/cluster/cluster.sh):
+## CLUSTER_NODES nodes in CLUSTER_DCS datacentres, each in a network namespace of its own behind
+## a router, CLUSTER_LATENCY ms round trips on every link. Needs root and iproute2.
+CLUSTER_NODES   ?= 3
+CLUSTER_DCS     ?= 2
+CLUSTER_LATENCY ?= 0
+CLUSTER         := CLUSTER_NODES=$(CLUSTER_NODES) CLUSTER_DCS=$(CLUSTER_DCS) CLUSTER_LATENCY=$(CLUSTER_LATENCY) scripts/cluster/cluster.sh
+cluster-up:
+	$(CLUSTER) up
+cluster-down:
+	$(CLUSTER) down
+
+## test-cluster: the tests that kill, isolate and cut nodes (internal/clustertest, build tag
+## cluster) on a cluster of three nodes in two datacentres, started for the run and torn down
+## after it, on failure too. Each scenario prints a REPORT row for the README's table.
+test-cluster:
+	@mkdir -p $(OUT)
+	@trap '$(CLUSTER) down' EXIT; $(CLUSTER) up; \
+	CLUSTER_HOSTS=$$($(CLUSTER) hosts) $(GO) test -tags cluster -race -count=1 -timeout 20m -v ./internal/clustertest/ 2>&1 \
+	  | tee $(OUT)/cluster.log | grep -E '^(=== RUN|\s*--- |ok|FAIL|PASS|panic)|REPORT|Error:|Messages:'
+
 ## cassandra-up / cassandra-down: a local node on $(LOCAL_HOSTS) (see scripts/cassandra/node.sh).
 cassandra-up:
 	$(NODE) up
 cassandra-down:
 	$(NODE) down
+
+## kafka-up / kafka-down: a local Kafka broker (KRaft) on $(KAFKA_LOCAL) (see scripts/kafka/broker.sh).
+kafka-up:
+	$(BROKER) up
+kafka-down:
+	$(BROKER) down
 
 ## schema: apply the CQL schema to CASSANDRA_HOSTS, or to the local node.
 schema:
@@ -119,4 +173,13 @@ elif ! command -v java >/dev/null; then \
   echo "no Java: docker compose up -d --wait"; docker compose up -d --wait; CASSANDRA_HOSTS=127.0.0.1:9042 $(1); \
 elif $(NODE) status 2>/dev/null; then CASSANDRA_HOSTS=$(LOCAL_HOSTS) $(1); \
 else trap '$(NODE) down' EXIT; $(NODE) up; CASSANDRA_HOSTS=$(LOCAL_HOSTS) $(1); fi
+endef
+
+# with_kafka runs $(1) with KAFKA_BROKERS set, as with_cassandra does for Cassandra: a broker
+# this Makefile starts is stopped afterwards; one that already ran stays up.
+define with_kafka
+if [ -n "$${KAFKA_BROKERS:-}" ]; then $(1); \
+elif ! command -v java >/dev/null; then echo "no Java: the Kafka tests need KAFKA_BROKERS"; $(1); \
+elif $(BROKER) status 2>/dev/null; then KAFKA_BROKERS=$(KAFKA_LOCAL) $(1); \
+else trap '$(BROKER) down' EXIT; $(BROKER) up; KAFKA_BROKERS=$(KAFKA_LOCAL) $(1); fi
 endef

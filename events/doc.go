@@ -27,6 +27,24 @@
 // to dead-letter. Records live for the retention window (WithRetention, default 7 days).
 // Every message is its own partition; ProcessedIDs walks the hour-bucketed by-scope index.
 //
+// # Batched claims
+//
+// Guard.ProcessBatch takes the messages of one poll. Those that share a partition of
+// processed_messages_bucketed — the scope, a window of the message's own Time (WithBatchWindow,
+// default 1 min) and a bucket of its id (WithBatchBuckets, default 1) — are claimed with one
+// conditional batch, which Cassandra applies in one Paxos round, and their successes and
+// failures are recorded with one more: two LWTs per group of up to lwt.MaxBatchRows (100)
+// messages instead of about two per message. A rejected claim batch returns the rows that
+// blocked it; each message is settled from its row as Process would settle it (duplicate, in
+// progress, key reuse, poison, released or expired: claimed again) and the rest are claimed in
+// the next round. Leases are cells with their own TTL, so Cassandra's clock decides when one
+// has passed. The partition derives from the scope, Time and ID alone, so a redelivery and a
+// producer duplicate (the same id and time at another offset) always meet the same row; a
+// partition holds at most rate x window / buckets rows. Measured on one local node with
+// lwtbench's guard-batch operation (polls of 100, one run): 43 times the messages per second of
+// Process at one worker and 49 times at sixteen, and 16 and 15 times one plain INSERT per
+// message (the README has the batch sizes from 10 to 400).
+//
 // # The fast path, and when it is safe
 //
 // By default every message takes the LWT path. Guard.Own(ctx, scope, epoch, pre) turns lwt's fast

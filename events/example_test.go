@@ -113,3 +113,36 @@ func ExampleGuard_Own() {
 	s := guard.Stats()
 	fmt.Println(s.FastPath, pre.Stats().WarmUpKeys)
 }
+
+// Process one poll of a broker partition with two conditional batches instead of two LWTs per
+// message, and commit the offset only below the first message left for redelivery.
+func ExampleGuard_ProcessBatch() {
+	ctx := context.Background()
+	guard, err := events.NewGuard(exampleSession())
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	// What a poll of topic "orders", partition 7, returned: the producer set each id and time.
+	produced := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	var poll []events.Message
+	for i := range 100 {
+		poll = append(poll, events.Message{Scope: events.Scope{Group: "billing", Topic: "orders", Partition: 7},
+			ID: fmt.Sprintf("order-%d", i), Payload: []byte(`{"amount":100}`), Time: produced.Add(time.Duration(i) * time.Millisecond)})
+	}
+	results, err := guard.ProcessBatch(ctx, poll, func(ctx context.Context, m events.Message) error {
+		return nil // apply the order; lwt.ClaimFromContext(ctx) carries its fencing token
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	acked := 0
+	for _, r := range results {
+		if r.Outcome == events.InProgress || r.Outcome == events.Failed {
+			break // redeliver from here on
+		}
+		acked++ // Processed, Duplicate, or Poison (dead-lettered)
+	}
+	fmt.Println("commit offset of message", acked)
+}

@@ -20,6 +20,7 @@ import (
 type Guard struct {
 	session                *gocql.Session
 	store                  *lwt.Store
+	batch                  *lwt.BatchStore // ProcessBatch's records
 	cfg                    config
 	insertScope, listScope string
 }
@@ -82,8 +83,14 @@ func NewGuard(session *gocql.Session, opts ...Option) (*Guard, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidOption, err)
 	}
+	batch, err := lwt.NewBatchStore(session, lwt.BatchTable{Keyspace: cfg.keyspace, Name: cfg.bucketed,
+		PartitionColumns: []string{"consumer_group", "topic", "partition", "window_start", "bucket"}, KeyColumn: "message_id"},
+		storeOpts...)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidOption, err)
+	}
 	return &Guard{
-		session: session, store: store, cfg: cfg,
+		session: session, store: store, batch: batch, cfg: cfg,
 		insertScope: "INSERT INTO " + byScope + " (consumer_group, topic, partition, hour, message_id) VALUES (?, ?, ?, ?, ?) USING TTL ?",
 		listScope:   "SELECT message_id FROM " + byScope + " WHERE consumer_group = ? AND topic = ? AND partition = ? AND hour = ?",
 	}, nil

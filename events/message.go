@@ -2,6 +2,7 @@ package events
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/cassdedup/cassdedup/lwt"
 )
@@ -26,6 +27,11 @@ type Message struct {
 	// Payload is the message body. It is not stored; its hash detects two different messages
 	// sharing an id. Nil when the caller does not want that check.
 	Payload []byte
+	// Time is when the message was produced, as the producer set it once with its id (Kafka:
+	// the record timestamp of a topic with message.timestamp.type=CreateTime). ProcessBatch
+	// groups messages by it, so it must be the same on every delivery and on every producer
+	// duplicate of the message; Process ignores it.
+	Time time.Time
 }
 
 // validate checks m against the guard's limits.

@@ -44,6 +44,9 @@ type config struct {
 	records, byScope        string
 	retention, lease        time.Duration
 	maxAttempts, maxPayload int
+	bucketed                string // ProcessBatch's table
+	window                  time.Duration
+	batchBuckets            int
 }
 
 // Defaults of the options.
@@ -52,6 +55,10 @@ const (
 	DefaultLease       = lwt.DefaultLease
 	DefaultMaxAttempts = 5
 	DefaultMaxPayload  = 4 << 20 // larger than common brokers' message size limits
+	// DefaultBatchWindow and DefaultBatchBuckets shape ProcessBatch's partitions: one per broker
+	// partition, minute of message time and bucket (see WithBatchWindow).
+	DefaultBatchWindow  = time.Minute
+	DefaultBatchBuckets = 1
 )
 
 func defaultConfig() config {
@@ -60,6 +67,7 @@ func defaultConfig() config {
 		events: "counter_events", buckets: "counter_buckets", rollups: "counter_rollups",
 		width: time.Hour, grace: time.Hour, settle: 5 * time.Minute, skew: time.Minute,
 		records: "processed_messages", byScope: "processed_messages_by_scope",
+		bucketed: "processed_messages_bucketed", window: DefaultBatchWindow, batchBuckets: DefaultBatchBuckets,
 		retention: DefaultRetention, lease: DefaultLease,
 		maxAttempts: DefaultMaxAttempts, maxPayload: DefaultMaxPayload,
 	}
@@ -168,6 +176,30 @@ func WithMessageTables(records, byScope string) Option {
 	return Option{"WithMessageTables", forGuard, func(c *config) { c.records, c.byScope = records, byScope }}
 }
 
+// WithBatchTable names ProcessBatch's record table (default "processed_messages_bucketed").
+// Guard.
+func WithBatchTable(name string) Option {
+	return Option{"WithBatchTable", forGuard, func(c *config) { c.bucketed = name }}
+}
+
+// WithBatchWindow sets the width of the message-time windows that ProcessBatch groups messages
+// by (default 1 min; whole seconds, 1 s to 24 h), and WithBatchBuckets how many buckets each
+// window of a broker partition is split into by a hash of the message id (default 1; 1 to
+// 1024). A Cassandra partition then holds rate x window / buckets messages, and a poll costs one
+// conditional batch per window and bucket it touches. Both are part of the data, like a Log's
+// bucket width: a message is found only in the partition they give it, so never change them for
+// a table that holds records within the retention (a redelivery would run its handler again).
+// Guard.
+func WithBatchWindow(d time.Duration) Option {
+	return Option{"WithBatchWindow", forGuard, func(c *config) { c.window = d }}
+}
+
+// WithBatchBuckets sets the buckets per window of ProcessBatch's partitions; see
+// WithBatchWindow. Guard.
+func WithBatchBuckets(n int) Option {
+	return Option{"WithBatchBuckets", forGuard, func(c *config) { c.batchBuckets = n }}
+}
+
 // WithRetention sets how long a processed message is remembered (default 7 days; 1 min to 90
 // days). A redelivery after it runs the handler again, so keep it longer than the broker can
 // redeliver. Guard.
@@ -229,6 +261,10 @@ func (c *config) validateGuard() error {
 		return fmt.Errorf("%w: max attempts %d must be 1..1000", ErrInvalidOption, c.maxAttempts)
 	case c.maxPayload < 1 || c.maxPayload > 256<<20:
 		return fmt.Errorf("%w: max payload %d must be 1..256 MiB", ErrInvalidOption, c.maxPayload)
+	case c.window < time.Second || c.window > 24*time.Hour || c.window%time.Second != 0:
+		return fmt.Errorf("%w: batch window %v must be whole seconds, 1s..24h", ErrInvalidOption, c.window)
+	case c.batchBuckets < 1 || c.batchBuckets > 1024:
+		return fmt.Errorf("%w: batch buckets %d must be 1..1024", ErrInvalidOption, c.batchBuckets)
 	}
 	return nil
 }

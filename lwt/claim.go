@@ -1,7 +1,6 @@
 package lwt
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -58,21 +57,19 @@ func (s *Store) Begin(ctx context.Context, key Key, fingerprint []byte) (*Claim,
 	// Each turn either ends or learns a newer record; contention can at most repeat it a few times.
 	for range 8 {
 		var c *Claim
-		if cur == nil {
+		switch decide(cur, fingerprint, cur != nil && cur.LeaseLive(s.now())) {
+		case decideInsert:
 			c, cur, err = s.insert(ctx, key, fingerprint, owner)
-		} else {
-			if !bytes.Equal(cur.Fingerprint, fingerprint) {
-				s.record(Observation{Kind: ObservedKeyReuse, Key: key})
-				return nil, nil, ErrKeyReuse
-			}
-			switch {
-			case cur.Final():
-				s.record(Observation{Kind: ObservedReplay, Key: key})
-				return nil, cur, nil
-			case cur.Status == StatusStarted && cur.LeaseLive(s.now()):
-				s.record(Observation{Kind: ObservedConflict, Key: key})
-				return nil, nil, &InProgressError{LeaseUntil: cur.LeaseUntil, Attempts: cur.Attempts}
-			}
+		case decideKeyReuse:
+			s.record(Observation{Kind: ObservedKeyReuse, Key: key})
+			return nil, nil, ErrKeyReuse
+		case decideReplay:
+			s.record(Observation{Kind: ObservedReplay, Key: key})
+			return nil, cur, nil
+		case decideInProgress:
+			s.record(Observation{Kind: ObservedConflict, Key: key})
+			return nil, nil, &InProgressError{LeaseUntil: cur.LeaseUntil, Attempts: cur.Attempts}
+		case decideTakeover:
 			c, cur, err = s.takeover(ctx, key, fingerprint, owner, cur)
 		}
 		if err != nil || c != nil {

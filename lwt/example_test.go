@@ -156,3 +156,33 @@ func ExampleInsertIfNotExists() {
 	}
 	fmt.Println(applied, existing["owner"])
 }
+
+// Claim the records of one partition with one conditional batch, run each claimed operation,
+// and end them all with another.
+func ExampleBatchStore() {
+	ctx := context.Background()
+	store, err := lwt.NewBatchStore(connect(), lwt.BatchTable{Keyspace: "cassdedup", Name: "processed_messages_bucketed",
+		PartitionColumns: []string{"consumer_group", "topic", "partition", "window_start", "bucket"}, KeyColumn: "message_id"})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	partition := lwt.Key{"billing", "orders", 7, int64(1777636800), 0}
+	begun, err := store.BeginBatch(ctx, partition, []lwt.BatchItem{{Key: "order-1"}, {Key: "order-2"}})
+	if err != nil {
+		fmt.Println(err) // an *lwt.OutcomeUnknownError, a driver error, or bad input
+		return
+	}
+	var ends []lwt.BatchEnd
+	for _, b := range begun {
+		switch {
+		case b.Claim != nil: // ours: run it, fenced by b.Claim.Fence
+			ends = append(ends, lwt.BatchEnd{Claim: b.Claim, Status: lwt.StatusCompleted, Result: []byte("done")})
+		case b.Record != nil: // done before: replay b.Record.Result
+		default: // b.Err: lwt.ErrInProgress or lwt.ErrKeyReuse
+		}
+	}
+	for i, err := range store.FinishBatch(ctx, ends) {
+		fmt.Println(ends[i].Claim.Key, err)
+	}
+}

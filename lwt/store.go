@@ -134,8 +134,12 @@ func holds(c *Claim, to Status) func(Row, bool) bool {
 // whole second, so a cell with TTL n lives between n-1 and n seconds; the extra second makes
 // the server hold a lease at least as long as the lease.
 func (s *Store) leaseTTL(c *Claim, now time.Time) int {
-	return min(int(math.Ceil(s.cfg.lease.Seconds()))+1, ttlSeconds(c.ExpiresAt, now))
+	return min(leaseSeconds(s.cfg.lease), ttlSeconds(c.ExpiresAt, now))
 }
+
+// leaseSeconds is the TTL of a lease cell for a lease of d: its whole seconds rounded up, plus
+// the one second Cassandra may take off by counting from the current whole second.
+func leaseSeconds(d time.Duration) int { return int(math.Ceil(d.Seconds())) + 1 }
 
 // resolve runs a conditional write of the record of key through Resolve.
 func (s *Store) resolve(ctx context.Context, op string, key Key, write *gocql.Query, applied func(Row, bool) bool, patience time.Duration) (bool, Row, error) {

@@ -76,6 +76,7 @@ var documentedTTL = map[string]int{
 	"counter_rollups":             0,
 	"counter_buckets":             0,
 	"counter_ops":                 7 * 86400,
+	"processed_messages_bucketed": 7 * 86400,
 	"counter_ops_by_hour":         7 * 86400,
 	"counter_values":              0,
 	schema.MigrationsTable:        0,

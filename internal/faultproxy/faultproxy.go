@@ -13,11 +13,11 @@ import (
 )
 
 // Proxy forwards CQL native-protocol connections to a node and, when armed, loses one
-// exchange: the next request frame whose body contains a marker (a bound key value) is either
-// not forwarded (the node never sees it) or forwarded with its response frame discarded (the
-// node applies it; the client never hears). It parses frames (protocol v4, uncompressed), so
-// the connection stays usable for every other request, as after a real lost packet and a
-// driver-side timeout.
+// exchange: the next request frame (a query, an execution or a batch) whose body contains a
+// marker (a bound key value) is either not forwarded (the node never sees it) or forwarded with
+// its response frame discarded (the node applies it; the client never hears). It parses frames
+// (protocol v4, uncompressed), so the connection stays usable for every other request, as after
+// a real lost packet and a driver-side timeout.
 //
 // It is hand-written rather than toxiproxy: toxiproxy's toxics act on byte streams, so they
 // cannot lose exactly one response while the connection carries the resolving serial read.

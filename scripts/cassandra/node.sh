@@ -9,6 +9,7 @@
 #   node.sh status   exit 0 when the node answers CQL
 #   node.sh fetch    only resolve the jars
 #   node.sh log      print the node's log file
+#   node.sh nodetool ARGS  run nodetool against the node (needs CASSANDRA_JMX_PORT)
 #
 # Settings (environment):
 #   CASSANDRA_VERSION     5.0.x release from Maven Central      (default 5.0.9)
@@ -22,6 +23,12 @@
 #   CASSANDRA_RUN_DIR     PID file, data and logs                (default $TMPDIR/cassdedup-node-<address>-<port>)
 #   CASSDEDUP_CACHE       jar cache                              (default $XDG_CACHE_HOME/cassdedup)
 #   CASSANDRA_START_TIMEOUT seconds to wait for CQL              (default 240)
+#   CASSANDRA_NETNS       network namespace to run the node in (scripts/cluster/cluster.sh makes them)
+#   CASSANDRA_DC, CASSANDRA_RACK  datacentre and rack: GossipingPropertyFileSnitch instead of
+#                         SimpleSnitch                           (default unset: SimpleSnitch)
+#   CASSANDRA_NUM_TOKENS  vnodes per node                        (default 16)
+#   CASSANDRA_JMX_PORT    local-only JMX port, for nodetool      (default unset: JMX off)
+#   CASSANDRA_KEEP_DATA   1: up restarts on the data a crash or `down` left; down keeps it (default 0)
 #   CASSANDRA_AUTH        1: PasswordAuthenticator, superuser cassandra/cassandra (default 0)
 #   CASSANDRA_TLS         1: client encryption required, with a key pair made by keytool at
 #                         start in $CASSANDRA_RUN_DIR/tls; clients trust tls/node.pem (default 0)
@@ -41,6 +48,12 @@ durable=${CASSANDRA_DURABLE:-0}
 run_dir=${CASSANDRA_RUN_DIR:-${TMPDIR:-/tmp}/cassdedup-node-$address-$cql_port}
 cache=${CASSDEDUP_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/cassdedup}
 start_timeout=${CASSANDRA_START_TIMEOUT:-240}
+netns=${CASSANDRA_NETNS:-}
+dc=${CASSANDRA_DC:-}
+rack=${CASSANDRA_RACK:-rack1}
+num_tokens=${CASSANDRA_NUM_TOKENS:-16}
+jmx_port=${CASSANDRA_JMX_PORT:-}
+keep_data=${CASSANDRA_KEEP_DATA:-0}
 auth=${CASSANDRA_AUTH:-0}
 tls=${CASSANDRA_TLS:-0}
 
@@ -94,9 +107,9 @@ cql_ready() {
   (cd "$repo" && go run ./scripts/cassandra/cqlping -hosts "$address:$cql_port" "${flags[@]}" "$@")
 }
 
-java_flags() {
-  local lib="$jar_dir/lib" jamm
-  # Cassandra 5.0's conf/jvm17-server.options: without these FileUtils refuses to start.
+# module_flags prints Cassandra 5.0's conf/jvm17-server.options: without these FileUtils
+# refuses to start (the daemon and nodetool alike).
+module_flags() {
   local exports="java.base/jdk.internal.misc java.management.rmi/com.sun.jmx.remote.internal.rmi
     java.management/com.sun.jmx.remote.security java.rmi/sun.rmi.registry java.rmi/sun.rmi.server
     java.sql/java.sql java.base/java.lang.ref jdk.unsupported/sun.misc jdk.attach/sun.tools.attach
@@ -108,6 +121,11 @@ java_flags() {
     java.base/java.nio jdk.compiler/com.sun.tools.javac"
   for m in $exports; do printf -- '--add-exports=%s=ALL-UNNAMED\n' "$m"; done
   for m in $opens; do printf -- '--add-opens=%s=ALL-UNNAMED\n' "$m"; done
+}
+
+java_flags() {
+  local lib="$jar_dir/lib" jamm
+  module_flags
   printf '%s\n' -Xms"$heap" -Xmx"$heap" -Xss256k -XX:+UseG1GC -XX:+ExitOnOutOfMemoryError \
     -Djava.net.preferIPv4Stack=true -Dchronicle.analytics.disable=true \
     -Djdk.attach.allowAttachSelf=true -Dio.netty.tryReflectionSetAccessible=true \
@@ -116,6 +134,8 @@ java_flags() {
     -Dcassandra.storagedir="$run_dir/data" -Dcassandra.skip_wait_for_gossip_to_settle=0
   jamm=$(ls "$lib"/jamm-*.jar 2>/dev/null | head -n 1 || true)
   [ -n "$jamm" ] && printf -- '-javaagent:%s\n' "$jamm"
+  [ -n "$dc" ] && printf -- '-Dcassandra-rackdc.properties=file://%s\n' "$run_dir/cassandra-rackdc.properties"
+  [ -n "$jmx_port" ] && printf -- '-Dcassandra.jmx.local.port=%s\n' "$jmx_port"
   # Create the default superuser at once instead of ten seconds after start.
   [ "$auth" = 1 ] && printf '%s\n' -Dcassandra.superuser_setup_delay_ms=0
   if [ "$durable" != 1 ]; then
@@ -126,8 +146,12 @@ java_flags() {
 
 write_yaml() {
   sed -e "s|@ADDRESS@|$address|g" -e "s|@CQL_PORT@|$cql_port|g" -e "s|@STORAGE_PORT@|$storage_port|g" -e "s|@SEEDS@|$seeds|g" -e "s|@DATA@|$run_dir/data|g" \
-    -e "s|@PAXOS_VARIANT@|$paxos|g" \
+    -e "s|@PAXOS_VARIANT@|$paxos|g" -e "s|^num_tokens: .*|num_tokens: $num_tokens|" \
     "$here/cassandra.yaml.in" >"$run_dir/cassandra.yaml"
+  if [ -n "$dc" ]; then
+    sed -i 's|^endpoint_snitch: .*|endpoint_snitch: GossipingPropertyFileSnitch|' "$run_dir/cassandra.yaml"
+    printf 'dc=%s\nrack=%s\n' "$dc" "$rack" >"$run_dir/cassandra-rackdc.properties"
+  fi
 }
 
 # secure_yaml turns on what CASSANDRA_AUTH and CASSANDRA_TLS ask for in the written yaml. The
@@ -175,7 +199,7 @@ up() {
   major=$(java -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -n 1)
   [ "$major" = 17 ] || die "Cassandra 5.0 here needs Java 17 (found ${major:-none}); put a JDK 17 first on PATH"
   fetch
-  rm -rf "$run_dir/data"
+  [ "$keep_data" = 1 ] || rm -rf "$run_dir/data"
   mkdir -p "$run_dir/data" "$log_dir"
   : >"$log_dir/system.log"
   write_yaml
@@ -184,7 +208,9 @@ up() {
   say "starting Cassandra $version (paxos $paxos, auth $auth, tls $tls) on $address:$cql_port, logs in $log_dir"
   # setsid: the node must outlive make's shell, and stop only when asked by its PID.
   mapfile -t flags < <(java_flags)
-  setsid java "${flags[@]}" -cp "$jar_dir/lib/*" org.apache.cassandra.service.CassandraDaemon \
+  local in_netns=()
+  [ -n "$netns" ] && in_netns=(ip netns exec "$netns")
+  setsid "${in_netns[@]}" java "${flags[@]}" -cp "$jar_dir/lib/*" org.apache.cassandra.service.CassandraDaemon \
     >"$log_dir/stdout.log" 2>&1 </dev/null &
   echo $! >"$pid_file"
   if ! cql_ready -wait "${start_timeout}s" -pid "$(cat "$pid_file")"; then
@@ -211,11 +237,22 @@ down() {
   else
     say "not running"
   fi
-  if [ "${CASSANDRA_KEEP_DATA:-0}" = 1 ]; then
+  if [ "$keep_data" = 1 ]; then
     say "keeping data in $run_dir/data"
   else
     rm -rf "$run_dir/data"
   fi
+}
+
+# nodetool runs Cassandra's nodetool against the node's local JMX port (CASSANDRA_JMX_PORT),
+# inside its namespace when it has one.
+nodetool() {
+  [ -n "$jmx_port" ] || die "nodetool needs CASSANDRA_JMX_PORT (the node's JMX is off without it)"
+  local in_netns=()
+  [ -n "$netns" ] && in_netns=(ip netns exec "$netns")
+  mapfile -t flags < <(module_flags)
+  "${in_netns[@]}" java "${flags[@]}" -Xmx256m -Dlogback.configurationFile="$here/logback.xml" \
+    -cp "$jar_dir/lib/*" org.apache.cassandra.tools.NodeTool -h 127.0.0.1 -p "$jmx_port" "$@"
 }
 
 case "${1:-}" in
@@ -224,5 +261,6 @@ case "${1:-}" in
   status) running_pid >/dev/null && cql_ready ;;
   fetch) fetch ;;
   log) cat "$log_dir/system.log" ;;
-  *) die "usage: node.sh up|down|status|fetch|log" ;;
+  nodetool) shift; nodetool "$@" ;;
+  *) die "usage: node.sh up|down|status|fetch|log|nodetool ARGS" ;;
 esac

@@ -23,6 +23,7 @@ type Config struct {
 	Duration       time.Duration // of each measured phase
 	Concurrency    []int         // closed-loop sweep levels
 	Rate           float64       // open-loop requests per second, all operations; 0: no open loop
+	BatchSize      int           // messages per request of the guard-batch operation
 	OpenWorkers    int
 	Ops            []string
 	OutDir         string

@@ -51,6 +51,7 @@ func newFlagSet(c *Config, raw *rawFlags, getenv func(string) string, catalog []
 	fs.StringVar(&raw.concurrency, "concurrency", short.concurrency, "closed-loop concurrency levels to sweep, comma-separated (empty: no sweep)")
 	fs.Float64Var(&c.Rate, "rate", 200, "open-loop rate in requests per second, all operations together (0: no open-loop phase)")
 	fs.IntVar(&c.OpenWorkers, "open-workers", 32, "workers sharing the open-loop schedule")
+	fs.IntVar(&c.BatchSize, "batch-size", 100, "messages per request of guard-batch: one poll of one broker partition")
 	fs.StringVar(&raw.ops, "ops", strings.Join(OpNames(catalog), ","), "operations to run, comma-separated")
 	fs.StringVar(&c.OutDir, "out", "out", "directory for the JSON result and the PNG chart")
 	fs.BoolVar(&c.Long, "long", false, fmt.Sprintf("real-use preset (about 10 min): -warmup %s -duration %s -concurrency %s, unless set",
@@ -141,6 +142,8 @@ func (c *Config) validateNumbers() error {
 		return usageErrorf("-warmup %s: must not be negative", c.Warmup)
 	case c.Duration <= 0:
 		return usageErrorf("-duration %s: must be positive", c.Duration)
+	case c.BatchSize < 1 || c.BatchSize > maxBatchSize:
+		return usageErrorf("-batch-size %d: want 1..%d", c.BatchSize, maxBatchSize)
 	case c.Rate < 0 || c.Rate > 1e6:
 		return usageErrorf("-rate %g: want 0..1000000", c.Rate)
 	case c.Rate > 0 && (c.OpenWorkers < 1 || c.OpenWorkers > maxWorkers):

@@ -76,15 +76,19 @@ type Summary struct {
 	Unsent     int64   `json:"unsent,omitempty"`  // open loop: scheduled but not sent in time
 	Clamped    int64   `json:"clamped,omitempty"` // successes slower than 60 s, counted as 60 s
 	Throughput float64 `json:"throughput_per_s"`  // successful requests per second
-	MeanMs     float64 `json:"mean_ms"`
-	P50Ms      float64 `json:"p50_ms"`
-	P90Ms      float64 `json:"p90_ms"`
-	P99Ms      float64 `json:"p99_ms"`
-	P999Ms     float64 `json:"p99_9_ms"`
-	MaxMs      float64 `json:"max_ms"`
-	RatioP50   float64 `json:"ratio_p50,omitempty"` // P50Ms over the baseline's, same phase
-	RatioP99   float64 `json:"ratio_p99,omitempty"`
-	FirstError string  `json:"first_error,omitempty"`
+	// PerRequest is the messages one request carries (a batched operation), 1 otherwise;
+	// MessagesPerS is the messages per second the operation moved (see messageRate).
+	PerRequest   int     `json:"per_request,omitempty"`
+	MessagesPerS float64 `json:"messages_per_s,omitempty"`
+	MeanMs       float64 `json:"mean_ms"`
+	P50Ms        float64 `json:"p50_ms"`
+	P90Ms        float64 `json:"p90_ms"`
+	P99Ms        float64 `json:"p99_ms"`
+	P999Ms       float64 `json:"p99_9_ms"`
+	MaxMs        float64 `json:"max_ms"`
+	RatioP50     float64 `json:"ratio_p50,omitempty"` // P50Ms over the baseline's, same phase
+	RatioP99     float64 `json:"ratio_p99,omitempty"`
+	FirstError   string  `json:"first_error,omitempty"`
 }
 
 func usToMs(us int64) float64 { return float64(us) / 1000 }

@@ -24,6 +24,12 @@ type Operation interface {
 	Do(ctx context.Context, req Request) error
 }
 
+// Batched is implemented by an Operation whose request carries many messages (a consumer's
+// poll): its results are reported per message too, beside the per-request ones.
+type Batched interface {
+	PerRequest() int
+}
+
 // Request identifies one request of a run. (Phase, Worker, Seq) is unique within the run, so
 // Key gives every request of an operation its own key.
 type Request struct {
@@ -44,6 +50,7 @@ type Env struct {
 	Consistency gocql.Consistency       // for plain writes and the commit phase of an LWT
 	Serial      gocql.SerialConsistency // for the Paxos phase of an LWT
 	MaxWorkers  int                     // the largest number of concurrent workers of any phase
+	BatchSize   int                     // messages per request of an operation that batches them
 	// WorkerSpans holds, for each worker index below MaxWorkers, the total length of the phases
 	// (warm-up included) that run a worker of that index: how long it may send requests, so an
 	// operation can size per-worker state for the run.
@@ -72,6 +79,7 @@ const Baseline = "insert"
 //   - "once-dup-node":  the same executor on a completed key, answered by the node (cache off);
 //   - "once-dup-cache": the same executor on a completed key, answered from its in-process cache;
 //   - "guard":          events' consumer guard on new messages;
+//   - "guard-batch":    the same guard's ProcessBatch on a poll of new messages;
 //   - "bloom":          the same guard on owned scopes, where a warm Bloom pre-check that has
 //     never seen a message lets it skip the LWT (the fast path);
 //   - "http-bare", "http-new", "http-dup": a POST over loopback HTTP to a trivial handler, bare
@@ -89,6 +97,8 @@ func Catalog() []Spec {
 		{Name: "once-dup-node", Description: "lwt ExecuteOnce on a completed key, replayed by the node (no cache)", New: newOnceDupNode},
 		{Name: "once-dup-cache", Description: "lwt ExecuteOnce on a completed key, replayed from the in-process cache", New: newOnceDupCache},
 		{Name: "guard", Description: "events Guard.Process on new messages, handler does nothing", New: newGuardProcess},
+		{Name: "guard-batch", Description: "events Guard.ProcessBatch on one poll of new messages of one broker partition (-batch-size), " +
+			"handler does nothing; msg/s counts messages", New: newGuardBatch},
 		{Name: "bloom", Description: "events Guard.Process on new messages of an owned scope: Bloom fast path, plain writes, no LWT " +
 			"(safe only when one process owns the scope)", New: newBloomFastPath},
 		{Name: "http-bare", Description: "POST over loopback HTTP to a trivial handler, no middleware (the round trip)", New: newHTTPBare},

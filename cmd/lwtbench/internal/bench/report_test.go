@@ -67,13 +67,13 @@ func TestWriteTable(t *testing.T) {
 	rows := 0
 	for _, line := range strings.Split(out, "\n") {
 		f := strings.Fields(line)
-		if len(f) == 13 && f[0] == "lwt-new" {
+		if len(f) == 14 && f[0] == "lwt-new" {
 			rows++
-			assert.Equal(t, "2.00", f[8], "p50 ratio to insert: %q", line)
-			assert.Equal(t, "2.00", f[9], "p99 ratio to insert: %q", line)
+			assert.Equal(t, "2.00", f[9], "p50 ratio to insert: %q", line)
+			assert.Equal(t, "2.00", f[10], "p99 ratio to insert: %q", line)
 		}
-		if len(f) == 13 && f[0] == "broken" {
-			assert.Equal(t, []string{"0", "0", "-", "-", "-", "-", "-", "-", "-", "1", "1", "0"}, f[1:], "%q", line)
+		if len(f) == 14 && f[0] == "broken" {
+			assert.Equal(t, []string{"0", "0", "0", "-", "-", "-", "-", "-", "-", "-", "1", "1", "0"}, f[1:], "%q", line)
 		}
 	}
 	assert.Equal(t, 2, rows, "one lwt-new row per phase")

@@ -106,7 +106,7 @@ func Execute(ctx context.Context, c Config, catalog []Spec, stderr io.Writer) (*
 		Node: node, Client: clientConfig(c, cluster, policy),
 	}
 	env := Env{Session: session, Keyspace: keyspace, RunID: runID, Consistency: c.Consistency,
-		Serial: c.Serial, MaxWorkers: maxPhaseWorkers(c.phases()), WorkerSpans: workerSpans(c.phases())}
+		Serial: c.Serial, BatchSize: c.BatchSize, MaxWorkers: maxPhaseWorkers(c.phases()), WorkerSpans: workerSpans(c.phases())}
 	if r.Phases, r.Operations, err = measure(ctx, c, catalog, env, stderr); err != nil {
 		return nil, err
 	}

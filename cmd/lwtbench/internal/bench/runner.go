@@ -197,6 +197,18 @@ func (r *runner) record(ctx context.Context, w, op int, latency time.Duration, e
 	}
 }
 
+// messageRate is the messages per second an operation moved. In a closed loop the workers take
+// the operations in turn, so every operation gets the same share of requests and req/s says
+// nothing about one operation's speed; its rate is the messages it moved per second of the
+// workers' time spent on it (workers x messages per request / mean latency): what it sustains
+// alone at this concurrency. In an open loop it is the scheduled rate it kept.
+func messageRate(p phasePlan, s Summary) float64 {
+	if p.mode == ModeOpen || s.MeanMs == 0 {
+		return s.Throughput * float64(s.PerRequest)
+	}
+	return float64(p.workers) * float64(s.PerRequest) / (s.MeanMs / 1000)
+}
+
 func (r *runner) merge(p phasePlan, elapsed time.Duration) PhaseResult {
 	res := PhaseResult{
 		Mode: p.mode, Workers: p.workers, DurationS: p.duration.Seconds(), ElapsedS: elapsed.Seconds(),
@@ -212,6 +224,11 @@ func (r *runner) merge(p phasePlan, elapsed time.Duration) PhaseResult {
 			total.merge(r.stats[w][i])
 		}
 		sum := summarize(op.Name(), total, elapsed)
+		sum.PerRequest = 1
+		if b, ok := op.(Batched); ok {
+			sum.PerRequest = b.PerRequest()
+		}
+		sum.MessagesPerS = messageRate(p, sum)
 		res.Throughput += sum.Throughput
 		res.Operations = append(res.Operations, sum)
 	}

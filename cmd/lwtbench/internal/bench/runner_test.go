@@ -122,3 +122,11 @@ func TestRunnerStopsOnCancel(t *testing.T) {
 	assert.ErrorIs(t, err, context.Canceled)
 	assert.Less(t, time.Since(start), 5*time.Second)
 }
+
+func TestMessageRateIsPerWorkerTimeInClosedLoops(t *testing.T) {
+	closed := phasePlan{mode: ModeClosed, workers: 16}
+	s := Summary{PerRequest: 100, MeanMs: 20, Throughput: 5}
+	assert.InDelta(t, 16*100/0.020, messageRate(closed, s), 1e-6, "16 workers, 100 messages per 20 ms")
+	assert.InDelta(t, 500, messageRate(phasePlan{mode: ModeOpen, workers: 16}, s), 1e-9, "open loop: the rate kept")
+	assert.Zero(t, messageRate(closed, Summary{PerRequest: 1}), "nothing recorded")
+}

@@ -1,0 +1,191 @@
+package events
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/cespare/xxhash/v2"
+
+	"github.com/cassdedup/cassdedup/lwt"
+)
+
+// BatchResult is what ProcessBatch did with one message: the outcome and error Process would
+// have returned for it.
+type BatchResult struct {
+	Outcome Outcome
+	Err     error
+}
+
+// ProcessBatch processes the messages of one poll as Process processes one, at two
+// lightweight transactions per group of messages instead of two per message: the messages that
+// share a Cassandra partition of processed_messages_bucketed (a broker partition, a window of
+// message time and a bucket of ids; see WithBatchWindow) are claimed with one conditional batch
+// of at most lwt.MaxBatchRows rows, the handler runs for each claimed message in the order
+// given, and the successes are recorded and the failures released with one more conditional
+// batch. A message that the claim batch finds processed, held by another consumer, released or
+// expired is settled from the rows the rejected batch returns, as Process settles it, and the
+// others are claimed again.
+//
+// It returns one result per message, in order: Processed and Duplicate (acknowledge),
+// InProgress and Failed (leave for redelivery; commit a broker offset only below the first such
+// message), Poison (dead-letter). Every message needs a Time (see Message); a message without
+// one, or otherwise invalid, gets Failed with ErrInvalidMessage and nothing is stored for it. A
+// message given twice in one call is handled once; its copies get Duplicate once it is
+// processed, and its result otherwise. The error is for the call: a nil handler
+// (ErrInvalidOption).
+//
+// Leases, fencing, poison counting (WithMaxAttempts) and outcome-unknown resolution keep their
+// per-message meaning; leases are judged by Cassandra's clock (see lwt.BatchStore). Handlers
+// find their claim with lwt.ClaimFromContext. The records live in their own table: a message
+// processed by ProcessBatch is unknown to Process and to Own's fast path, so a consumer group
+// uses one or the other.
+func (g *Guard) ProcessBatch(ctx context.Context, msgs []Message, handler Handler) ([]BatchResult, error) {
+	if handler == nil {
+		return nil, fmt.Errorf("%w: nil handler", ErrInvalidOption)
+	}
+	results := make([]BatchResult, len(msgs))
+	groups, copies := g.group(msgs, results)
+	var wg sync.WaitGroup
+	for _, grp := range groups {
+		wg.Go(func() { grp.claim(ctx, g) })
+	}
+	wg.Wait()
+	g.runAll(ctx, groups, handler)
+	for _, grp := range groups {
+		wg.Go(func() { grp.finish(ctx, g) })
+	}
+	wg.Wait()
+	for _, grp := range groups {
+		for j, i := range grp.index {
+			results[i] = grp.results[j]
+		}
+	}
+	for i, first := range copies {
+		results[i] = results[first]
+		if results[first].Outcome == Processed {
+			results[i] = BatchResult{Outcome: Duplicate}
+		}
+	}
+	return results, nil
+}
+
+// batchGroup is the messages of one call that share a partition: one claim batch, one finish.
+type batchGroup struct {
+	partition lwt.Key
+	msgs      []Message
+	index     []int // each message's position in the call
+	results   []BatchResult
+	claims    []*lwt.Claim // set for the messages claimed now
+	ends      []lwt.BatchEnd
+	endOf     []int // the ends' message numbers within the group
+}
+
+// partitionOf is m's partition in processed_messages_bucketed. It derives from m's scope, Time
+// and ID only, so every delivery and every producer duplicate of m computes the same one.
+func (g *Guard) partitionOf(m Message) lwt.Key {
+	w := int64(g.cfg.window.Seconds())
+	sec := m.Time.Unix()
+	start := sec - ((sec%w)+w)%w // floor to the window, for times before 1970 too
+	bucket := int(xxhash.Sum64String(m.ID) % uint64(g.cfg.batchBuckets))
+	return lwt.Key{m.Group, m.Topic, m.Partition, start, bucket}
+}
+
+// group validates msgs, fills results for the invalid ones, and splits the rest into groups of
+// at most lwt.MaxBatchRows messages of one partition, in order. copies maps each repeated
+// message's position to its first one's.
+func (g *Guard) group(msgs []Message, results []BatchResult) (groups []*batchGroup, copies map[int]int) {
+	copies = map[int]int{}
+	first := map[string]int{}
+	open := map[string]*batchGroup{}
+	for i, m := range msgs {
+		if err := g.validateBatchMessage(m); err != nil {
+			results[i] = BatchResult{Outcome: Failed, Err: err}
+			continue
+		}
+		scope := fmt.Sprintf("%d:%s/%d:%s/%d", len(m.Group), m.Group, len(m.Topic), m.Topic, m.Partition)
+		if f, seen := first[scope+"/"+m.ID]; seen {
+			copies[i] = f
+			continue
+		}
+		first[scope+"/"+m.ID] = i
+		p := g.partitionOf(m)
+		pk := fmt.Sprintf("%s/%d/%d", scope, p[3], p[4])
+		grp := open[pk]
+		if grp == nil || len(grp.msgs) == lwt.MaxBatchRows {
+			grp = &batchGroup{partition: p}
+			open[pk] = grp
+			groups = append(groups, grp)
+		}
+		grp.msgs = append(grp.msgs, m)
+		grp.index = append(grp.index, i)
+	}
+	return groups, copies
+}
+
+func (g *Guard) validateBatchMessage(m Message) error {
+	if err := m.validate(g.cfg.maxPayload); err != nil {
+		return err
+	}
+	if m.Time.IsZero() {
+		return fmt.Errorf("%w: %q has no time; ProcessBatch groups messages by it", ErrInvalidMessage, m.ID)
+	}
+	return nil
+}
+
+// claim claims the group's messages with BeginBatch and settles the ones it did not claim.
+func (grp *batchGroup) claim(ctx context.Context, g *Guard) {
+	grp.results = make([]BatchResult, len(grp.msgs))
+	grp.claims = make([]*lwt.Claim, len(grp.msgs))
+	items := make([]lwt.BatchItem, len(grp.msgs))
+	for j, m := range grp.msgs {
+		items[j] = lwt.BatchItem{Key: m.ID}
+		if m.Payload != nil {
+			items[j].Fingerprint = lwt.Fingerprint(m.Payload)
+		}
+	}
+	begun, err := g.batch.BeginBatch(ctx, grp.partition, items)
+	for j, m := range grp.msgs {
+		switch {
+		case err != nil:
+			grp.results[j] = BatchResult{Outcome: Failed, Err: fmt.Errorf("events: claim %q: %w", m.ID, err)}
+		case begun[j].Claim != nil:
+			grp.claims[j] = begun[j].Claim
+		case begun[j].Record != nil && begun[j].Record.Status == lwt.StatusFailed:
+			grp.results[j] = BatchResult{Outcome: Poison, Err: &PoisonError{LastError: string(begun[j].Record.Result)}}
+		case begun[j].Record != nil:
+			grp.results[j] = BatchResult{Outcome: Duplicate}
+		default:
+			out, ferr := g.failure(m, begun[j].Err)
+			grp.results[j] = BatchResult{Outcome: out, Err: ferr}
+		}
+	}
+}
+
+// finish ends the group's claims with FinishBatch and records each message's outcome.
+func (grp *batchGroup) finish(ctx context.Context, g *Guard) {
+	if len(grp.ends) == 0 {
+		return
+	}
+	// The ends are written even if the caller's ctx has ended: the handlers have run.
+	endCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lwt.DefaultCommitTimeout)
+	defer cancel()
+	errs := g.batch.FinishBatch(endCtx, grp.ends)
+	for k, j := range grp.endOf {
+		if err := errs[k]; err != nil {
+			grp.results[j] = BatchResult{Outcome: Failed, Err: fmt.Errorf("events: record %q: %w", grp.msgs[j].ID, errors.Join(grp.results[j].Err, err))}
+		}
+	}
+}
+
+// end queues the end of message j's claim, with the result the message gets once it is stored.
+func (grp *batchGroup) end(j int, status lwt.Status, message string, res BatchResult) {
+	grp.ends = append(grp.ends, lwt.BatchEnd{Claim: grp.claims[j], Status: status, Result: []byte(message)})
+	grp.endOf = append(grp.endOf, j)
+	grp.results[j] = res
+}
+
+// BatchStats returns a snapshot of the counters of ProcessBatch's records; Stats has those of
+// Process.
+func (g *Guard) BatchStats() lwt.Stats { return g.batch.Stats() }

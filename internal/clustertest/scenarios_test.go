@@ -1,0 +1,250 @@
+//go:build cluster
+
+package clustertest
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gocql/gocql"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cassdedup/cassdedup/events"
+	"github.com/cassdedup/cassdedup/lwt"
+)
+
+// maxCalls bounds each workload of a scenario; the rates make it last the scenario.
+const maxCalls = 4000
+
+// pair is the executor's and the consumer's workloads of one scenario, run side by side.
+type pair struct {
+	once, consume *driver
+	consumer      *consumer
+}
+
+func newPair(t *testing.T, ks, prefix string, clients []client) *pair {
+	ow := onceWork(t, ks, clients)
+	cw, cons := consumerWork(t, ks, prefix+"messages", clients)
+	p := &pair{once: newDriver(prefix+"once", ow), consume: newDriver(prefix+"guard", cw), consumer: cons}
+	p.once.rate, p.consume.rate = 25, 15
+	return p
+}
+
+func (p *pair) drivers() []*driver { return []*driver{p.once, p.consume} }
+
+func (p *pair) setPhase(ph string) {
+	for _, d := range p.drivers() {
+		d.setPhase(ph)
+	}
+}
+
+func (p *pair) start() (stop func()) {
+	var stops []func()
+	for _, d := range p.drivers() {
+		stops = append(stops, d.start(maxCalls))
+	}
+	return func() {
+		for _, s := range stops {
+			s()
+		}
+	}
+}
+
+// finish retries what failed, repairs the keyspace, checks the state and reports: no
+// acknowledged result lost, one value per key, a second run only after a caller error,
+// replicas in agreement, and the consumer's total exact.
+func (p *pair) finish(t *testing.T, c *cluster, s *gocql.Session, ks, scenario string) {
+	for _, d := range p.drivers() {
+		d.settle(t, 2*time.Minute)
+	}
+	c.repair(ks)
+	final, diverged := readBack(t, s, ks, p.once, gocql.Serial)
+	assert.Zero(t, diverged, "keys on which SERIAL and ALL disagree after the repair")
+	checkTally(t, p.once, scenario, p.once.tally(final))
+	ct := p.consume.tally(nil)
+	ct.lost, ct.extra = p.consumer.checkTotal(t, p.consume)
+	checkTally(t, p.consume, scenario, ct)
+}
+
+func checkTally(t *testing.T, d *driver, scenario string, ta tally) {
+	t.Helper()
+	d.report(t, scenario, ta)
+	assert.Zero(t, ta.lost, "%s: acknowledged results lost", d.name)
+	assert.Zero(t, ta.extra, "%s: messages that took effect twice", d.name)
+	assert.Empty(t, ta.split, "%s: keys whose callers got different values", d.name)
+	assert.Zero(t, ta.rerunWithoutError, "%s: functions run a second time with no caller error", d.name)
+}
+
+// mostlySucceeded checks that most calls of a phase through a client succeeded. A call that
+// met another caller's live claim (in progress: a consumer redelivers it later) is not counted.
+func mostlySucceeded(t *testing.T, d *driver, label string) {
+	t.Helper()
+	pc := d.counted(label)
+	decided := pc.calls - pc.errs["in progress"]
+	require.NotZero(t, decided, "%s: no call in %q", d.name, label)
+	assert.GreaterOrEqual(t, float64(pc.ok)/float64(decided), 0.5,
+		"%s: %d of %d calls succeeded in %q (errors %v)", d.name, pc.ok, pc.calls, label, pc.errs)
+}
+
+// TestNodeKilled: three nodes, RF 3, QUORUM and SERIAL. Node 2 is killed with SIGKILL mid-run
+// and restarted on its data while the executor and the consumer keep calling.
+func TestNodeKilled(t *testing.T) {
+	c := newCluster(t)
+	ks := c.keyspace("cluster_killed", threeReplicas)
+	s := c.session(c.config(nil))
+	p := newPair(t, ks, "", []client{{"any node", s}})
+	p.setPhase("before")
+	stop := p.start()
+	time.Sleep(8 * time.Second)
+	c.run("kill", "2")
+	p.setPhase("node 2 down")
+	time.Sleep(12 * time.Second)
+	p.setPhase("node 2 restarting")
+	c.run("restart", "2")
+	p.setPhase("after restart")
+	time.Sleep(8 * time.Second)
+	stop()
+	for _, d := range p.drivers() {
+		for _, ph := range []string{"before", "node 2 down", "node 2 restarting", "after restart"} {
+			mostlySucceeded(t, d, ph+", via any node")
+		}
+	}
+	p.finish(t, c, s, ks, "1. node 2 killed, restarted")
+}
+
+// TestPartitions: node 3 cut off from everything (clients included), then node 1 cut off from
+// its peers while a client whose connections all go to node 1 keeps calling, next to a client
+// of node 2.
+func TestPartitions(t *testing.T) {
+	c := newCluster(t)
+	ks := c.keyspace("cluster_partition", threeReplicas)
+	all := c.session(c.config(nil))
+	viaN1 := c.session(c.config(gocql.WhiteListHostFilter(c.nodes[0].addr)))
+	viaN2 := c.session(c.config(gocql.WhiteListHostFilter(c.nodes[1].addr)))
+
+	t.Run("isolated node", func(t *testing.T) {
+		p := newPair(t, ks, "iso-", []client{{"any node", all}})
+		p.setPhase("before")
+		stop := p.start()
+		time.Sleep(5 * time.Second)
+		c.run("isolate", "3")
+		p.setPhase("node 3 isolated")
+		time.Sleep(15 * time.Second)
+		c.run("heal")
+		p.setPhase("healed")
+		time.Sleep(5 * time.Second)
+		stop()
+		for _, d := range p.drivers() {
+			pc := d.counted("node 3 isolated, via any node")
+			t.Logf("%s: %d of %d calls succeeded while node 3 was isolated (errors %v)", d.name, pc.ok, pc.calls, pc.errs)
+			assert.NotZero(t, pc.ok, "%s: no call succeeded while node 3 was isolated", d.name)
+		}
+		p.finish(t, c, all, ks, "2a. node 3 isolated")
+	})
+
+	t.Run("client's node cut off", func(t *testing.T) {
+		p := newPair(t, ks, "cut-", []client{{"node 1", viaN1}, {"node 2", viaN2}})
+		p.setPhase("before")
+		stop := p.start()
+		time.Sleep(5 * time.Second)
+		c.run("cut", "1", "2")
+		c.run("cut", "1", "3")
+		p.setPhase("node 1 cut off")
+		time.Sleep(15 * time.Second)
+		c.run("heal")
+		p.setPhase("healed")
+		time.Sleep(5 * time.Second)
+		stop()
+		for _, d := range p.drivers() {
+			mostlySucceeded(t, d, "node 1 cut off, via node 2")
+			minority := d.counted("node 1 cut off, via node 1")
+			t.Logf("%s: via node 1 while it was cut off: %d calls, %d succeeded, errors %v", d.name, minority.calls, minority.ok, minority.errs)
+			for class := range minority.errs {
+				assert.False(t, strings.HasPrefix(class, "other"), "%s: an error a client cannot classify: %s", d.name, class)
+			}
+			// Calls already past their quorum when the cut came may still succeed; few can.
+			assert.LessOrEqual(t, minority.ok, minority.calls/5, "%s: calls via the cut-off node succeeded", d.name)
+		}
+		p.finish(t, c, all, ks, "2b. client's node 1 cut off")
+	})
+}
+
+// TestTwoDatacentres: LOCAL_QUORUM and LOCAL_SERIAL with each datacentre's clients on their own
+// keys; the link between the datacentres is cut, then healed. Keys called from both datacentres
+// are run beside them at SERIAL (safe, served only where a majority of all replicas is) and at
+// LOCAL_SERIAL (served on both sides of the cut: what that costs is counted, not required).
+func TestTwoDatacentres(t *testing.T) {
+	c := newCluster(t)
+	ks := c.keyspace("cluster_dcs", threeReplicas)
+	dc1 := c.session(c.dcConfig("dc1"))
+	dc2 := c.session(c.dcConfig("dc2"))
+	all := c.session(c.config(nil))
+	local := []lwt.Option{lwt.WithConsistency(gocql.LocalQuorum), lwt.WithSerialConsistency(gocql.LocalSerial)}
+	global := []lwt.Option{lwt.WithConsistency(gocql.Quorum), lwt.WithSerialConsistency(gocql.Serial)}
+	localEvents := []events.Option{events.WithConsistency(gocql.LocalQuorum), events.WithSerialConsistency(gocql.LocalSerial)}
+
+	own := []*driver{
+		newDriver("dc1-once", onceWork(t, ks, []client{{"dc1", dc1}}, local...)),
+		newDriver("dc2-once", onceWork(t, ks, []client{{"dc2", dc2}}, local...)),
+	}
+	w1, cons1 := consumerWork(t, ks, "dc1-messages", []client{{"dc1", dc1}}, localEvents...)
+	w2, cons2 := consumerWork(t, ks, "dc2-messages", []client{{"dc2", dc2}}, localEvents...)
+	guards := []*driver{newDriver("dc1-guard", w1), newDriver("dc2-guard", w2)}
+	sharedSerial := newDriver("both-serial", onceWork(t, ks, []client{{"dc1", dc1}, {"dc2", dc2}}, global...))
+	sharedLocal := newDriver("both-local", onceWork(t, ks, []client{{"dc1", dc1}, {"dc2", dc2}}, local...))
+	drivers := append(append(append([]*driver{}, own...), guards...), sharedSerial, sharedLocal)
+	for _, d := range drivers {
+		d.rate = 8
+		d.workers = 4
+		d.setPhase("before")
+	}
+	var stops []func()
+	for _, d := range drivers {
+		stops = append(stops, d.start(maxCalls))
+	}
+	time.Sleep(5 * time.Second)
+	c.run("cut", "1", "3")
+	c.run("cut", "2", "3")
+	for _, d := range drivers {
+		d.setPhase("datacentres cut apart")
+	}
+	time.Sleep(15 * time.Second)
+	c.run("heal")
+	for _, d := range drivers {
+		d.setPhase("healed")
+	}
+	time.Sleep(5 * time.Second)
+	for _, s := range stops {
+		s()
+	}
+	for _, d := range append(append([]*driver{}, own...), guards...) {
+		dc := strings.SplitN(d.name, "-", 2)[0]
+		mostlySucceeded(t, d, "datacentres cut apart, via "+dc)
+	}
+	for _, dc := range []string{"dc1", "dc2"} {
+		pc := sharedSerial.counted("datacentres cut apart, via " + dc)
+		t.Logf("both-serial via %s while cut apart: %d calls, %d succeeded, errors %v", dc, pc.calls, pc.ok, pc.errs)
+	}
+
+	for _, d := range drivers {
+		d.settle(t, 2*time.Minute)
+	}
+	c.repair(ks)
+	for _, d := range append(own, sharedSerial) {
+		final, diverged := readBack(t, all, ks, d, gocql.Serial)
+		assert.Zero(t, diverged, "%s: keys on which SERIAL and ALL disagree after the repair", d.name)
+		checkTally(t, d, "3. datacentres cut apart", d.tally(final))
+	}
+	for i, cons := range []*consumer{cons1, cons2} {
+		ct := guards[i].tally(nil)
+		ct.lost, ct.extra = cons.checkTotal(t, guards[i])
+		checkTally(t, guards[i], "3. datacentres cut apart", ct)
+	}
+	final, diverged := readBack(t, all, ks, sharedLocal, gocql.Serial)
+	ta := sharedLocal.tally(final)
+	sharedLocal.report(t, "3. datacentres cut apart (same keys from both, LOCAL_SERIAL)", ta)
+	t.Logf("both-local: %d keys with two values, %d re-runs without a caller error, %d acknowledged results overwritten, %d keys where replicas disagree",
+		len(ta.split), ta.rerunWithoutError, ta.lost, diverged)
+}
