@@ -17,13 +17,16 @@ TEST_TIMEOUT ?= 25m
 OUT          := out
 
 # The benchmark's own node: durable (commitlog fsynced as in production, no test shortcuts)
-# and on its own ports, so it never reuses a test node. BENCH_PAXOS=v1 starts a Paxos v1 node.
-BENCH_PORT   ?= 9043
-BENCH_PAXOS  ?= v2
-BENCH_FLAGS  ?=
-BENCH_NODE   := CASSANDRA_DURABLE=1 CASSANDRA_CQL_PORT=$(BENCH_PORT) CASSANDRA_STORAGE_PORT=7100 CASSANDRA_PAXOS=$(BENCH_PAXOS) CASSANDRA_HEAP=$(if $(filter 1,$(BENCH_NODES)),2G,1G) $(NODE)
+# and on its own ports, so it never reuses a test node. BENCH_PAXOS=v1 starts a Paxos v1 node;
+# BENCH_COMMITLOG=group (or batch) one that fsyncs the commitlog before it acknowledges a write
+# (group's window: CASSANDRA_COMMITLOG_WINDOW, default 15ms).
+BENCH_PORT      ?= 9043
+BENCH_PAXOS     ?= v2
+BENCH_COMMITLOG ?= periodic
+BENCH_FLAGS     ?=
+BENCH_NODE   := CASSANDRA_DURABLE=1 CASSANDRA_COMMITLOG=$(BENCH_COMMITLOG) CASSANDRA_CQL_PORT=$(BENCH_PORT) CASSANDRA_STORAGE_PORT=7100 CASSANDRA_PAXOS=$(BENCH_PAXOS) CASSANDRA_HEAP=$(if $(filter 1,$(BENCH_NODES)),2G,1G) $(NODE)
 
-.PHONY: test check fmt-check vet go-test cqlsh cassandra-up cassandra-down schema fuzz bench bench-long
+.PHONY: test test-faults check fmt-check vet go-test cqlsh cassandra-up cassandra-down cassandra-restart cassandra-kill schema fuzz bench bench-long
 
 ## bench: the LWT latency benchmark (about a minute) against CASSANDRA_HOSTS, or against a
 ## durable local node started for the run and stopped after it. Results go to out/.
@@ -70,11 +73,31 @@ $(CQLSH):
 	python3 -m venv $(VENV)
 	$(VENV)/bin/pip install -q --disable-pip-version-check cqlsh==$(CQLSH_VERSION)
 
-## cassandra-up / cassandra-down: a local node on $(LOCAL_HOSTS) (see scripts/cassandra/node.sh).
+## test-faults: the crash tests (internal/crashtest, build tag faults), a few minutes. Each test
+## starts durable nodes of its own on 127.0.0.71-74:9342 through node.sh, kills, restarts or
+## freezes them or their worker processes, prints what it measured (a table at the end) and stops
+## its nodes, on failure too. They need Java 17 and Maven, never CASSANDRA_HOSTS, and never skip.
+FAULTS_TIMEOUT ?= 20m
+test-faults:
+	@mkdir -p $(OUT)
+	$(GO) vet -tags faults ./internal/crashtest/
+	$(GO) test -tags faults -race -count=1 -timeout $(FAULTS_TIMEOUT) -v ./internal/crashtest/ 2>&1 \
+	  | tee $(OUT)/faults.log | grep -E '^(ok|FAIL|panic|--- FAIL|--- SKIP|\s+--- FAIL)|^\S+\.go:[0-9]+|crashtest: |^\||^crash test results' || true
+	@scripts/test-summary.sh $(OUT)/faults.log
+
+## cassandra-up / cassandra-down: a local node on $(LOCAL_HOSTS) (see scripts/cassandra/node.sh;
+## e.g. CASSANDRA_DURABLE=1 CASSANDRA_COMMITLOG=group make cassandra-up for a durable one).
+## cassandra-kill stops it with SIGKILL, as a crash would, keeping its data; cassandra-restart
+## stops it if it runs and starts it on the same data with the settings of the last up, so
+## Cassandra replays its commitlog.
 cassandra-up:
 	$(NODE) up
 cassandra-down:
 	$(NODE) down
+cassandra-restart:
+	$(NODE) restart
+cassandra-kill:
+	$(NODE) kill
 
 ## schema: apply the CQL schema to CASSANDRA_HOSTS, or to the local node.
 schema:
