@@ -82,7 +82,7 @@ test-faults:
 	@mkdir -p $(OUT)
 	$(GO) vet -tags faults ./internal/crashtest/
 	$(GO) test -tags faults -race -count=1 -timeout $(FAULTS_TIMEOUT) -v ./internal/crashtest/ 2>&1 \
-	  | tee $(OUT)/faults.log | grep -E '^(ok|FAIL|panic|--- FAIL|--- SKIP|\s+--- FAIL)|^\S+\.go:[0-9]+|crashtest: |^\||^crash test results' || true
+	  | tee $(OUT)/faults.log | grep -aE '^(ok|FAIL|panic|--- FAIL|--- SKIP|\s+--- FAIL)|^\S+\.go:[0-9]+|crashtest: |^\||^crash test results' || true
 	@scripts/test-summary.sh $(OUT)/faults.log
 
 ## cassandra-up / cassandra-down: a local node on $(LOCAL_HOSTS) (see scripts/cassandra/node.sh;

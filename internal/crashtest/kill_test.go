@@ -72,11 +72,12 @@ type keyCalls struct {
 }
 
 type killWorkload struct {
-	node   *node
-	t0     time.Time // every event's time: all of them fall in one bucket
-	killed time.Time // when node.sh kill returned: the node was gone
-	keys   []keyCalls
-	runs   []atomic.Int32 // function runs per key, before and after the kill
+	node *node
+	t0   time.Time // every event's time: all of them fall in one bucket
+	// node.sh kill ran from killing to killed; the SIGKILL landed in between
+	killing, killed time.Time
+	keys            []keyCalls
+	runs            []atomic.Int32 // function runs per key, before and after the kill
 }
 
 func keyName(i int) string     { return fmt.Sprintf("k%05d", i) }
@@ -168,6 +169,7 @@ func runKill(t *testing.T, addr, commitlog string) *killWorkload {
 	}
 	// The workers keep going while the node dies, so the kill lands on calls in flight.
 	killing.Store(true)
+	w.killing = time.Now()
 	n.kill(t)
 	w.killed = time.Now()
 	stop.Store(true)
@@ -286,7 +288,7 @@ func (w *killWorkload) check(t *testing.T) killCheck {
 
 func (w *killWorkload) checkOnce(t *testing.T, started []int, checks []keyCheck) tally {
 	var tl tally
-	var ages ageSpan
+	ages := ageSpan{kill: w.killed.Sub(w.killing)}
 	var replayed, ran, ranBefore, unknownErrs int
 	for _, i := range started {
 		k, c := &w.keys[i], &checks[i]
@@ -297,7 +299,7 @@ func (w *killWorkload) checkOnce(t *testing.T, started []int, checks []keyCheck)
 			tl.acked++
 			if !c.intact {
 				tl.lost++
-				ages.add(w.killed.Sub(k.onceAt))
+				ages.add(k.onceAt.Sub(w.killing))
 			}
 			if c.retryRan {
 				tl.twice++
@@ -324,7 +326,7 @@ func (w *killWorkload) checkOnce(t *testing.T, started []int, checks []keyCheck)
 
 func (w *killWorkload) checkEvents(t *testing.T, started []int, checks []keyCheck) tally {
 	var tl tally
-	var ages ageSpan
+	ages := ageSpan{kill: w.killed.Sub(w.killing)}
 	var landed, sum int64
 	for _, i := range started {
 		k, c := &w.keys[i], &checks[i]
@@ -334,7 +336,7 @@ func (w *killWorkload) checkEvents(t *testing.T, started []int, checks []keyChec
 			tl.acked++
 			if c.totalBefore == 0 {
 				tl.lost++
-				ages.add(w.killed.Sub(k.eventAt))
+				ages.add(k.eventAt.Sub(w.killing))
 			}
 		} else {
 			tl.unknown++
@@ -351,7 +353,7 @@ func (w *killWorkload) checkEvents(t *testing.T, started []int, checks []keyChec
 
 func (w *killWorkload) checkCounters(t *testing.T, started []int, checks []keyCheck, listedBefore, listedAfter map[string]bool, limbo map[string]string) tally {
 	var tl tally
-	var ages ageSpan
+	ages := ageSpan{kill: w.killed.Sub(w.killing)}
 	var dup, applied, unconfirmed, incremented int
 	unconfirmedSet := map[string]bool{}
 	for _, i := range started {
@@ -367,7 +369,7 @@ func (w *killWorkload) checkCounters(t *testing.T, started []int, checks []keyCh
 			tl.acked++
 			if c.valueBefore != 1 || c.incrUnconfirmed || c.incrRetry != counters.Duplicate {
 				tl.lost++
-				ages.add(w.killed.Sub(k.incrAt))
+				ages.add(k.incrAt.Sub(w.killing))
 			}
 			continue
 		}
@@ -429,17 +431,21 @@ func claimsInLimbo(ctx context.Context, t *testing.T, s *gocql.Session, w *killW
 	return out
 }
 
-// ageSpan is how long before the kill the lost acknowledgements came.
+// ageSpan is when the lost acknowledgements came, relative to the start of node.sh kill
+// (negative: before it).
 type ageSpan struct {
 	n        int
 	min, max time.Duration
+	kill     time.Duration // how long node.sh kill took
 }
 
 func (a *ageSpan) add(d time.Duration) {
 	if a.n == 0 || d < a.min {
 		a.min = d
 	}
-	a.max = max(a.max, d)
+	if a.n == 0 || d > a.max {
+		a.max = d
+	}
 	a.n++
 }
 
@@ -448,8 +454,8 @@ func (a ageSpan) String() string {
 	if a.n == 0 {
 		return ""
 	}
-	return fmt.Sprintf("; the lost ones were acknowledged %s to %s before node.sh kill returned",
-		a.min.Round(time.Millisecond), a.max.Round(time.Millisecond))
+	return fmt.Sprintf("; the lost ones were acknowledged from %s to %s after node.sh kill began (it took %s)",
+		a.min.Round(time.Millisecond), a.max.Round(time.Millisecond), a.kill.Round(time.Millisecond))
 }
 
 func listUnapplied(ctx context.Context, t *testing.T, ctr *counters.Store, t0 time.Time) map[string]bool {
