@@ -19,7 +19,7 @@ OUT          := out
 # The benchmark's own node: durable (commitlog fsynced as in production, no test shortcuts)
 # and on its own ports, so it never reuses a test node. BENCH_PAXOS=v1 starts a Paxos v1 node;
 # BENCH_COMMITLOG=group (or batch) one that fsyncs the commitlog before it acknowledges a write
-# (group's window: CASSANDRA_COMMITLOG_WINDOW, default 15ms).
+# (group's window: CASSANDRA_COMMITLOG_WINDOW, default 2ms).
 BENCH_PORT      ?= 9043
 BENCH_PAXOS     ?= v2
 BENCH_COMMITLOG ?= periodic
