@@ -4,11 +4,14 @@ package crashtest
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -44,6 +47,7 @@ func startNode(t *testing.T, addr, commitlog string) *node {
 		t.Fatalf("crashtest: repository root: %v", err)
 	}
 	n := &node{addr: addr, commitlog: commitlog, runDir: t.TempDir(), repo: repo}
+	stopped := n.startReaper(t)
 	t.Cleanup(func() {
 		if t.Failed() {
 			if log, err := os.ReadFile(filepath.Join(n.runDir, "logs", "system.log")); err == nil {
@@ -53,10 +57,40 @@ func startNode(t *testing.T, addr, commitlog string) *node {
 		if out, err := n.script("down"); err != nil {
 			t.Errorf("crashtest: node.sh down on %s: %v\n%s", n.addr, err, out)
 		}
+		stopped()
 	})
 	n.mustScript(t, "up")
 	return n
 }
+
+// startReaper starts a process that stops the node if the test binary dies before its cleanups
+// can (a -timeout panic, Ctrl-C): the test binary run again as a worker, in a process group of
+// its own so a signal to the test's group spares it, that waits for its stdin to close. The
+// returned function tells it that the node was stopped, and waits for it to exit.
+func (n *node) startReaper(t *testing.T) (stopped func()) {
+	t.Helper()
+	spec, err := json.Marshal(workerSpec{Mode: "reaper", Script: n.scriptPath(), Repo: n.repo})
+	if err != nil {
+		t.Fatalf("crashtest: %v", err)
+	}
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(n.env(), workerEnv+"="+string(spec))
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatalf("crashtest: reaper: %v", err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("crashtest: start the reaper: %v", err)
+	}
+	return func() {
+		_, _ = io.WriteString(stdin, "stopped\n")
+		_ = stdin.Close()
+		_ = cmd.Wait()
+	}
+}
+
+func (n *node) scriptPath() string { return filepath.Join(n.repo, "scripts", "cassandra", "node.sh") }
 
 // env is the test's environment with every CASSANDRA_ setting replaced by this node's.
 func (n *node) env() []string {
@@ -76,7 +110,7 @@ func (n *node) env() []string {
 }
 
 func (n *node) script(command string) (string, error) {
-	cmd := exec.Command(filepath.Join(n.repo, "scripts", "cassandra", "node.sh"), command)
+	cmd := exec.Command(n.scriptPath(), command)
 	cmd.Dir = n.repo
 	cmd.Env = n.env()
 	out, err := cmd.CombinedOutput()

@@ -13,6 +13,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -30,7 +31,9 @@ const workerEnv = "CRASHTEST_WORKER"
 
 // workerSpec tells a worker process what to do.
 type workerSpec struct {
-	Mode       string // "share": run every key through the executor; "fenced": one key, fenced downstream write
+	// Mode is "share" (run every key through the executor), "fenced" (one key, a fenced
+	// downstream write) or "reaper" (stop a node if the test binary dies; see startReaper).
+	Mode       string
 	Hosts      string
 	Keys       []string
 	Goroutines int           // share: concurrent calls in the process
@@ -38,6 +41,8 @@ type workerSpec struct {
 	Lease      time.Duration // the store's lease
 	Value      string        // fenced: what the function writes downstream and returns
 	Hold       bool          // fenced: inside the function, wait for a line on stdin before writing
+	Script     string        // reaper: node.sh, run with the reaper's environment
+	Repo       string        // reaper: where node.sh runs
 }
 
 // workerReport is one JSON line a worker prints: "running" from inside a fenced function,
@@ -62,6 +67,9 @@ func runWorker(raw string) int {
 		fmt.Fprintln(os.Stderr, "crashtest worker: bad spec:", err)
 		return 2
 	}
+	if spec.Mode == "reaper" {
+		return reap(spec)
+	}
 	s, err := connect(spec.Hosts, keyspace)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "crashtest worker:", err)
@@ -84,6 +92,28 @@ func runWorker(raw string) int {
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "crashtest worker:", err)
+		return 1
+	}
+	return 0
+}
+
+// reap waits until its stdin closes. Unless the test wrote "stopped" first, the test binary
+// died without running its cleanups (a -timeout panic, a signal), and reap stops the node.
+func reap(spec workerSpec) int {
+	said, _ := io.ReadAll(os.Stdin)
+	if strings.TrimSpace(string(said)) == "stopped" {
+		return 0
+	}
+	cmd := exec.Command(spec.Script, "down")
+	cmd.Dir = spec.Repo
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, workerEnv+"=") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "crashtest reaper: node.sh down:", err)
 		return 1
 	}
 	return 0
