@@ -125,7 +125,8 @@ func (n *node) mustScript(t *testing.T, command string) time.Duration {
 	out, err := n.script(command)
 	took := time.Since(start)
 	if err != nil {
-		t.Fatalf("crashtest: node.sh %s on %s (commitlog %s): %v\n%s", command, n.addr, n.commitlog, err, out)
+		t.Fatalf("crashtest: node.sh %s on %s (commitlog %s): %v\n%s(the crash tests start nodes of their own, "+
+			"so they need Java 17 and Maven or cached jars; CASSANDRA_HOSTS does not replace them)", command, n.addr, n.commitlog, err, out)
 	}
 	t.Logf("crashtest: node.sh %s on %s (commitlog %s) took %s", command, n.addr, n.commitlog, took.Round(time.Millisecond))
 	return took
