@@ -68,7 +68,7 @@ func (w *killWorkload) check(t *testing.T) killCheck {
 	checks := make([]keyCheck, killKeys)
 	require.NoError(t, forEach(started, func(i int) error { return w.survey(ctx, st, i, &checks[i]) }))
 	listedBefore := listUnapplied(ctx, t, st.ctr, w.t0)
-	limbo := claimsInLimbo(ctx, t, s, w, started)
+	limbo := claimsInLimbo(ctx, t, s, started)
 	require.NoError(t, forEach(started, func(i int) error { return w.retry(ctx, st, i, &checks[i]) }))
 	listedAfter := listUnapplied(ctx, t, st.ctr, w.t0)
 
@@ -237,37 +237,39 @@ func (w *killWorkload) checkCounters(t *testing.T, started []int, checks []keyCh
 	return tl
 }
 
-// claimsInLimbo finds, among the increments that were not acknowledged, the claims whose last
-// write a plain read of counter_ops does not show but a serial read does: a Paxos round (the
-// claim, the mark or the release) that the kill interrupted after its proposal was accepted and
-// before it was committed. The serial read commits it, so this runs after the listing it
-// explains.
-func claimsInLimbo(ctx context.Context, t *testing.T, s *gocql.Session, w *killWorkload, started []int) map[string]string {
+// claimsInLimbo finds the operations whose claim row a plain read of counter_ops shows in
+// another state than a serial read does: a Paxos round (the claim, the mark or the release) that
+// the kill interrupted after its proposal was accepted and before it was committed. The serial
+// read commits it, so this runs after the listing it explains.
+func claimsInLimbo(ctx context.Context, t *testing.T, s *gocql.Session, started []int) map[string]string {
 	t.Helper()
 	const read = `SELECT status FROM counter_ops WHERE counter = ? AND op_id = ?`
+	var mu sync.Mutex
 	out := map[string]string{}
-	for _, i := range started {
-		if w.keys[i].incrErr == nil {
-			continue
-		}
+	require.NoError(t, forEach(started, func(i int) error {
 		plain := "none"
 		var status string
 		switch err := s.Query(read, counterName(i), keyName(i)).WithContext(ctx).Scan(&status); {
 		case err == nil:
 			plain = status
 		case !errors.Is(err, gocql.ErrNotFound):
-			require.NoError(t, err)
+			return err
 		}
 		serial := "none"
 		row, found, err := lwt.ReadSerial(ctx, s.Query(read, counterName(i), keyName(i)), gocql.Serial)
-		require.NoError(t, err)
+		if err != nil {
+			return err
+		}
 		if found {
 			serial, _ = row["status"].(string)
 		}
 		if plain != serial {
+			mu.Lock()
 			out[keyName(i)] = plain + " → " + serial
+			mu.Unlock()
 		}
-	}
+		return nil
+	}))
 	return out
 }
 
