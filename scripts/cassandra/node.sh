@@ -7,7 +7,8 @@
 #   node.sh up       start the node on a fresh data directory (a no-op when it already runs)
 #   node.sh down     stop it by its PID and remove its data (CASSANDRA_KEEP_DATA=1 keeps it)
 #   node.sh restart  stop it (SIGTERM) if it runs, then start it again on the same data with the
-#                    settings `up` saved, whatever the environment says now
+#                    settings `up` saved, whatever the environment says now (only the address and
+#                    port, or CASSANDRA_RUN_DIR, are needed to find it)
 #   node.sh kill     SIGKILL by its PID, as a crash or power cut would stop it: nothing is
 #                    flushed and the data stays, for `restart` (which replays the commitlog)
 #   node.sh status   exit 0 when the node answers CQL
