@@ -31,14 +31,17 @@ LIB_REQUIRES := github.com/bits-and-blooms/bloom/v3 github.com/cespare/xxhash/v2
                 github.com/stretchr/testify go.uber.org/goleak
 
 # The benchmark's own node: durable (commitlog fsynced as in production, no test shortcuts)
-# and on its own ports, so it never reuses a test node. BENCH_PAXOS=v1 starts a Paxos v1 node.
-BENCH_PORT   ?= 9043
-BENCH_PAXOS  ?= v2
-BENCH_FLAGS  ?=
-BENCH_NODE   := CASSANDRA_DURABLE=1 CASSANDRA_CQL_PORT=$(BENCH_PORT) CASSANDRA_STORAGE_PORT=7100 CASSANDRA_PAXOS=$(BENCH_PAXOS) CASSANDRA_HEAP=2G $(NODE)
+# and on its own ports, so it never reuses a test node. BENCH_PAXOS=v1 starts a Paxos v1 node;
+# BENCH_COMMITLOG=group (or batch) one that fsyncs the commitlog before it acknowledges a write
+# (group's window: CASSANDRA_COMMITLOG_WINDOW, default 2ms).
+BENCH_PORT      ?= 9043
+BENCH_PAXOS     ?= v2
+BENCH_COMMITLOG ?= periodic
+BENCH_FLAGS     ?=
+BENCH_NODE   := CASSANDRA_DURABLE=1 CASSANDRA_COMMITLOG=$(BENCH_COMMITLOG) CASSANDRA_CQL_PORT=$(BENCH_PORT) CASSANDRA_STORAGE_PORT=7100 CASSANDRA_PAXOS=$(BENCH_PAXOS) CASSANDRA_HEAP=2G $(NODE)
 
-.PHONY: test check fmt-check vet tidy-check deps-check go-test cqlsh cassandra-up cassandra-down go-test-with-kafka kafka-up kafka-down \
-        schema fuzz bench bench-long cluster-up cluster-down test-cluster bench-saturation
+.PHONY: test test-faults check fmt-check vet tidy-check deps-check go-test cqlsh cassandra-up cassandra-down cassandra-restart cassandra-kill \
+        go-test-with-kafka kafka-up kafka-down schema fuzz bench bench-long cluster-up cluster-down test-cluster bench-saturation
 
 ## bench: the LWT latency benchmark (about a minute) against CASSANDRA_HOSTS, or against a
 ## durable local node started for the run and stopped after it. Results go to out/.
@@ -137,11 +140,31 @@ test-cluster:
 	CLUSTER_HOSTS=$$($(CLUSTER) hosts) $(GO) test -tags cluster -race -count=1 -timeout 20m -v ./internal/clustertest/ 2>&1 \
 	  | tee $(OUT)/cluster.log | grep -E '^(=== RUN|\s*--- |ok|FAIL|PASS|panic)|REPORT|Error:|Messages:'
 
-## cassandra-up / cassandra-down: a local node on $(LOCAL_HOSTS) (see scripts/cassandra/node.sh).
+## test-faults: the crash tests (internal/crashtest, build tag faults), a few minutes. Each test
+## starts durable nodes of its own on 127.0.0.71-74:9342 through node.sh, kills, restarts or
+## freezes them or their worker processes, prints what it measured (a table at the end) and stops
+## its nodes, on failure too. They need Java 17 and Maven, never CASSANDRA_HOSTS, and never skip.
+FAULTS_TIMEOUT ?= 20m
+test-faults:
+	@mkdir -p $(OUT)
+	$(GO) vet -tags faults ./internal/crashtest/
+	$(GO) test -tags faults -race -count=1 -timeout $(FAULTS_TIMEOUT) -v ./internal/crashtest/ 2>&1 \
+	  | tee $(OUT)/faults.log | grep -aE '^(ok|FAIL|panic|--- FAIL|--- SKIP|\s+--- FAIL)|^\S+\.go:[0-9]+|crashtest: |^\||^crash test results' || true
+	@scripts/test-summary.sh $(OUT)/faults.log
+
+## cassandra-up / cassandra-down: a local node on $(LOCAL_HOSTS) (see scripts/cassandra/node.sh;
+## e.g. CASSANDRA_DURABLE=1 CASSANDRA_COMMITLOG=group make cassandra-up for a durable one).
+## cassandra-kill stops it with SIGKILL, as a crash would, keeping its data; cassandra-restart
+## stops it if it runs and starts it on the same data with the settings of the last up, so
+## Cassandra replays its commitlog.
 cassandra-up:
 	$(NODE) up
 cassandra-down:
 	$(NODE) down
+cassandra-restart:
+	$(NODE) restart
+cassandra-kill:
+	$(NODE) kill
 
 ## kafka-up / kafka-down: a local Kafka broker (KRaft) on $(KAFKA_LOCAL) (see scripts/kafka/broker.sh).
 kafka-up:

@@ -2,11 +2,12 @@ package counters
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/gocql/gocql"
+
+	"github.com/cassdedup/cassdedup/lwt"
 )
 
 // Claim is an operation claimed but not marked applied: either the process stopped before the
@@ -29,7 +30,7 @@ const MaxListLimit = 10000
 // ListUnapplied returns up to limit operations claimed in [from, to) and still not marked
 // applied, oldest hour first. Pass a to well in the past (for example now minus a minute) so
 // increments still in flight are not reported. The cost is one index read per hour and
-// shard, plus one read per claim found; from must lie within the retention window.
+// shard, plus one serial read per claim found; from must lie within the retention window.
 func (s *Store) ListUnapplied(ctx context.Context, from, to time.Time, limit int) ([]Claim, error) {
 	if limit < 1 || limit > MaxListLimit {
 		return nil, fmt.Errorf("%w: limit %d must be 1..%d", ErrInvalidOption, limit, MaxListLimit)
@@ -74,19 +75,23 @@ func (s *Store) listShard(ctx context.Context, hour time.Time, shard int, from, 
 }
 
 // readClaim reads one claim and reports whether it is still unmarked. An index row whose
-// claim is gone was released or expired, or its claim never applied: nothing to repair.
+// claim is gone was released or expired, or its claim never applied: nothing to repair. The
+// read is serial: a claim, mark or release whose Paxos round a crash interrupted (accepted, not
+// committed) is invisible to a plain read until a Paxos round on the partition finishes it, and
+// the serial read is that round, so the listing neither misses a claim nor reports a marked one.
 func (s *Store) readClaim(ctx context.Context, counter, opID string) (Claim, bool, error) {
 	c := Claim{Counter: counter, OpID: opID}
-	var status, ignored string
-	var applied time.Time
-	err := s.session.Query(s.q.readOp, counter, opID).WithContext(ctx).Consistency(s.cfg.consistency).
-		Scan(&ignored, &ignored, &c.Delta, &status, &c.Owner, &c.ClaimedAt, &applied)
-	if errors.Is(err, gocql.ErrNotFound) {
-		return c, false, nil
-	}
+	row, found, err := lwt.ReadSerial(ctx, s.session.Query(s.q.readOp, counter, opID).Consistency(s.cfg.consistency), s.cfg.serial)
 	if err != nil {
 		return c, false, fmt.Errorf("counters: read claim %q of %q: %w", opID, counter, err)
 	}
+	if !found {
+		return c, false, nil
+	}
+	c.Delta, _ = row["delta"].(int64)
+	c.Owner, _ = row["owner"].(gocql.UUID)
+	c.ClaimedAt, _ = row["claimed_at"].(time.Time)
+	status, _ := row["status"].(string)
 	c.Settling = status == statusSettling
 	return c, status == statusClaimed || c.Settling, nil
 }

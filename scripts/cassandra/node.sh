@@ -4,14 +4,19 @@
 # repository, writes a cassandra.yaml, starts CassandraDaemon with the JDK 17 flags and waits
 # until a CQL query answers.
 #
-#   node.sh up       start the node (a no-op when it already runs)
+#   node.sh up       start the node on a fresh data directory (a no-op when it already runs)
 #   node.sh down     stop it by its PID and remove its data (CASSANDRA_KEEP_DATA=1 keeps it)
+#   node.sh restart  stop it (SIGTERM) if it runs, then start it again on the same data with the
+#                    settings `up` saved, whatever the environment says now (only the address and
+#                    port, or CASSANDRA_RUN_DIR, are needed to find it)
+#   node.sh kill     SIGKILL by its PID, as a crash or power cut would stop it: nothing is
+#                    flushed and the data stays, for `restart` (which replays the commitlog)
 #   node.sh status   exit 0 when the node answers CQL
 #   node.sh fetch    only resolve the jars
 #   node.sh log      print the node's log file
 #   node.sh nodetool ARGS  run nodetool against the node (needs CASSANDRA_JMX_PORT)
 #
-# Settings (environment):
+# Settings (environment; `restart` reuses those of the last `up`):
 #   CASSANDRA_VERSION     5.0.x release from Maven Central      (default 5.0.9)
 #   CASSANDRA_ADDRESS     loopback address to bind               (default 127.0.0.1)
 #   CASSANDRA_CQL_PORT    native protocol port                   (default 9042)
@@ -20,6 +25,20 @@
 #   CASSANDRA_PAXOS       paxos_variant: v1 or v2                (default v2)
 #   CASSANDRA_HEAP        JVM heap                               (default 1G)
 #   CASSANDRA_DURABLE     1: no skip_sync (benchmarks, durability tests); 0: test speed-ups (default)
+#   CASSANDRA_COMMITLOG   commitlog_sync: when a write is on disk (default periodic)
+#                           periodic  acknowledged at once, fsynced every period: a machine crash
+#                                     loses up to one period of acknowledged writes, a crash of
+#                                     the process (kill) the last ~100 ms (replay stops at the
+#                                     last sync marker, written every 100 ms)
+#                           group     acknowledged after the fsync that ends its window: nothing
+#                                     acknowledged is lost
+#                           batch     acknowledged after an fsync that starts as soon as writes
+#                                     are waiting: nothing acknowledged is lost
+#                         group and batch need CASSANDRA_DURABLE=1 (skip_sync never fsyncs).
+#   CASSANDRA_COMMITLOG_PERIOD  periodic's commitlog_sync_period (default 10000ms, Cassandra's)
+#   CASSANDRA_COMMITLOG_WINDOW  group's commitlog_sync_group_window (default 2ms; a longer window
+#                         puts more writes in each fsync but makes every write wait longer: with
+#                         15ms LWTs were 2-6 times slower on the development machine, see README)
 #   CASSANDRA_RUN_DIR     PID file, data and logs                (default $TMPDIR/cassdedup-node-<address>-<port>)
 #   CASSDEDUP_CACHE       jar cache                              (default $XDG_CACHE_HOME/cassdedup)
 #   CASSANDRA_START_TIMEOUT seconds to wait for CQL              (default 240)
@@ -45,6 +64,9 @@ seeds=${CASSANDRA_SEEDS:-$address:$storage_port}
 paxos=${CASSANDRA_PAXOS:-v2}
 heap=${CASSANDRA_HEAP:-1G}
 durable=${CASSANDRA_DURABLE:-0}
+commitlog=${CASSANDRA_COMMITLOG:-periodic}
+commitlog_period=${CASSANDRA_COMMITLOG_PERIOD:-10000ms}
+commitlog_window=${CASSANDRA_COMMITLOG_WINDOW:-2ms}
 run_dir=${CASSANDRA_RUN_DIR:-${TMPDIR:-/tmp}/cassdedup-node-$address-$cql_port}
 cache=${CASSDEDUP_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/cassdedup}
 start_timeout=${CASSANDRA_START_TIMEOUT:-240}
@@ -60,12 +82,26 @@ tls=${CASSANDRA_TLS:-0}
 jar_dir="$cache/cassandra-$version"
 pid_file="$run_dir/cassandra.pid"
 log_dir="$run_dir/logs"
+# The command line `up` started the node with; `restart` runs it again, so a restarted node has
+# the same settings (and the same cassandra.yaml) as the one that crashed.
+args_file="$run_dir/java.args"
 
 say() { printf 'cassandra-node: %s\n' "$*" >&2; }
 die() { say "$*"; exit 1; }
 
 case "$paxos" in v1|v2) ;; *) die "CASSANDRA_PAXOS must be v1 or v2, not '$paxos'";; esac
 case "$version" in 5.0.*) ;; *) die "CASSANDRA_VERSION must be a 5.0.x release, not '$version'";; esac
+case "$durable" in 0|1) ;; *) die "CASSANDRA_DURABLE must be 0 or 1, not '$durable'";; esac
+case "$commitlog" in
+  periodic|group|batch) ;;
+  *) die "CASSANDRA_COMMITLOG must be periodic, group or batch, not '$commitlog'";;
+esac
+for d in "$commitlog_period" "$commitlog_window"; do
+  [[ "$d" =~ ^[1-9][0-9]*(ms|s)$ ]] || die "commitlog period and window are durations such as 10000ms or 2ms, not '$d'"
+done
+if [ "$commitlog" != periodic ] && [ "$durable" != 1 ]; then
+  die "CASSANDRA_COMMITLOG=$commitlog needs CASSANDRA_DURABLE=1: with the test speed-up skip_sync the commitlog is never fsynced"
+fi
 
 # fetch resolves the runtime classpath once per version; the marker file makes a partial
 # download (interrupted mvn) look absent rather than complete.
@@ -146,7 +182,8 @@ java_flags() {
 
 write_yaml() {
   sed -e "s|@ADDRESS@|$address|g" -e "s|@CQL_PORT@|$cql_port|g" -e "s|@STORAGE_PORT@|$storage_port|g" -e "s|@SEEDS@|$seeds|g" -e "s|@DATA@|$run_dir/data|g" \
-    -e "s|@PAXOS_VARIANT@|$paxos|g" -e "s|^num_tokens: .*|num_tokens: $num_tokens|" \
+    -e "s|@PAXOS_VARIANT@|$paxos|g" -e "s|@COMMITLOG_SYNC@|$commitlog|g" -e "s|@COMMITLOG_TIMING@|$(commitlog_timing)|g" \
+    -e "s|^num_tokens: .*|num_tokens: $num_tokens|" \
     "$here/cassandra.yaml.in" >"$run_dir/cassandra.yaml"
   if [ -n "$dc" ]; then
     sed -i 's|^endpoint_snitch: .*|endpoint_snitch: GossipingPropertyFileSnitch|' "$run_dir/cassandra.yaml"
@@ -185,12 +222,24 @@ YAML
   fi
 }
 
-up() {
-  local pid
-  if pid=$(running_pid); then
-    say "already running (pid $pid) on $address:$cql_port"
-    return 0
-  fi
+# commitlog_timing is the one timing key the mode takes: Cassandra refuses to start when batch
+# or group also finds commitlog_sync_period, or when periodic or group lacks its own.
+commitlog_timing() {
+  case "$commitlog" in
+    periodic) echo "commitlog_sync_period: $commitlog_period" ;;
+    group) echo "commitlog_sync_group_window: $commitlog_window" ;;
+    batch) echo "# batch: each write waits for an fsync that starts as soon as writes are queued" ;;
+  esac
+}
+
+# gone reports whether process $1 has ended (a zombie waiting to be reaped counts as ended)
+# and its CQL port is closed: a killed JVM's threads may still hold the socket for a moment.
+gone() {
+  { ! kill -0 "$1" 2>/dev/null || grep -q '^State:[[:space:]]*Z' "/proc/$1/status" 2>/dev/null; } &&
+    ! (exec 3<>"/dev/tcp/$address/$cql_port") 2>/dev/null
+}
+
+check_can_start() {
   if (exec 3<>"/dev/tcp/$address/$cql_port") 2>/dev/null; then
     die "$address:$cql_port is already taken by another process; set CASSANDRA_HOSTS to use it, or CASSANDRA_CQL_PORT to move"
   fi
@@ -198,45 +247,80 @@ up() {
   local major
   major=$(java -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -n 1)
   [ "$major" = 17 ] || die "Cassandra 5.0 here needs Java 17 (found ${major:-none}); put a JDK 17 first on PATH"
-  fetch
-  [ "$keep_data" = 1 ] || rm -rf "$run_dir/data"
-  mkdir -p "$run_dir/data" "$log_dir"
-  : >"$log_dir/system.log"
-  write_yaml
-  secure_yaml
-  local started=$SECONDS
-  say "starting Cassandra $version (paxos $paxos, auth $auth, tls $tls) on $address:$cql_port, logs in $log_dir"
-  # setsid: the node must outlive make's shell, and stop only when asked by its PID.
-  mapfile -t flags < <(java_flags)
+}
+
+# launch runs the saved command line and waits until CQL answers. On failure it prints the end
+# of the logs, stops the process and returns 1; the caller decides what happens to the data.
+launch() {
+  local started=$SECONDS args
+  mapfile -t args <"$args_file"
   local in_netns=()
   [ -n "$netns" ] && in_netns=(ip netns exec "$netns")
-  setsid "${in_netns[@]}" java "${flags[@]}" -cp "$jar_dir/lib/*" org.apache.cassandra.service.CassandraDaemon \
-    >"$log_dir/stdout.log" 2>&1 </dev/null &
+  # setsid: the node must outlive make's shell, and stop only when asked by its PID.
+  setsid "${in_netns[@]}" java "${args[@]}" >>"$log_dir/stdout.log" 2>&1 </dev/null &
   echo $! >"$pid_file"
   if ! cql_ready -wait "${start_timeout}s" -pid "$(cat "$pid_file")"; then
     say "Cassandra did not answer CQL; last lines of $log_dir:"
     tail -n 40 "$log_dir/system.log" >&2 || true
     tail -n 20 "$log_dir/stdout.log" >&2 || true
-    down
-    exit 1
+    stop
+    return 1
   fi
   say "ready after $((SECONDS - started))s"
 }
 
-down() {
+# commitlog_of prints the commitlog settings of the node's cassandra.yaml on one line.
+commitlog_of() {
+  grep -E '^commitlog_sync' "$run_dir/cassandra.yaml" | tr '\n' ' ' | sed 's/ $//'
+}
+
+up() {
   local pid
   if pid=$(running_pid); then
-    say "stopping pid $pid"
-    kill -TERM "$pid" 2>/dev/null || true
-    for _ in $(seq 1 120); do kill -0 "$pid" 2>/dev/null || break; sleep 0.5; done
-    if kill -0 "$pid" 2>/dev/null; then
-      say "pid $pid ignored SIGTERM for 60s; killing it"
-      kill -KILL "$pid" 2>/dev/null || true
-    fi
-    rm -f "$pid_file"
-  else
-    say "not running"
+    say "already running (pid $pid) on $address:$cql_port"
+    return 0
   fi
+  check_can_start
+  fetch
+  [ "$keep_data" = 1 ] || rm -rf "$run_dir/data"
+  mkdir -p "$run_dir/data" "$log_dir"
+  : >"$log_dir/system.log"
+  : >"$log_dir/stdout.log"
+  write_yaml
+  secure_yaml
+  { java_flags; printf '%s\n' -cp "$jar_dir/lib/*" org.apache.cassandra.service.CassandraDaemon; } >"$args_file"
+  say "starting Cassandra $version (paxos $paxos, $(commitlog_of), auth $auth, tls $tls) on $address:$cql_port, logs in $log_dir"
+  launch || { [ "$keep_data" = 1 ] || rm -rf "$run_dir/data"; exit 1; }
+}
+
+# restart starts the node again on the data it left, as an operator restarts a crashed node:
+# Cassandra replays the commitlog up to its last sync.
+restart() {
+  local pid
+  [ -f "$args_file" ] && [ -d "$run_dir/data" ] ||
+    die "nothing to restart in $run_dir: start the node with up first"
+  if pid=$(running_pid); then stop; fi
+  check_can_start
+  say "restarting on $run_dir/data with the settings of the last up ($(commitlog_of)) on $address:$cql_port"
+  launch || die "the restart failed; the data stays in $run_dir/data"
+}
+
+# stop sends SIGTERM to the running node and waits for it to end (SIGKILL after 60 s).
+stop() {
+  local pid
+  pid=$(running_pid) || { say "not running"; return 0; }
+  say "stopping pid $pid"
+  kill -TERM "$pid" 2>/dev/null || true
+  for _ in $(seq 1 120); do gone "$pid" && break; sleep 0.5; done
+  if ! gone "$pid"; then
+    say "pid $pid ignored SIGTERM for 60s; killing it"
+    kill -KILL "$pid" 2>/dev/null || true
+  fi
+  rm -f "$pid_file"
+}
+
+down() {
+  stop
   if [ "$keep_data" = 1 ]; then
     say "keeping data in $run_dir/data"
   else
@@ -255,12 +339,25 @@ nodetool() {
     -cp "$jar_dir/lib/*" org.apache.cassandra.tools.NodeTool -h 127.0.0.1 -p "$jmx_port" "$@"
 }
 
+# crash stops the node with SIGKILL: no shutdown hook runs, nothing is flushed or synced.
+crash() {
+  local pid
+  pid=$(running_pid) || die "not running on $address:$cql_port"
+  kill -KILL "$pid"
+  for _ in $(seq 1 100); do gone "$pid" && break; sleep 0.1; done
+  gone "$pid" || die "pid $pid still runs 10s after SIGKILL"
+  rm -f "$pid_file"
+  say "killed pid $pid with SIGKILL; its data stays in $run_dir/data for restart"
+}
+
 case "${1:-}" in
   up) up ;;
   down) down ;;
+  restart) restart ;;
+  kill) crash ;;
   status) running_pid >/dev/null && cql_ready ;;
   fetch) fetch ;;
   log) cat "$log_dir/system.log" ;;
   nodetool) shift; nodetool "$@" ;;
-  *) die "usage: node.sh up|down|status|fetch|log|nodetool ARGS" ;;
+  *) die "usage: node.sh up|down|restart|kill|status|fetch|log|nodetool ARGS" ;;
 esac

@@ -1,0 +1,317 @@
+//go:build faults
+
+package crashtest
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gocql/gocql"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cassdedup/cassdedup/lwt"
+)
+
+// workerEnv, when set, makes the test binary run as a worker process with the spec it holds
+// (JSON) instead of running the tests: the tests start several OS processes this way.
+const workerEnv = "CRASHTEST_WORKER"
+
+// workerSpec tells a worker process what to do.
+type workerSpec struct {
+	// Mode is "share" (run every key through the executor), "fenced" (one key, a fenced
+	// downstream write) or "reaper" (stop a node if the test binary dies; see startReaper).
+	Mode       string
+	Hosts      string
+	Keys       []string
+	Goroutines int           // share: concurrent calls in the process
+	Seed       uint64        // share: the order in which this process visits the keys
+	Lease      time.Duration // the store's lease
+	Value      string        // fenced: what the function writes downstream and returns
+	Hold       bool          // fenced: inside the function, wait for a line on stdin before writing
+	Script     string        // reaper: node.sh, run with the reaper's environment
+	Repo       string        // reaper: where node.sh runs
+}
+
+// workerReport is one JSON line a worker prints: "running" from inside a fenced function,
+// "done" at the end.
+type workerReport struct {
+	Event      string
+	Ran        int // share: calls that ran the function; fenced: 1 if it ran
+	Replayed   int
+	Unknown    int // calls that returned lwt.ErrOutcomeUnknown and were retried
+	InProgress int // calls that returned lwt.ErrInProgress and were retried
+	Waited     int // share: calls that met a live claim and waited for its result (lwt Stats.Conflicts)
+	Errors     []string
+	Fence      int64 // fenced: the claim's fencing token
+	Downstream bool  // fenced: the fenced downstream write applied
+	LeaseLost  bool  // fenced: ExecuteOnce returned lwt.ErrLeaseLost
+	Err        string
+}
+
+func runWorker(raw string) int {
+	var spec workerSpec
+	if err := json.Unmarshal([]byte(raw), &spec); err != nil {
+		fmt.Fprintln(os.Stderr, "crashtest worker: bad spec:", err)
+		return 2
+	}
+	if spec.Mode == "reaper" {
+		return reap(spec)
+	}
+	s, err := connect(spec.Hosts, keyspace)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "crashtest worker:", err)
+		return 1
+	}
+	defer s.Close()
+	store, err := lwt.NewStore(s, lwt.IdempotencyKeys(keyspace), lwt.WithLease(spec.Lease))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "crashtest worker:", err)
+		return 1
+	}
+	out := json.NewEncoder(os.Stdout)
+	switch spec.Mode {
+	case "share":
+		err = out.Encode(shareKeys(s, store, spec))
+	case "fenced":
+		err = out.Encode(fencedRun(s, store, spec, out))
+	default:
+		err = fmt.Errorf("unknown mode %q", spec.Mode)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "crashtest worker:", err)
+		return 1
+	}
+	return 0
+}
+
+// reap waits until its stdin closes. Unless the test wrote "stopped" first, the test binary
+// died without running its cleanups (a -timeout panic, a signal), and reap stops the node.
+func reap(spec workerSpec) int {
+	said, _ := io.ReadAll(os.Stdin)
+	if strings.TrimSpace(string(said)) == "stopped" {
+		return 0
+	}
+	cmd := exec.Command(spec.Script, "down")
+	cmd.Dir = spec.Repo
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, workerEnv+"=") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "crashtest reaper: node.sh down:", err)
+		return 1
+	}
+	return 0
+}
+
+// shareKeys runs every key of the spec through the executor, in an order of its own, with
+// spec.Goroutines calls at a time. The function records its run in crash_runs, one row per
+// run, and returns the run's id.
+func shareKeys(s *gocql.Session, store *lwt.Store, spec workerSpec) workerReport {
+	keys := append([]string(nil), spec.Keys...)
+	rand.New(rand.NewPCG(spec.Seed, 0)).Shuffle(len(keys), func(i, j int) { keys[i], keys[j] = keys[j], keys[i] })
+	var (
+		next, ran, replayed, unknown, inProgress atomic.Int64
+		mu                                       sync.Mutex
+		errs                                     []string
+		wg                                       sync.WaitGroup
+	)
+	pid := os.Getpid()
+	fn := func(key string) func(context.Context) ([]byte, error) {
+		return func(ctx context.Context) ([]byte, error) {
+			run, err := gocql.RandomUUID()
+			if err != nil {
+				return nil, err
+			}
+			if err := s.Query(`INSERT INTO crash_runs (key, run, pid) VALUES (?, ?, ?)`, key, run, pid).
+				WithContext(ctx).Exec(); err != nil {
+				return nil, err
+			}
+			return []byte(run.String()), nil
+		}
+	}
+	call := func(key string) error {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		for {
+			res, err := store.ExecuteOnce(ctx, lwt.IdempotencyKey(namespace, key), fn(key), lwt.WithWait())
+			switch {
+			case err == nil && res.Replay:
+				replayed.Add(1)
+				return nil
+			case err == nil:
+				ran.Add(1)
+				return nil
+			case errors.Is(err, lwt.ErrOutcomeUnknown):
+				unknown.Add(1)
+			case errors.Is(err, lwt.ErrInProgress):
+				inProgress.Add(1)
+				time.Sleep(50 * time.Millisecond)
+			default:
+				return fmt.Errorf("%s: %w", key, err)
+			}
+		}
+	}
+	for range spec.Goroutines {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(keys) {
+					return
+				}
+				if err := call(keys[i]); err != nil {
+					mu.Lock()
+					errs = append(errs, err.Error())
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return workerReport{Event: "done", Ran: int(ran.Load()), Replayed: int(replayed.Load()),
+		Unknown: int(unknown.Load()), InProgress: int(inProgress.Load()), Waited: int(store.Stats().Conflicts), Errors: errs}
+}
+
+// fencedRun runs the spec's one key through the executor. The function reports that it runs,
+// optionally waits for a line on stdin (the test freezes the process meanwhile), and writes its
+// value to crash_ledger on the condition that no writer with a newer fence came first.
+func fencedRun(s *gocql.Session, store *lwt.Store, spec workerSpec, out *json.Encoder) workerReport {
+	rep := workerReport{Event: "done"}
+	fn := func(ctx context.Context) ([]byte, error) {
+		claim, ok := lwt.ClaimFromContext(ctx)
+		if !ok {
+			return nil, errors.New("no claim in the function's context")
+		}
+		rep.Ran, rep.Fence = 1, claim.Fence
+		if err := out.Encode(workerReport{Event: "running", Fence: claim.Fence}); err != nil {
+			return nil, err
+		}
+		if spec.Hold {
+			if _, err := bufio.NewReader(os.Stdin).ReadString('\n'); err != nil {
+				return nil, err
+			}
+		}
+		// A stalled worker may not notice that its ctx was canceled when its lease was lost, as
+		// one blocked in a call would not: the fence, not the ctx, is what stops its write.
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		applied, _, err := lwt.UpdateIf(wctx, s.Query(`UPDATE crash_ledger SET value = ?, fence = ? WHERE key = ? IF fence < ?`,
+			spec.Value, claim.Fence, spec.Keys[0], claim.Fence), gocql.Serial)
+		if err != nil {
+			return nil, err
+		}
+		rep.Downstream = applied
+		return []byte(spec.Value), nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	_, err := store.ExecuteOnce(ctx, lwt.IdempotencyKey(namespace, spec.Keys[0]), fn, lwt.WithWait())
+	if err != nil {
+		rep.Err = err.Error()
+		rep.LeaseLost = errors.Is(err, lwt.ErrLeaseLost)
+	}
+	return rep
+}
+
+// worker is a worker process started by a test: the test binary run again with workerEnv set.
+type worker struct {
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	lines  chan workerReport // closed when the process's stdout ends
+	stderr lockedBuffer
+}
+
+// startWorker starts a worker process. It is killed, if still running, when the test ends.
+func startWorker(t *testing.T, spec workerSpec) *worker {
+	t.Helper()
+	raw, err := json.Marshal(spec)
+	require.NoError(t, err)
+	w := &worker{cmd: exec.Command(os.Args[0]), lines: make(chan workerReport, 16)}
+	w.cmd.Env = append(os.Environ(), workerEnv+"="+string(raw))
+	w.cmd.Stderr = &w.stderr
+	w.stdin, err = w.cmd.StdinPipe()
+	require.NoError(t, err)
+	stdout, err := w.cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, w.cmd.Start())
+	go func() {
+		defer close(w.lines)
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			var r workerReport
+			if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+				r = workerReport{Event: "unreadable", Err: sc.Text()}
+			}
+			w.lines <- r
+		}
+	}()
+	t.Cleanup(func() {
+		_ = w.cmd.Process.Kill() // SIGKILL ends a stopped process too
+		for range w.lines {
+		}
+		_ = w.cmd.Wait()
+		if t.Failed() && w.stderr.Len() > 0 {
+			t.Logf("crashtest: worker %d stderr:\n%s", w.cmd.Process.Pid, w.stderr.String())
+		}
+	})
+	return w
+}
+
+// next returns the worker's next report of the given event, failing the test on anything else.
+func (w *worker) next(t *testing.T, event string, timeout time.Duration) workerReport {
+	t.Helper()
+	select {
+	case r, ok := <-w.lines:
+		if !ok {
+			t.Fatalf("crashtest: worker %d ended before reporting %q; stderr:\n%s", w.cmd.Process.Pid, event, w.stderr.String())
+		}
+		if r.Event != event {
+			t.Fatalf("crashtest: worker %d reported %+v, expected %q", w.cmd.Process.Pid, r, event)
+		}
+		return r
+	case <-time.After(timeout):
+		t.Fatalf("crashtest: worker %d did not report %q within %s", w.cmd.Process.Pid, event, timeout)
+	}
+	return workerReport{}
+}
+
+// lockedBuffer is a bytes.Buffer the exec package may write while the test reads it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) Len() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Len()
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
