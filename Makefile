@@ -94,7 +94,7 @@ fmt-check:
 	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 
 vet:
-	@for m in $(MODULES); do echo "go vet $$m"; $(GO) -C $$m vet -tags cluster ./...; done
+	@for m in $(MODULES); do echo "go vet $$m"; $(GO) -C $$m vet -tags cluster,faults ./...; done
 
 tidy-check:
 	@for m in $(MODULES); do $(GO) -C $$m mod tidy -diff || { echo "go.mod of $$m is not tidy: run go mod tidy there"; exit 1; }; done

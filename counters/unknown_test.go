@@ -17,16 +17,12 @@ import (
 // one reaching it directly, on the same fresh keyspace.
 func proxiedStore(t *testing.T) (proxied, direct *Store, p *faultproxy.Proxy) {
 	t.Helper()
-	session, ks := testnode.NewSession(t)
-	hosts, err := testnode.Hosts()
+	n := testnode.NewProxied(t)
+	proxied, err := New(n.Proxied, WithKeyspace(n.Keyspace))
 	require.NoError(t, err)
-	p = faultproxy.New(t, hosts[0])
-	ps := testnode.ProxiedSession(t, ks, p.Addr())
-	proxied, err = New(ps, WithKeyspace(ks))
+	direct, err = New(n.Direct, WithKeyspace(n.Keyspace))
 	require.NoError(t, err)
-	direct, err = New(session, WithKeyspace(ks))
-	require.NoError(t, err)
-	return proxied, direct, p
+	return proxied, direct, n.Proxy
 }
 
 // TestClaimOutcomeUnknownResolvedLikeLWT: a claim that never reached the node is read back,

@@ -6,8 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"time"
 
+	"github.com/cassdedup/cassdedup/internal/loop"
 	"github.com/cassdedup/cassdedup/lwt"
 )
 
@@ -107,41 +107,23 @@ func (g *Guard) releaseUnended(groups []*batchGroup) {
 // of the lease until stop is called, and cancels a message's ctx with lwt.ErrLeaseLost when
 // its lease is lost. stop ends the goroutine and waits for it.
 func (g *Guard) renewBatches(ctx context.Context, groups []*batchGroup, cancels map[*lwt.Claim]context.CancelCauseFunc) (stop func()) {
-	quit, done := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(done)
-		t := time.NewTicker(g.cfg.lease / 3)
-		defer t.Stop()
-		for {
-			select {
-			case <-quit:
-				return
-			case <-t.C:
-			}
-			for _, grp := range groups {
-				var live []*lwt.Claim
-				for _, c := range grp.claims {
-					if c != nil {
-						live = append(live, c)
-					}
+	return loop.Every(g.cfg.lease/3, func() bool {
+		for _, grp := range groups {
+			var live []*lwt.Claim
+			for _, c := range grp.claims {
+				if c != nil {
+					live = append(live, c)
 				}
-				rctx, cancel := context.WithTimeout(ctx, g.cfg.lease/3)
-				errs := g.batch.RenewBatch(rctx, live)
-				cancel()
-				for k, err := range errs {
-					if errors.Is(err, lwt.ErrLeaseLost) {
-						cancels[live[k]](lwt.ErrLeaseLost)
-					}
+			}
+			rctx, cancel := context.WithTimeout(ctx, g.cfg.lease/3)
+			errs := g.batch.RenewBatch(rctx, live)
+			cancel()
+			for k, err := range errs {
+				if errors.Is(err, lwt.ErrLeaseLost) {
+					cancels[live[k]](lwt.ErrLeaseLost)
 				}
 			}
 		}
-	}()
-	stopped := false
-	return func() {
-		if !stopped {
-			stopped = true
-			close(quit)
-			<-done
-		}
-	}
+		return true
+	})
 }

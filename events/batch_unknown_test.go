@@ -18,16 +18,12 @@ import (
 // and one that reaches it directly, on the same fresh keyspace.
 func faultyGuards(t *testing.T) (proxied, direct *events.Guard, p *faultproxy.Proxy) {
 	t.Helper()
-	session, ks := testnode.NewSession(t)
-	hosts, err := testnode.Hosts()
+	n := testnode.NewProxied(t)
+	proxied, err := events.NewGuard(n.Proxied, events.WithKeyspace(n.Keyspace))
 	require.NoError(t, err)
-	p = faultproxy.New(t, hosts[0])
-	ps := testnode.ProxiedSession(t, ks, p.Addr())
-	proxied, err = events.NewGuard(ps, events.WithKeyspace(ks))
+	direct, err = events.NewGuard(n.Direct, events.WithKeyspace(n.Keyspace))
 	require.NoError(t, err)
-	direct, err = events.NewGuard(session, events.WithKeyspace(ks))
-	require.NoError(t, err)
-	return proxied, direct, p
+	return proxied, direct, n.Proxy
 }
 
 // TestProcessBatchLostExchanges loses one exchange of a poll of five messages: the claim

@@ -50,14 +50,7 @@ func (s *BatchStore) FinishBatch(ctx context.Context, ends []BatchEnd) []error {
 			return []any{ttl, string(ends[i].Status), ends[i].Result, now}
 		},
 		settle: func(i int, r *Record) transitionState {
-			c := claims[i]
-			switch ours := r.Owner == c.Owner && r.Fence == c.Fence; {
-			case ours && r.Status == ends[i].Status:
-				return transitionDone
-			case ours && r.Status == StatusStarted:
-				return transitionPending
-			}
-			return transitionLost
+			return settleOwned(claims[i], r, r.Status == ends[i].Status)
 		},
 	}
 	s.transition(ctx, t, claims, errs)
@@ -67,6 +60,20 @@ func (s *BatchStore) FinishBatch(ctx context.Context, ends []BatchEnd) []error {
 		}
 	}
 	return errs
+}
+
+// settleOwned reads one claim's state from its record: done when the record shows the
+// transition (reached, by the caller's test), pending while it is still the claim's and
+// STARTED, lost otherwise.
+func settleOwned(c *Claim, r *Record, reached bool) transitionState {
+	ours := r.Owner == c.Owner && r.Fence == c.Fence
+	switch {
+	case ours && reached:
+		return transitionDone
+	case ours && r.Status == StatusStarted:
+		return transitionPending
+	}
+	return transitionLost
 }
 
 // observedEnd is the observation of each ending status.
@@ -87,15 +94,8 @@ func (s *BatchStore) RenewBatch(ctx context.Context, claims []*Claim) []error {
 	t := batchTransition{op: "renew", stmt: s.stmt.renew, once: true,
 		args: func(i int, _ time.Time, ttl int) []any { return []any{min(s.leaseTTL, ttl), claims[i].Owner} },
 		settle: func(i int, r *Record) transitionState {
-			lease := r.LeaseOwner
-			c := claims[i]
-			switch ours := r.Owner == c.Owner && r.Fence == c.Fence; {
-			case ours && r.Status == StatusStarted && lease == c.Owner:
-				return transitionDone // a read after an unknown outcome shows the cell
-			case ours && r.Status == StatusStarted:
-				return transitionPending
-			}
-			return transitionLost
+			// A read after an unknown outcome shows the renewed lease cell.
+			return settleOwned(claims[i], r, r.Status == StatusStarted && r.LeaseOwner == claims[i].Owner)
 		},
 	}
 	s.transition(ctx, t, claims, errs)

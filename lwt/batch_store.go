@@ -44,14 +44,9 @@ func NewBatchStore(session *gocql.Session, table BatchTable, opts ...Option) (*B
 	if err != nil {
 		return nil, err
 	}
-	cfg := defaultConfig()
-	for _, o := range opts {
-		if err := o(&cfg); err != nil {
-			return nil, err
-		}
-	}
-	if cfg.lease > cfg.retention {
-		return nil, fmt.Errorf("lwt: lease %v exceeds retention %v", cfg.lease, cfg.retention)
+	cfg, err := newConfig(opts)
+	if err != nil {
+		return nil, err
 	}
 	return &BatchStore{
 		base: &Store{session: session, cfg: cfg}, keyCol: table.KeyColumn, nParts: len(table.PartitionColumns),

@@ -63,3 +63,18 @@ type ObserverFunc func(Observation)
 
 // Observe calls f(o).
 func (f ObserverFunc) Observe(o Observation) { f(o) }
+
+// Result names the outcome of an ObservedLWT or ObservedWrite observation, the same word in
+// every log and metrics adapter: "error" when Err is set, else "applied" or "not_applied" for
+// an LWT (a serial read is "applied" when it found a row) and "ok" for a plain write.
+func (o Observation) Result() string {
+	switch {
+	case o.Err != nil:
+		return "error"
+	case o.Kind == ObservedWrite:
+		return "ok"
+	case o.Applied:
+		return "applied"
+	}
+	return "not_applied"
+}

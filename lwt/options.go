@@ -33,6 +33,24 @@ type config struct {
 	now           func() time.Time
 }
 
+// newConfig applies opts to the defaults and checks what no single option can: the lease may
+// not exceed the retention.
+func newConfig(opts []Option) (config, error) {
+	cfg := defaultConfig()
+	for _, o := range opts {
+		if o == nil {
+			return cfg, fmt.Errorf("%w: nil option", ErrInvalidOption)
+		}
+		if err := o(&cfg); err != nil {
+			return cfg, err
+		}
+	}
+	if cfg.lease > cfg.retention {
+		return cfg, fmt.Errorf("%w: lease %v exceeds retention %v", ErrInvalidOption, cfg.lease, cfg.retention)
+	}
+	return cfg, nil
+}
+
 func defaultConfig() config {
 	return config{
 		retention:     DefaultRetention,

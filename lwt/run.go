@@ -4,7 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
+
+	"github.com/cassdedup/cassdedup/internal/loop"
 )
 
 // run calls fn under claim, renewing the lease until the claim has ended, and ends the claim
@@ -81,41 +82,21 @@ func runGuarded(ctx context.Context, fn func(context.Context) ([]byte, error)) (
 // the claim meanwhile. It cancels fn's ctx with ErrLeaseLost when the lease is lost or runs out
 // unrenewed. stop ends the goroutine and waits for it.
 func (s *Store) renewLease(ctx context.Context, cancel context.CancelCauseFunc, claim *Claim, holder *claimHolder) (stop func()) {
-	done := make(chan struct{})
-	quit := make(chan struct{})
 	mine := *claim
-	go func() {
-		defer close(done)
-		t := time.NewTicker(s.cfg.lease / 3)
-		defer t.Stop()
-		for {
-			select {
-			case <-quit:
-				return
-			case <-t.C:
-			}
-			rctx, rcancel := context.WithTimeout(ctx, mine.LeaseUntil.Sub(s.now()))
-			err := s.Renew(rctx, &mine)
-			rcancel()
-			if err == nil {
-				holder.renewed(mine.LeaseUntil)
-				continue
-			}
-			if errors.Is(err, errClaimEnded) {
-				return // the claim's end was written: nothing left to keep
-			}
-			if errors.Is(err, ErrLeaseLost) || !s.now().Before(mine.LeaseUntil) {
-				cancel(ErrLeaseLost)
-				return
-			}
+	return loop.Every(s.cfg.lease/3, func() bool {
+		rctx, rcancel := context.WithTimeout(ctx, mine.LeaseUntil.Sub(s.now()))
+		err := s.Renew(rctx, &mine)
+		rcancel()
+		switch {
+		case err == nil:
+			holder.renewed(mine.LeaseUntil)
+			return true
+		case errors.Is(err, errClaimEnded):
+			return false // the claim's end was written: nothing left to keep
+		case errors.Is(err, ErrLeaseLost) || !s.now().Before(mine.LeaseUntil):
+			cancel(ErrLeaseLost)
+			return false
 		}
-	}()
-	var stopped bool
-	return func() {
-		if !stopped {
-			stopped = true
-			close(quit)
-			<-done
-		}
-	}
+		return true
+	})
 }

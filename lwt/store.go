@@ -40,14 +40,9 @@ func NewStore(session *gocql.Session, table Table, opts ...Option) (*Store, erro
 	if err != nil {
 		return nil, err
 	}
-	cfg := defaultConfig()
-	for _, o := range opts {
-		if err := o(&cfg); err != nil {
-			return nil, err
-		}
-	}
-	if cfg.lease > cfg.retention {
-		return nil, fmt.Errorf("lwt: lease %v exceeds retention %v", cfg.lease, cfg.retention)
+	cfg, err := newConfig(opts)
+	if err != nil {
+		return nil, err
 	}
 	s := &Store{session: session, cfg: cfg, keyCols: keyCols, stmt: buildStatements(qualified, keyCols)}
 	s.adm = buildAdminStatements(qualified, keyCols, s.stmt.read)

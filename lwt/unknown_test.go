@@ -19,16 +19,12 @@ import (
 // 2s) and one that reaches it directly, on the same fresh keyspace.
 func faultyStores(t *testing.T, opts ...Option) (proxied, direct *Store, p *faultproxy.Proxy) {
 	t.Helper()
-	session, ks := testnode.NewSession(t)
-	hosts, err := testnode.Hosts()
+	n := testnode.NewProxied(t)
+	proxied, err := NewStore(n.Proxied, IdempotencyKeys(n.Keyspace), opts...)
 	require.NoError(t, err)
-	p = faultproxy.New(t, hosts[0])
-	ps := testnode.ProxiedSession(t, ks, p.Addr())
-	proxied, err = NewStore(ps, IdempotencyKeys(ks), opts...)
+	direct, err = NewStore(n.Direct, IdempotencyKeys(n.Keyspace), opts...)
 	require.NoError(t, err)
-	direct, err = NewStore(session, IdempotencyKeys(ks), opts...)
-	require.NoError(t, err)
-	return proxied, direct, p
+	return proxied, direct, n.Proxy
 }
 
 // TestUnknownOutcomeClaimApplied: the claim reaches the node and applies, its response is lost;

@@ -145,49 +145,48 @@ func (e *env) log(l *logFlags) (*events.Log, error) {
 		events.WithBucketWidth(l.width), events.WithGracePeriod(l.grace), events.WithSettleTime(l.settle))
 }
 
-var counterTotalCommand = &command{
-	name: "counter total", args: []string{"COUNTER"},
-	summary: "read an event-log counter's total: its rollup plus the buckets not folded yet",
-	flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
-		var lf logFlags
-		lf.register(fs)
-		return func(ctx context.Context, e *env, args []string) error {
-			l, err := e.log(&lf)
-			if err != nil {
-				return err
+// logCommand is a command on one event-log counter: the log flags, then act on the Log they
+// configure.
+func logCommand(name, summary string, act func(ctx context.Context, e *env, l *events.Log, counter string) error) *command {
+	return &command{
+		name: name, args: []string{"COUNTER"}, summary: summary,
+		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
+			var lf logFlags
+			lf.register(fs)
+			return func(ctx context.Context, e *env, args []string) error {
+				l, err := e.log(&lf)
+				if err != nil {
+					return err
+				}
+				return act(ctx, e, l, args[0])
 			}
-			total, err := l.Total(ctx, args[0])
-			if err != nil {
-				return err
-			}
-			return e.emit(map[string]any{"counter": args[0], "total": total}, func(w io.Writer) {
-				row(w, "COUNTER", "TOTAL")
-				row(w, args[0], total)
-			})
-		}
-	},
+		},
+	}
 }
 
-var counterRollupCommand = &command{
-	name: "counter rollup", args: []string{"COUNTER"},
-	summary: "fold an event-log counter's closed buckets into its rollup (exactly once, safe beside running rollups)",
-	flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
-		var lf logFlags
-		lf.register(fs)
-		return func(ctx context.Context, e *env, args []string) error {
-			l, err := e.log(&lf)
-			if err != nil {
-				return err
-			}
-			r, err := l.Rollup(ctx, args[0])
-			if err != nil {
-				return err
-			}
-			return e.emit(map[string]any{"counter": args[0], "watermark": tptr(r.Watermark), "total": r.Total, "folded": r.Folded},
-				func(w io.Writer) {
-					row(w, "COUNTER", "WATERMARK", "ROLLED-UP TOTAL", "BUCKETS FOLDED NOW")
-					row(w, args[0], stamp(r.Watermark), r.Total, r.Folded)
-				})
+var counterTotalCommand = logCommand("counter total",
+	"read an event-log counter's total: its rollup plus the buckets not folded yet",
+	func(ctx context.Context, e *env, l *events.Log, counter string) error {
+		total, err := l.Total(ctx, counter)
+		if err != nil {
+			return err
 		}
-	},
-}
+		return e.emit(map[string]any{"counter": counter, "total": total}, func(w io.Writer) {
+			row(w, "COUNTER", "TOTAL")
+			row(w, counter, total)
+		})
+	})
+
+var counterRollupCommand = logCommand("counter rollup",
+	"fold an event-log counter's closed buckets into its rollup (exactly once, safe beside running rollups)",
+	func(ctx context.Context, e *env, l *events.Log, counter string) error {
+		r, err := l.Rollup(ctx, counter)
+		if err != nil {
+			return err
+		}
+		return e.emit(map[string]any{"counter": counter, "watermark": tptr(r.Watermark), "total": r.Total, "folded": r.Folded},
+			func(w io.Writer) {
+				row(w, "COUNTER", "WATERMARK", "ROLLED-UP TOTAL", "BUCKETS FOLDED NOW")
+				row(w, counter, stamp(r.Watermark), r.Total, r.Folded)
+			})
+	})

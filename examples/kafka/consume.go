@@ -165,7 +165,7 @@ func (c *consumer) process(ctx context.Context, partition int32, records []*kgo.
 		}
 		msgs = again
 		if len(msgs) > 0 {
-			if err := sleepCtx(ctx, 200*time.Millisecond); err != nil {
+			if err := pause(ctx, 200*time.Millisecond); err != nil {
 				return err
 			}
 		}
@@ -233,13 +233,12 @@ func (c *consumer) revoked(_ context.Context, _ *kgo.Client, parts map[string][]
 	}
 }
 
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
+// pause waits d, or returns ctx's error if ctx ends first.
+func pause(ctx context.Context, d time.Duration) error {
 	select {
 	case <-ctx.Done():
 		return ctx.Err()
-	case <-t.C:
+	case <-time.After(d):
 		return nil
 	}
 }

@@ -102,7 +102,7 @@ func newStores(t *testing.T, s *gocql.Session) stores {
 	once, err := lwt.NewStore(s, lwt.IdempotencyKeys(keyspace), lwt.WithLease(killLease),
 		lwt.WithCommitTimeout(5*time.Second))
 	require.NoError(t, err)
-	log, err := events.NewLog(s, events.WithLogKeyspace(keyspace))
+	log, err := events.NewLog(s, events.WithKeyspace(keyspace))
 	require.NoError(t, err)
 	ctr, err := counters.New(s, counters.WithKeyspace(keyspace))
 	require.NoError(t, err)

@@ -134,19 +134,10 @@ func (o *Observer) Observe(ob lwt.Observation) {
 	ctx := context.Background()
 	switch ob.Kind {
 	case lwt.ObservedLWT:
-		result := "applied"
-		switch {
-		case ob.Err != nil:
-			result = "error"
-		case !ob.Applied:
-			result = "not_applied"
-		}
+		result := ob.Result()
 		o.lwt.Record(ctx, ob.Latency.Seconds(), metric.WithAttributes(o.store, attribute.String("op", ob.Op), attribute.String("result", result)))
 	case lwt.ObservedWrite:
-		result := "ok"
-		if ob.Err != nil {
-			result = "error"
-		}
+		result := ob.Result()
 		o.writes.Record(ctx, ob.Latency.Seconds(), metric.WithAttributes(o.store, attribute.String("op", ob.Op), attribute.String("result", result)))
 	default:
 		o.observations.Add(ctx, 1, metric.WithAttributes(o.store, attribute.String("kind", ob.Kind.String())))

@@ -139,19 +139,10 @@ type observer struct {
 func (o *observer) Observe(ob lwt.Observation) {
 	switch ob.Kind {
 	case lwt.ObservedLWT:
-		result := "applied"
-		switch {
-		case ob.Err != nil:
-			result = "error"
-		case !ob.Applied:
-			result = "not_applied"
-		}
+		result := ob.Result()
 		o.metrics.lwt.WithLabelValues(o.store, ob.Op, result).Observe(ob.Latency.Seconds())
 	case lwt.ObservedWrite:
-		result := "ok"
-		if ob.Err != nil {
-			result = "error"
-		}
+		result := ob.Result()
 		o.metrics.writes.WithLabelValues(o.store, ob.Op, result).Observe(ob.Latency.Seconds())
 	default:
 		o.metrics.observations.WithLabelValues(o.store, ob.Kind.String()).Inc()
