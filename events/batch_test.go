@@ -218,3 +218,48 @@ func TestProcessBatchRacingConsumersRunEachMessageOnce(t *testing.T) {
 	}
 	t.Logf("%d handler runs for %d messages (%d failed once); %+v / %+v", runs.Load(), messages, len(failed), guards[0].BatchStats(), guards[1].BatchStats())
 }
+
+// TestProcessBatchBucketsKeepDuplicatesTogether: with several buckets per window and a wider
+// window, a poll spreads over several Cassandra partitions, and a later poll of the same
+// messages (a redelivery) finds every one of them in the partition its first delivery used.
+func TestProcessBatchBucketsKeepDuplicatesTogether(t *testing.T) {
+	t.Parallel()
+	const n, buckets, window = 40, 4, 2 * time.Minute
+	ctx := context.Background()
+	session, ks := testnode.NewSession(t)
+	g, err := events.NewGuard(session, events.WithKeyspace(ks), events.WithBatchBuckets(buckets), events.WithBatchWindow(window))
+	require.NoError(t, err)
+	at := time.Now()
+	var poll []events.Message
+	for i := range n {
+		id := fmt.Sprintf("b-%d", i)
+		poll = append(poll, events.Message{Scope: events.Scope{Group: "g", Topic: "buckets"}, ID: id, Payload: []byte(id), Time: at})
+	}
+	rc := newRunCounter()
+	res, err := g.ProcessBatch(ctx, poll, rc.handle)
+	require.NoError(t, err)
+	for i, r := range res {
+		require.Equal(t, events.Processed, r.Outcome, "%s: %v", poll[i].ID, r.Err)
+	}
+	res, err = g.ProcessBatch(ctx, poll, rc.handle)
+	require.NoError(t, err)
+	for i, r := range res {
+		require.Equal(t, events.Duplicate, r.Outcome, "%s: %v", poll[i].ID, r.Err)
+		require.Equal(t, 1, rc.count(poll[i].ID))
+	}
+	iter := session.Query(`SELECT DISTINCT consumer_group, topic, partition, window_start, bucket FROM processed_messages_bucketed`).Iter()
+	var group, topic string
+	var partition int32
+	var start int64
+	var bucket int
+	seen := map[int]bool{}
+	for iter.Scan(&group, &topic, &partition, &start, &bucket) {
+		seen[bucket] = true
+		assert.Zero(t, start%int64(window/time.Second), "window_start %d is on a %v boundary", start, window)
+	}
+	require.NoError(t, iter.Close())
+	assert.Greater(t, len(seen), 1, "%d messages over %d buckets used only %v", n, buckets, seen)
+	for b := range seen {
+		assert.True(t, b >= 0 && b < buckets, "bucket %d", b)
+	}
+}

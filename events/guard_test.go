@@ -246,7 +246,9 @@ func TestGuardBadInputGivesTypedErrors(t *testing.T) {
 	for _, o := range []events.Option{events.WithRetention(time.Second), events.WithLease(time.Millisecond),
 		events.WithLease(30 * 24 * time.Hour), events.WithMaxAttempts(0), events.WithMaxPayload(0),
 		events.WithClock(nil), events.WithKeyspace("a b"), events.WithMessageTables("x", "-"),
-		events.WithConsistency(gocql.One), events.WithSerialConsistency(gocql.SerialConsistency(0))} {
+		events.WithConsistency(gocql.One), events.WithSerialConsistency(gocql.SerialConsistency(0)),
+		events.WithBatchWindow(0), events.WithBatchWindow(1500 * time.Millisecond), events.WithBatchWindow(25 * time.Hour),
+		events.WithBatchBuckets(0), events.WithBatchBuckets(1025), events.WithBatchTable("no such;table")} {
 		_, err := events.NewGuard(&gocql.Session{}, o)
 		require.ErrorIs(t, err, events.ErrInvalidOption)
 	}

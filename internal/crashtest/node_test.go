@@ -17,6 +17,7 @@ import (
 
 	"github.com/gocql/gocql"
 
+	"github.com/cassdedup/cassdedup/internal/testnode"
 	"github.com/cassdedup/cassdedup/schema"
 )
 
@@ -175,13 +176,9 @@ func (n *node) applySchema(t *testing.T, extra ...string) {
 // connect opens a session as the toolkit's tests do: QUORUM and SERIAL, no driver retries (an
 // LWT must never be re-sent by the driver), and no driver log: a killed node makes it chatter.
 func connect(hosts, ks string) (*gocql.Session, error) {
-	c := gocql.NewCluster(strings.Split(hosts, ",")...)
+	c := testnode.ClusterFor(strings.Split(hosts, ",")...)
 	c.Keyspace = ks
-	c.Consistency = gocql.Quorum
-	c.SerialConsistency = gocql.Serial
 	c.Timeout = 10 * time.Second
-	c.ConnectTimeout = 10 * time.Second
-	c.RetryPolicy = nil
 	c.DisableInitialHostLookup = true
 	c.Logger = discard{}
 	s, err := c.CreateSession()
