@@ -41,7 +41,7 @@ BENCH_FLAGS     ?=
 BENCH_NODE   := CASSANDRA_DURABLE=1 CASSANDRA_COMMITLOG=$(BENCH_COMMITLOG) CASSANDRA_CQL_PORT=$(BENCH_PORT) CASSANDRA_STORAGE_PORT=7100 CASSANDRA_PAXOS=$(BENCH_PAXOS) CASSANDRA_HEAP=2G $(NODE)
 
 .PHONY: test test-faults check fmt-check vet tidy-check deps-check go-test cqlsh cassandra-up cassandra-down cassandra-restart cassandra-kill \
-        go-test-with-kafka kafka-up kafka-down schema fuzz bench bench-long cluster-up cluster-down test-cluster bench-saturation
+        go-test-with-kafka kafka-up kafka-down schema fuzz bench bench-long cluster-up cluster-down test-cluster bench-saturation vulncheck
 
 ## bench: the LWT latency benchmark (about a minute) against CASSANDRA_HOSTS, or against a
 ## durable local node started for the run and stopped after it. Results go to out/.
@@ -175,6 +175,16 @@ kafka-down:
 ## schema: apply the CQL schema to CASSANDRA_HOSTS, or to the local node.
 schema:
 	@$(call with_cassandra,$(GO) run ./cmd/cassdedup schema apply -hosts "$$CASSANDRA_HOSTS")
+
+## vulncheck: govulncheck over every module: the known vulnerabilities that each module's code
+## reaches through its dependencies. It needs the Go vulnerability database (vuln.go.dev, or
+## GOVULNDB=file:///a/local/copy), so it is not part of `make test`. GOVULNCHECK names the binary
+## (default: govulncheck on the PATH, else in $(shell go env GOPATH)/bin).
+GOVULNCHECK ?= $(or $(shell command -v govulncheck),$(shell $(GO) env GOPATH)/bin/govulncheck)
+vulncheck:
+	@[ -x "$(GOVULNCHECK)" ] || { echo "no govulncheck: go install golang.org/x/vuln/cmd/govulncheck@latest"; exit 1; }
+	@fail=0; for m in $(MODULES); do echo "govulncheck $$m"; \
+	  (cd $$m && $(GOVULNCHECK) $${GOVULNDB:+-db "$$GOVULNDB"} ./...) || fail=1; done; exit $$fail
 
 ## fuzz: run each fuzz target of every module for FUZZTIME (default 20s).
 FUZZTIME ?= 20s
