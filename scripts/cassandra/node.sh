@@ -329,13 +329,15 @@ down() {
 }
 
 # nodetool runs Cassandra's nodetool against the node's local JMX port (CASSANDRA_JMX_PORT),
-# inside its namespace when it has one.
+# inside its namespace when it has one. It logs through logback-tools.xml: the node's logback.xml
+# writes to ${cassandra.logdir}, which a tool's JVM does not set, and logback would then create
+# cassandra.logdir_IS_UNDEFINED/ in whatever folder the caller runs in.
 nodetool() {
   [ -n "$jmx_port" ] || die "nodetool needs CASSANDRA_JMX_PORT (the node's JMX is off without it)"
   local in_netns=()
   [ -n "$netns" ] && in_netns=(ip netns exec "$netns")
   mapfile -t flags < <(module_flags)
-  "${in_netns[@]}" java "${flags[@]}" -Xmx256m -Dlogback.configurationFile="$here/logback.xml" \
+  "${in_netns[@]}" java "${flags[@]}" -Xmx256m -Dlogback.configurationFile="$here/logback-tools.xml" \
     -cp "$jar_dir/lib/*" org.apache.cassandra.tools.NodeTool -h 127.0.0.1 -p "$jmx_port" "$@"
 }
 
