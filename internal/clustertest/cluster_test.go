@@ -4,6 +4,7 @@ package clustertest
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"strings"
@@ -64,19 +65,98 @@ func newCluster(t *testing.T) *cluster {
 func (n node) name() string { return string(rune('0' + n.n)) }
 
 // repair runs a full repair of ks from node 1. Just after a heal, gossip may not yet have
-// marked every peer alive again, and the repair refuses to start: it is tried again then.
+// marked every peer alive again, and the repair refuses to start: it waits until every node
+// holds every replica alive, and a repair that still fails is tried again, for at most
+// detectorTimeout.
 func (c *cluster) repair(ks string) {
 	c.t.Helper()
-	for try := 1; ; try++ {
+	var all []seen
+	for _, n := range c.nodes {
+		all = append(all, seen{via: n, alive: replicas})
+	}
+	if took, ok := c.waitSeen(ks, all...); !ok {
+		c.t.Logf("repair of %s: not every node held every replica alive after %v; repairing anyway", ks, took)
+	}
+	deadline := time.Now().Add(detectorTimeout)
+	for {
 		_, err := c.try("nodetool", "1", "repair", "-full", ks)
 		if err == nil {
 			return
 		}
-		if try == 6 {
+		if time.Now().After(deadline) {
 			c.t.Fatalf("repair of %s: %v", ks, err)
 		}
 		time.Sleep(5 * time.Second)
 	}
+}
+
+// replicas is how many replicas every key of the tests' keyspaces has: one on every node.
+const replicas = 3
+
+// detectorTimeout bounds every wait for the failure detectors. With Cassandra's default
+// phi_convict_threshold a peer that stops answering is convicted after about ten seconds of
+// silence, and a peer back up is marked alive at its first gossip; a loaded two-core machine
+// can take several times as long for either.
+const detectorTimeout = 3 * time.Minute
+
+// seen is what one node's failure detector must hold: alive of the key's replicas (the node
+// itself included) alive.
+type seen struct {
+	via   node
+	alive int
+}
+
+// waitSeen waits until every node of want holds as many replicas alive as it says, and returns
+// how long that took and whether it happened within detectorTimeout. Availability is measured
+// from there: before a node has convicted a dead peer it still sends it its share of every
+// request and waits for it, so what a phase shows in its first seconds is the failure
+// detector's delay on that machine, not what the toolkit does with a node down.
+func (c *cluster) waitSeen(ks string, want ...seen) (time.Duration, bool) {
+	c.t.Helper()
+	start := time.Now()
+	deadline := start.Add(detectorTimeout)
+	for _, w := range want {
+		last := -1
+		for last != w.alive {
+			if time.Now().After(deadline) {
+				c.t.Logf("node %s holds %d replicas alive after %v, not %d", w.via.name(), last, time.Since(start), w.alive)
+				return time.Since(start), false
+			}
+			if last = c.liveReplicas(w.via, ks); last != w.alive {
+				time.Sleep(500 * time.Millisecond)
+			}
+		}
+	}
+	c.t.Logf("nodes hold the replicas alive that they should after %v", time.Since(start).Round(time.Millisecond))
+	return time.Since(start), true
+}
+
+// liveReplicas asks node n alone how many replicas of a key of ks its failure detector holds
+// alive, with a read at ALL that n coordinates: it succeeds when n holds all of them alive
+// (and they answer), and fails at once with Unavailable, which names how many it holds alive,
+// when n has convicted one. -1: the read timed out or failed otherwise (n still waits for a
+// replica it holds alive, or n does not answer).
+func (c *cluster) liveReplicas(n node, ks string) int {
+	cfg := c.config(nil)
+	cfg.Hosts = []string{n.addr}
+	cfg.DisableInitialHostLookup = true
+	cfg.Timeout = 2 * time.Second
+	s, err := cfg.CreateSession()
+	if err != nil {
+		return -1
+	}
+	defer s.Close()
+	var status string
+	err = s.Query("SELECT status FROM "+ks+".idempotency_keys WHERE namespace = ? AND key = ?", "probe", "probe").
+		Consistency(gocql.All).Scan(&status)
+	var unavailable *gocql.RequestErrUnavailable
+	switch {
+	case err == nil, errors.Is(err, gocql.ErrNotFound):
+		return replicas
+	case errors.As(err, &unavailable):
+		return unavailable.Alive
+	}
+	return -1
 }
 
 // run runs cluster.sh with args and returns its standard output; a failure fails the test.
@@ -167,7 +247,10 @@ func (c *cluster) session(cfg *gocql.ClusterConfig) *gocql.Session {
 // and drops it when the test ends.
 func (c *cluster) keyspace(name string, repl schema.Replication) string {
 	c.t.Helper()
-	admin := c.session(c.config(nil))
+	cfg := c.config(nil)
+	// Schema changes wait for every node's agreement, which takes seconds on a loaded machine.
+	cfg.Timeout = 20 * time.Second
+	admin := c.session(cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	var err error

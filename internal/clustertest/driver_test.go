@@ -48,10 +48,12 @@ type driver struct {
 	examples   map[string]string // the first error of each class, in full
 	calls      int
 	acked      int
+	avail      []string // the availability measured in the phases the test checked, for the REPORT row
 }
 
 type phaseCount struct {
 	calls, ok int
+	ranOK     int // successful calls that ran the function (the others replayed a stored result)
 	errs      map[string]int
 }
 
@@ -180,6 +182,9 @@ func (d *driver) call(key string) bool {
 		return false
 	}
 	pc.ok++
+	if ranHere {
+		pc.ranOK++
+	}
 	d.acked++
 	delete(d.pending, key)
 	if d.values[key] == nil {
@@ -287,10 +292,14 @@ func (d *driver) report(t *testing.T, scenario string, ta tally) string {
 	for class, e := range d.examples {
 		t.Logf("%s: first %q error: %s", d.name, class, e)
 	}
+	avail := strings.Join(d.avail, "; ")
 	d.mu.Unlock()
-	row := fmt.Sprintf("| %s | %s | %d | %d | %d | %d (%s) | %d | %d: %d stored, %d ran again, %d claim unknown |",
+	if avail == "" {
+		avail = "-"
+	}
+	row := fmt.Sprintf("| %s | %s | %d | %d | %d | %d (%s) | %d | %d: %d stored, %d ran again, %d claim unknown | %s |",
 		scenario, d.name, ta.calls, ta.acked, ta.lost, ta.rerunWithError, causes(ta.rerunCauses),
-		ta.rerunWithoutError, ta.unknown, ta.unknownStored, ta.unknownRanAgain, ta.unknownUnclaimed)
+		ta.rerunWithoutError, ta.unknown, ta.unknownStored, ta.unknownRanAgain, ta.unknownUnclaimed, avail)
 	t.Log("REPORT " + row)
 	return row
 }

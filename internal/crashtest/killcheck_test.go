@@ -66,7 +66,9 @@ func (w *killWorkload) check(t *testing.T) killCheck {
 		}
 	}
 	checks := make([]keyCheck, killKeys)
-	require.NoError(t, forEach(started, func(i int) error { return w.survey(ctx, st, i, &checks[i]) }))
+	require.NoError(t, forEach(started, func(i int) error {
+		return again(ctx, func() error { return w.survey(ctx, st, i, &checks[i]) })
+	}))
 	listedBefore := listUnapplied(ctx, t, st.ctr, w.t0)
 	limbo := claimsInLimbo(ctx, t, s, started)
 	require.NoError(t, forEach(started, func(i int) error { return w.retry(ctx, st, i, &checks[i]) }))
@@ -102,28 +104,74 @@ func (w *killWorkload) survey(ctx context.Context, st stores, i int, c *keyCheck
 // reads the totals afterwards.
 func (w *killWorkload) retry(ctx context.Context, st stores, i int, c *keyCheck) error {
 	runs := w.runs[i].Load()
-	res, err := st.once.ExecuteOnce(ctx, lwt.IdempotencyKey(namespace, keyName(i)), w.fn(i), lwt.WithWait())
+	var res lwt.Result
+	err := again(ctx, func() (err error) {
+		res, err = st.once.ExecuteOnce(ctx, lwt.IdempotencyKey(namespace, keyName(i)), w.fn(i), lwt.WithWait())
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("retry %s: %w", keyName(i), err)
 	}
 	c.retryReplayed, c.retryRan = res.Replay, w.runs[i].Load() > runs
 	if w.keys[i].eventErr != nil {
-		if err := st.log.Record(ctx, events.Event{Counter: counterName(i), ID: keyName(i), Delta: 1, Time: w.t0}); err != nil {
+		err := again(ctx, func() error {
+			return st.log.Record(ctx, events.Event{Counter: counterName(i), ID: keyName(i), Delta: 1, Time: w.t0})
+		})
+		if err != nil {
 			return fmt.Errorf("record %s again: %w", keyName(i), err)
 		}
 	}
-	c.incrRetry, err = st.ctr.Increment(ctx, counters.Op{Counter: counterName(i), ID: keyName(i), Delta: 1})
+	err = again(ctx, func() (err error) {
+		c.incrRetry, err = st.ctr.Increment(ctx, counters.Op{Counter: counterName(i), ID: keyName(i), Delta: 1})
+		return err
+	})
 	if errors.Is(err, counters.ErrUnconfirmed) {
 		c.incrUnconfirmed, err = true, nil
 	}
 	if err != nil {
 		return fmt.Errorf("increment %s again: %w", keyName(i), err)
 	}
-	if c.totalAfter, err = st.log.Total(ctx, counterName(i)); err != nil {
+	return again(ctx, func() (err error) {
+		if c.totalAfter, err = st.log.Total(ctx, counterName(i)); err != nil {
+			return err
+		}
+		c.valueAfter, err = st.ctr.Value(ctx, counterName(i))
 		return err
+	})
+}
+
+// again calls f until it returns nil or an error that a client would not retry, or ctx ends. A
+// node just restarted on a loaded machine answers some requests with a timeout; a client tries
+// them again, and so does the check, which is about what the node kept, not how fast it is.
+func again(ctx context.Context, f func() error) error {
+	for {
+		err := f()
+		if err == nil || !transient(err) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(time.Second):
+		}
 	}
-	c.valueAfter, err = st.ctr.Value(ctx, counterName(i))
-	return err
+}
+
+// transient reports whether err is a timeout, an unavailable node or an unknown outcome: what
+// a client retries.
+func transient(err error) bool {
+	return retryable(err) || errors.Is(err, lwt.ErrOutcomeUnknown)
+}
+
+// retryable reports whether err is a timeout or an unavailable node.
+func retryable(err error) bool {
+	var (
+		writeTO     *gocql.RequestErrWriteTimeout
+		readTO      *gocql.RequestErrReadTimeout
+		unavailable *gocql.RequestErrUnavailable
+	)
+	return errors.As(err, &writeTO) || errors.As(err, &readTO) || errors.As(err, &unavailable) ||
+		errors.Is(err, gocql.ErrTimeoutNoResponse) || errors.Is(err, gocql.ErrNoConnections)
 }
 
 func (w *killWorkload) checkOnce(t *testing.T, started []int, checks []keyCheck) tally {

@@ -5,6 +5,7 @@ package crashtest
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -46,6 +47,8 @@ func TestProcessesShareKeys(t *testing.T) {
 		total.Unknown += r.Unknown
 		total.InProgress += r.InProgress
 		total.Waited += r.Waited
+		total.Failed += r.Failed
+		total.Transient += r.Transient
 		total.Errors = append(total.Errors, r.Errors...)
 	}
 
@@ -69,7 +72,7 @@ func TestProcessesShareKeys(t *testing.T) {
 			twice++
 		}
 		rec, err := store.Get(ctx, lwt.IdempotencyKey(namespace, k))
-		if err != nil || rec.Status != lwt.StatusCompleted || len(runs[k]) == 0 || string(rec.Result) != runs[k][0].String() {
+		if err != nil || rec.Status != lwt.StatusCompleted || !slices.ContainsFunc(runs[k], func(r gocql.UUID) bool { return string(rec.Result) == r.String() }) {
 			lost++
 		}
 	}
@@ -82,12 +85,15 @@ func TestProcessesShareKeys(t *testing.T) {
 		Twice:        twice,
 		Unknown:      total.Unknown,
 		Resolution: fmt.Sprintf("retried by the worker until answered; %d runs recorded in crash_runs for %d keys, %d replays "+
-			"(%d calls met another process's live claim and waited for its result)", total.Ran, shareKeyCount, total.Replayed, total.Waited),
+			"(%d calls met another process's live claim and waited for its result; %d runs failed, %d calls timed out and were retried)",
+			total.Ran, shareKeyCount, total.Replayed, total.Waited, total.Failed, total.Transient),
 	})
 	assert.Empty(t, total.Errors)
 	assert.Equal(t, calls, total.Ran+total.Replayed, "every call answered")
 	assert.Equal(t, shareKeyCount, total.Ran, "runs reported by the processes")
 	assert.Len(t, runs, shareKeyCount, "keys with a run in crash_runs")
-	assert.Zero(t, twice, "keys run more than once")
+	// A run whose write failed released its claim and may have written its row all the same:
+	// only such a run may be followed by another one.
+	assert.LessOrEqual(t, twice, total.Failed, "keys run more than once without a failed run before")
 	assert.Zero(t, lost, "keys whose stored result is not their one run")
 }

@@ -53,6 +53,8 @@ type workerReport struct {
 	Replayed   int
 	Unknown    int // calls that returned lwt.ErrOutcomeUnknown and were retried
 	InProgress int // calls that returned lwt.ErrInProgress and were retried
+	Failed     int // share: runs of the function whose write returned an error (the key may run again)
+	Transient  int // share: calls that returned a timeout or an unavailable node and were retried
 	Waited     int // share: calls that met a live claim and waited for its result (lwt Stats.Conflicts)
 	Errors     []string
 	Fence      int64 // fenced: the claim's fencing token
@@ -127,6 +129,7 @@ func shareKeys(s *gocql.Session, store *lwt.Store, spec workerSpec) workerReport
 	rand.New(rand.NewPCG(spec.Seed, 0)).Shuffle(len(keys), func(i, j int) { keys[i], keys[j] = keys[j], keys[i] })
 	var (
 		next, ran, replayed, unknown, inProgress atomic.Int64
+		failed, transient                        atomic.Int64
 		mu                                       sync.Mutex
 		errs                                     []string
 		wg                                       sync.WaitGroup
@@ -140,6 +143,9 @@ func shareKeys(s *gocql.Session, store *lwt.Store, spec workerSpec) workerReport
 			}
 			if err := s.Query(`INSERT INTO crash_runs (key, run, pid) VALUES (?, ?, ?)`, key, run, pid).
 				WithContext(ctx).Exec(); err != nil {
+				// The row may have been written all the same: the claim is released and the
+				// key may run again, as the toolkit documents for a function that fails.
+				failed.Add(1)
 				return nil, err
 			}
 			return []byte(run.String()), nil
@@ -162,6 +168,10 @@ func shareKeys(s *gocql.Session, store *lwt.Store, spec workerSpec) workerReport
 			case errors.Is(err, lwt.ErrInProgress):
 				inProgress.Add(1)
 				time.Sleep(50 * time.Millisecond)
+			case retryable(err) && ctx.Err() == nil:
+				// A loaded machine times requests out now and then; a client tries again.
+				transient.Add(1)
+				time.Sleep(100 * time.Millisecond)
 			default:
 				return fmt.Errorf("%s: %w", key, err)
 			}
@@ -186,7 +196,8 @@ func shareKeys(s *gocql.Session, store *lwt.Store, spec workerSpec) workerReport
 	}
 	wg.Wait()
 	return workerReport{Event: "done", Ran: int(ran.Load()), Replayed: int(replayed.Load()),
-		Unknown: int(unknown.Load()), InProgress: int(inProgress.Load()), Waited: int(store.Stats().Conflicts), Errors: errs}
+		Unknown: int(unknown.Load()), InProgress: int(inProgress.Load()), Waited: int(store.Stats().Conflicts), Errors: errs,
+		Failed: int(failed.Load()), Transient: int(transient.Load())}
 }
 
 // fencedRun runs the spec's one key through the executor. The function reports that it runs,

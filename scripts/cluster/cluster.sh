@@ -38,6 +38,9 @@
 #   CLUSTER_PREFIX      prefix of namespace and link names     (default cdc)
 #   CLUSTER_NET         first two octets of the addresses      (default 10.99)
 #   CLUSTER_RUN_DIR     nodes' data, logs and PID files        (default $TMPDIR/cassdedup-cluster)
+#   CLUSTER_START_TIMEOUT seconds a node may take to answer CQL at up or restart (default 600:
+#                       a node restarted on its commitlog while the others serve a workload
+#                       took over three minutes on a loaded two-core machine)
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -58,6 +61,7 @@ heap=${CLUSTER_HEAP:-768M}
 paxos=${CLUSTER_PAXOS:-v2}
 durable=${CLUSTER_DURABLE:-1}
 num_tokens=${CLUSTER_NUM_TOKENS:-4}
+start_timeout=${CLUSTER_START_TIMEOUT:-600}
 prefix=${CLUSTER_PREFIX:-cdc}
 net=${CLUSTER_NET:-10.99}
 
@@ -88,6 +92,7 @@ node() {
   CASSANDRA_NETNS=$(ns_of "$i") CASSANDRA_ADDRESS=$(addr_of "$i") CASSANDRA_SEEDS="$(addr_of 1):7000" \
     CASSANDRA_DC=$(dc_of "$i") CASSANDRA_RACK=rack1 CASSANDRA_HEAP=$heap CASSANDRA_PAXOS=$paxos \
     CASSANDRA_DURABLE=$durable CASSANDRA_NUM_TOKENS=$num_tokens CASSANDRA_JMX_PORT=$jmx_port \
+    CASSANDRA_START_TIMEOUT=$start_timeout \
     CASSANDRA_RUN_DIR="$run_dir/n$i" "$node_sh" "$@"
 }
 
