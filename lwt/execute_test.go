@@ -102,7 +102,10 @@ func TestKeyReuseRejected(t *testing.T) {
 
 func TestInProgressAndWait(t *testing.T) {
 	t.Parallel()
-	s, _, _ := newTestStore(t, WithLease(time.Second))
+	// A lease of a few seconds: a loaded machine can delay one renewal by a second, and a
+	// renewal late by a whole lease would let the waiter take over.
+	const lease = 3 * time.Second
+	s, _, _ := newTestStore(t, WithLease(lease))
 	ctx := ctxT(t)
 	key := IdempotencyKey("tenant", "slow")
 	started, release := make(chan struct{}), make(chan struct{})
@@ -130,7 +133,7 @@ func TestInProgressAndWait(t *testing.T) {
 		assert.NoError(t, err)
 		waited <- res
 	}()
-	time.Sleep(1500 * time.Millisecond) // longer than the lease: renewal must keep the claim
+	time.Sleep(lease + lease/2) // longer than the lease: renewal must keep the claim
 	close(release)
 	res := <-waited
 	<-done
