@@ -172,7 +172,8 @@ func (c *cluster) run(args ...string) string {
 // try runs cluster.sh with args and returns its standard output and error.
 func (c *cluster) try(args ...string) (string, error) {
 	c.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	// Longer than cluster.sh's own bound on a node's start (CLUSTER_START_TIMEOUT, 10 minutes).
+	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, script, args...)
 	var stderr strings.Builder
