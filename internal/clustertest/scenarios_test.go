@@ -79,13 +79,15 @@ func checkTally(t *testing.T, d *driver, scenario string, ta tally) {
 }
 
 // availableFloor is the share of a phase's calls that must succeed once every node that should
-// serve them has convicted the failed one. On a loaded two-core machine the survivors' Paxos
-// rounds time out now and then (the guard's claims share partitions, so they contend), and
-// before conviction a phase can fall below half; the floor is set well under what runs on that
-// machine measured after conviction (the REPORT rows print it), and above what a broken
-// failover gives: none, or the third of calls that a coordinator still waiting for a dead
-// replica lets through.
-const availableFloor = 0.25
+// serve them has convicted the failed one. Before conviction the survivors still send the dead
+// node its share of every round, rounds time out, and on a loaded two-core machine a phase
+// could fall below half then (30 of 65 decided calls once). After conviction the runs of
+// make test-cluster on that machine, with two more processes keeping both cores busy, served
+// every call of every measured phase (the REPORT rows print the figures), and the busiest
+// phase with no fault at all served 94%. Half is far enough below that not to fail on a slow
+// minute, and a failover that breaks (no quorum, a coordinator waiting for a dead replica)
+// serves none, or the few calls that need no Paxos round.
+const availableFloor = 0.5
 
 // available checks and records the availability of a phase through a client, measured after
 // the failure detectors convicted the failed node (waited, in the note): at least one call
