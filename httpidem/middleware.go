@@ -47,8 +47,15 @@ func New(store *lwt.Store, opts ...Option) (*Middleware, error) {
 }
 
 // Handler wraps next: requests whose method the middleware covers run next at most once per
-// key; every other request goes to next untouched.
+// key; every other request goes to next untouched. On a nil *Middleware, or with a nil next,
+// it returns a handler that answers every request 500 (TypeMisconfigured) and runs nothing:
+// a server built wrong refuses work rather than panicking or running without the middleware.
 func (m *Middleware) Handler(next http.Handler) http.Handler {
+	if m == nil || next == nil {
+		return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			writeProblem(w, problem{Type: TypeMisconfigured, Status: http.StatusInternalServerError})
+		})
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !m.cfg.methods[r.Method] {
 			next.ServeHTTP(w, r)

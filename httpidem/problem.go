@@ -54,6 +54,9 @@ const (
 	// returned one that is empty, over 255 bytes or not UTF-8, or WithPrincipalScope's principal
 	// is over 245 bytes or not UTF-8. A server configuration error; nothing was claimed.
 	TypeScopeMissing = typeBase + "TypeScopeMissing"
+	// TypeMisconfigured (500): Handler was called on a nil *Middleware or with a nil handler.
+	// Nothing ran.
+	TypeMisconfigured = typeBase + "TypeMisconfigured"
 	// TypeStoredResponseUnreadable (500): the stored response is in a format this version
 	// cannot read.
 	TypeStoredResponseUnreadable = typeBase + "TypeStoredResponseUnreadable"

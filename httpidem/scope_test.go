@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -280,4 +281,35 @@ func TestScopeFunctions(t *testing.T) {
 	id, ok = PrincipalFrom(WithPrincipal(nil, "p")) //nolint:staticcheck // a nil context must not panic
 	assert.True(t, ok)
 	assert.Equal(t, "p", id)
+}
+
+// TestNilArgumentsNeverPanic: a nil *Middleware, a nil handler, a nil request or a nil
+// context is refused with a typed error or a 500 problem, never a panic.
+func TestNilArgumentsNeverPanic(t *testing.T) {
+	t.Parallel()
+	store, err := lwt.NewStore(&gocql.Session{}, lwt.IdempotencyKeys("ks"))
+	require.NoError(t, err)
+	m, err := New(store, WithSingleTenantSharedScope())
+	require.NoError(t, err)
+	var nilMiddleware *Middleware
+	for name, h := range map[string]http.Handler{
+		"nil *Middleware": nilMiddleware.Handler(http.NotFoundHandler()),
+		"nil handler":     m.Handler(nil),
+	} {
+		for _, method := range []string{http.MethodPost, http.MethodGet} {
+			w := httptest.NewRecorder()
+			req := httptest.NewRequest(method, "/charges", strings.NewReader("{}"))
+			req.Header.Set(DefaultHeader, "8e03978e-40d5-43e8-bc93-6894a57f9324")
+			require.NotPanics(t, func() { h.ServeHTTP(w, req) }, name)
+			r := reply{status: w.Code, header: w.Header(), body: w.Body.String()}
+			assert.Equal(t, http.StatusInternalServerError, r.status, name)
+			assert.Equal(t, TypeMisconfigured, r.problemType(), name)
+		}
+	}
+	_, err = New(nil, WithSingleTenantSharedScope())
+	assert.ErrorIs(t, err, ErrInvalidOption)
+	_, err = RequestFingerprint(nil, nil)
+	assert.ErrorIs(t, err, lwt.ErrInvalidArgument)
+	_, err = RequestFingerprint(&http.Request{}, nil)
+	assert.ErrorIs(t, err, lwt.ErrInvalidArgument)
 }
