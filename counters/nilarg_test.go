@@ -6,10 +6,10 @@ import (
 	"time"
 
 	"github.com/gocql/gocql"
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/cassdedup/cassdedup/counters"
+	"github.com/cassdedup/cassdedup/internal/argcheck/argchecktest"
 	"github.com/cassdedup/cassdedup/lwt"
 )
 
@@ -38,8 +38,5 @@ func TestNilReceiverAndContextAreInvalidArguments(t *testing.T) {
 		},
 		"Drift": func(ctx context.Context, s *counters.Store) error { _, err := s.Drift(ctx, "c"); return err },
 	}
-	for name, call := range calls {
-		assert.ErrorIs(t, call(context.Background(), nil), lwt.ErrInvalidArgument, "nil *Store: %s", name)
-		assert.ErrorIs(t, call(nil, store), lwt.ErrInvalidArgument, "nil context: %s", name) //nolint:staticcheck // on purpose
-	}
+	argchecktest.Refused(t, lwt.ErrInvalidArgument, store, calls)
 }

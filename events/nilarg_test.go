@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cassdedup/cassdedup/events"
+	"github.com/cassdedup/cassdedup/internal/argcheck/argchecktest"
 	"github.com/cassdedup/cassdedup/lwt"
 )
 
@@ -53,10 +54,7 @@ func TestNilReceiverAndContextAreInvalidArguments(t *testing.T) {
 			return g.ProcessedIDs(ctx, scope, func(string) error { return nil })
 		},
 	}
-	for name, call := range guards {
-		assert.ErrorIs(t, call(context.Background(), nil), lwt.ErrInvalidArgument, "nil *Guard: %s", name)
-		assert.ErrorIs(t, call(nil, guard), lwt.ErrInvalidArgument, "nil context: %s", name) //nolint:staticcheck // on purpose
-	}
+	argchecktest.Refused(t, lwt.ErrInvalidArgument, guard, guards)
 	var nilGuard *events.Guard
 	assert.Zero(t, nilGuard.Stats())
 	assert.Zero(t, nilGuard.BatchStats())
@@ -71,8 +69,5 @@ func TestNilReceiverAndContextAreInvalidArguments(t *testing.T) {
 		},
 		"Total": func(ctx context.Context, l *events.Log) error { _, err := l.Total(ctx, "c"); return err },
 	}
-	for name, call := range logs {
-		assert.ErrorIs(t, call(context.Background(), nil), lwt.ErrInvalidArgument, "nil *Log: %s", name)
-		assert.ErrorIs(t, call(nil, log), lwt.ErrInvalidArgument, "nil context: %s", name) //nolint:staticcheck // on purpose
-	}
+	argchecktest.Refused(t, lwt.ErrInvalidArgument, log, logs)
 }

@@ -81,13 +81,7 @@ func WithKeyOptional() Option {
 // WithMaxKeyLength sets the longest key in bytes (unquoted); a longer one gets 400. Default
 // 255; at most the store's lwt.WithMaxKeyLength, at least the shortest key (WithMinKeyLength).
 func WithMaxKeyLength(n int) Option {
-	return func(c *config) error {
-		if n < 1 || n > maxKeyLengthLimit {
-			return invalid("max key length %d must be between 1 and %d bytes", n, maxKeyLengthLimit)
-		}
-		c.maxKeyLength = n
-		return nil
-	}
+	return keyLength("max", n, func(c *config) { c.maxKeyLength = n })
 }
 
 // WithMinKeyLength sets the shortest key in bytes (unquoted); a shorter one gets 400
@@ -97,11 +91,17 @@ func WithMaxKeyLength(n int) Option {
 // ULIDs (26) and Stripe-style random keys pass; counters and short words such as "1" or
 // "order-7", which collide between a client's own operations, do not.
 func WithMinKeyLength(n int) Option {
+	return keyLength("min", n, func(c *config) { c.minKeyLength = n })
+}
+
+// keyLength is an option that sets a bound of the key's length, named which, with set once n
+// is a usable length; New checks that the bounds are in order.
+func keyLength(which string, n int, set func(*config)) Option {
 	return func(c *config) error {
 		if n < 1 || n > maxKeyLengthLimit {
-			return invalid("min key length %d must be between 1 and %d bytes", n, maxKeyLengthLimit)
+			return invalid("%s key length %d must be between 1 and %d bytes", which, n, maxKeyLengthLimit)
 		}
-		c.minKeyLength = n
+		set(c)
 		return nil
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/cassdedup/cassdedup/internal/argcheck/argchecktest"
 	"github.com/cassdedup/cassdedup/lwt"
 )
 
@@ -59,10 +60,7 @@ func TestNilReceiverAndContextAreInvalidArguments(t *testing.T) {
 			return err
 		},
 	}
-	for name, call := range stores {
-		assert.ErrorIs(t, call(context.Background(), nil), lwt.ErrInvalidArgument, "nil *Store: %s", name)
-		assert.ErrorIs(t, call(nil, store), lwt.ErrInvalidArgument, "nil context: %s", name) //nolint:staticcheck // on purpose
-	}
+	argchecktest.Refused(t, lwt.ErrInvalidArgument, store, stores)
 	var nilStore *lwt.Store
 	assert.Zero(t, nilStore.Stats())
 	assert.NotPanics(t, func() { nilStore.Disown(key) })
