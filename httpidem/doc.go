@@ -18,7 +18,7 @@
 //	| key header                           | Idempotency-Key, an sf-string or bare token | WithHeader                   |
 //	| key missing                          | 400                                         | WithKeyOptional (passes on)  |
 //	| key empty, malformed                 | 400                                         |                              |
-//	| key under 16 or over 255 bytes       | 400                                         | WithMinKeyLength, ...Max...  |
+//	| key under 16 or over 255 bytes       | 400                                         | WithMin/MaxKeyLength         |
 //	| scope (tenant) of a key              | none: New requires a choice (see below)     | WithPrincipalScope, ...      |
 //	| no principal for the scope           | 401, nothing claimed                        |                              |
 //	| fingerprint                          | method, path, query and body                | WithFingerprint              |
