@@ -51,6 +51,9 @@ func (o Outcome) String() string {
 // applied operation returns Duplicate. An operation claimed but never marked returns
 // ErrUnconfirmed: the increment may or may not have happened, see the package documentation.
 func (s *Store) Increment(ctx context.Context, op Op) (Outcome, error) {
+	if err := s.checkCall(ctx); err != nil {
+		return 0, err
+	}
 	if err := ValidateCounter(op.Counter); err != nil {
 		return 0, err
 	}
@@ -200,6 +203,9 @@ func (s *Store) step(hook func() error) error {
 
 // Value returns the counter's native value; 0 for a counter never incremented.
 func (s *Store) Value(ctx context.Context, counter string) (int64, error) {
+	if err := s.checkCall(ctx); err != nil {
+		return 0, err
+	}
 	if err := ValidateCounter(counter); err != nil {
 		return 0, err
 	}

@@ -32,6 +32,9 @@ const MaxListLimit = 10000
 // increments still in flight are not reported. The cost is one index read per hour and
 // shard, plus one serial read per claim found; from must lie within the retention window.
 func (s *Store) ListUnapplied(ctx context.Context, from, to time.Time, limit int) ([]Claim, error) {
+	if err := s.checkCall(ctx); err != nil {
+		return nil, err
+	}
 	if limit < 1 || limit > MaxListLimit {
 		return nil, fmt.Errorf("%w: limit %d must be 1..%d", ErrInvalidOption, limit, MaxListLimit)
 	}

@@ -33,6 +33,9 @@ func ResettleStuck() SettleOption { return func(c *settleConfig) { c.resettle = 
 // ListUnapplied with Settling set; settle it again with ResettleStuck. An increment that fails
 // returns ErrUnconfirmed and leaves the claim SETTLING too.
 func (s *Store) Settle(ctx context.Context, counter, opID string, incremented bool, opts ...SettleOption) (Claim, error) {
+	if err := s.checkCall(ctx); err != nil {
+		return Claim{}, err
+	}
 	var cfg settleConfig
 	for _, o := range opts {
 		if o == nil {

@@ -21,6 +21,9 @@ func (d Drift) Diff() int64 { return d.Native - d.Log }
 // Drift reads both values of counter. It fails with ErrInvalidOption unless the Store was
 // made WithShadow.
 func (s *Store) Drift(ctx context.Context, counter string) (Drift, error) {
+	if err := s.checkCall(ctx); err != nil {
+		return Drift{}, err
+	}
 	if s.cfg.shadow == nil {
 		return Drift{}, fmt.Errorf("%w: drift needs shadow mode (WithShadow)", ErrInvalidOption)
 	}

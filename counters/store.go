@@ -1,12 +1,15 @@
 package counters
 
 import (
+	"context"
 	"fmt"
 	"hash/fnv"
 	"time"
 
 	"github.com/gocql/gocql"
 
+	"github.com/cassdedup/cassdedup/internal/argcheck"
+	"github.com/cassdedup/cassdedup/lwt"
 	"github.com/cassdedup/cassdedup/schema"
 )
 
@@ -84,4 +87,9 @@ func (s *Store) shard(counter, opID string) int {
 func (s *Store) ttlSeconds(claimedAt time.Time) int {
 	left := claimedAt.Add(s.cfg.retention).Sub(s.cfg.now())
 	return max(1, int(left/time.Second))
+}
+
+// checkCall refuses a call on a nil *Store or with a nil context (lwt.ErrInvalidArgument).
+func (s *Store) checkCall(ctx context.Context) error {
+	return argcheck.Call(lwt.ErrInvalidArgument, "*counters.Store", s == nil, ctx)
 }

@@ -16,6 +16,9 @@ import (
 // Inspect reads the record of message id in scope at the guard's serial consistency, with
 // the node's remaining TTL. It returns an error matching lwt.ErrNotFound when there is none.
 func (g *Guard) Inspect(ctx context.Context, scope Scope, id string) (*lwt.Inspection, error) {
+	if err := g.checkCall(ctx); err != nil {
+		return nil, err
+	}
 	m := Message{Scope: scope, ID: id}
 	if err := m.validate(0); err != nil {
 		return nil, err
@@ -27,6 +30,9 @@ func (g *Guard) Inspect(ctx context.Context, scope Scope, id string) (*lwt.Inspe
 // delivery runs the handler again: a claim whose consumer died, or a poison message to retry
 // after a fix. A live lease is refused with lwt.ErrInProgress unless lwt.Force is given.
 func (g *Guard) ReleaseMessage(ctx context.Context, scope Scope, id string, opts ...lwt.AdminOption) (lwt.AdminResult, error) {
+	if err := g.checkCall(ctx); err != nil {
+		return lwt.AdminResult{}, err
+	}
 	m := Message{Scope: scope, ID: id}
 	if err := m.validate(0); err != nil {
 		return lwt.AdminResult{}, err
@@ -38,6 +44,9 @@ func (g *Guard) ReleaseMessage(ctx context.Context, scope Scope, id string, opts
 // attempts start again). A live lease is refused with lwt.ErrInProgress unless lwt.Force is
 // given. The by-scope index keeps the id, which only makes a warm-up admit it as maybe seen.
 func (g *Guard) DeleteMessage(ctx context.Context, scope Scope, id string, opts ...lwt.AdminOption) (lwt.AdminResult, error) {
+	if err := g.checkCall(ctx); err != nil {
+		return lwt.AdminResult{}, err
+	}
 	m := Message{Scope: scope, ID: id}
 	if err := m.validate(0); err != nil {
 		return lwt.AdminResult{}, err
@@ -49,6 +58,9 @@ func (g *Guard) DeleteMessage(ctx context.Context, scope Scope, id string, opts 
 // RELEASED at least MinAttempts times (see lwt.Store.ScanStuck). A StuckClaim's Key is
 // {group, topic, partition, id}.
 func (g *Guard) ScanStuck(ctx context.Context, opts lwt.StuckOptions, yield func(lwt.StuckClaim) error) (lwt.ScanStats, error) {
+	if err := g.checkCall(ctx); err != nil {
+		return lwt.ScanStats{}, err
+	}
 	return g.store.ScanStuck(ctx, opts, yield)
 }
 
@@ -67,6 +79,9 @@ type MessageRecord struct {
 // consistency. An error from yield stops the walk and is returned; return one to stop after
 // enough. Each message costs a serial read: bound the walk.
 func (g *Guard) ListMessages(ctx context.Context, scope Scope, since time.Time, yield func(MessageRecord) error) error {
+	if err := g.checkCall(ctx); err != nil {
+		return err
+	}
 	if err := (Message{Scope: scope, ID: "-"}).validate(0); err != nil {
 		return err
 	}

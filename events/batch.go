@@ -42,6 +42,9 @@ type BatchResult struct {
 // processed by ProcessBatch is unknown to Process and to Own's fast path, so a consumer group
 // uses one or the other.
 func (g *Guard) ProcessBatch(ctx context.Context, msgs []Message, handler Handler) ([]BatchResult, error) {
+	if err := g.checkCall(ctx); err != nil {
+		return nil, err
+	}
 	if handler == nil {
 		return nil, fmt.Errorf("%w: nil handler", ErrInvalidOption)
 	}
@@ -188,4 +191,9 @@ func (grp *batchGroup) end(j int, status lwt.Status, message string, res BatchRe
 
 // BatchStats returns a snapshot of the counters of ProcessBatch's records; Stats has those of
 // Process.
-func (g *Guard) BatchStats() lwt.Stats { return g.batch.Stats() }
+func (g *Guard) BatchStats() lwt.Stats {
+	if g == nil {
+		return lwt.Stats{}
+	}
+	return g.batch.Stats()
+}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/gocql/gocql"
 
+	"github.com/cassdedup/cassdedup/internal/argcheck"
 	"github.com/cassdedup/cassdedup/lwt"
 	"github.com/cassdedup/cassdedup/schema"
 )
@@ -119,6 +120,9 @@ func (e *handlerError) Unwrap() error { return e.err }
 // InProgress at once. Errors that mean a write may or may not have applied match
 // lwt.ErrOutcomeUnknown.
 func (g *Guard) Process(ctx context.Context, m Message, handler Handler) (Outcome, error) {
+	if err := g.checkCall(ctx); err != nil {
+		return 0, err
+	}
 	if err := m.validate(g.cfg.maxPayload); err != nil {
 		return Failed, err
 	}
@@ -215,4 +219,14 @@ func (g *Guard) failure(m Message, err error) (Outcome, error) {
 }
 
 // Stats returns a snapshot of the guard's counters: its lwt store's, fast path included.
-func (g *Guard) Stats() lwt.Stats { return g.store.Stats() }
+func (g *Guard) Stats() lwt.Stats {
+	if g == nil {
+		return lwt.Stats{}
+	}
+	return g.store.Stats()
+}
+
+// checkCall refuses a call on a nil *Guard or with a nil context (lwt.ErrInvalidArgument).
+func (g *Guard) checkCall(ctx context.Context) error {
+	return argcheck.Call(lwt.ErrInvalidArgument, "*events.Guard", g == nil, ctx)
+}

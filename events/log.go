@@ -1,12 +1,15 @@
 package events
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"time"
 
 	"github.com/gocql/gocql"
 
+	"github.com/cassdedup/cassdedup/internal/argcheck"
+	"github.com/cassdedup/cassdedup/lwt"
 	"github.com/cassdedup/cassdedup/schema"
 )
 
@@ -84,4 +87,9 @@ func (l *Log) horizon(now time.Time) time.Time {
 // readEnd returns the exclusive end of the buckets a read must include at now.
 func (l *Log) readEnd(now time.Time) time.Time {
 	return l.bucketOf(now.Add(l.cfg.skew)).Add(l.cfg.width)
+}
+
+// checkCall refuses a call on a nil *Log or with a nil context (lwt.ErrInvalidArgument).
+func (l *Log) checkCall(ctx context.Context) error {
+	return argcheck.Call(lwt.ErrInvalidArgument, "*events.Log", l == nil, ctx)
 }

@@ -18,6 +18,9 @@ import (
 // Call Disown as soon as the assignment is revoked or in doubt: if two processes own one scope
 // at once, a message delivered to both is processed by both.
 func (g *Guard) Own(ctx context.Context, scope Scope, epoch uint64, pre lwt.PreCheck) error {
+	if err := g.checkCall(ctx); err != nil {
+		return err
+	}
 	if err := (Message{Scope: scope, ID: "-"}).validate(0); err != nil {
 		return err
 	}
@@ -34,7 +37,12 @@ func (g *Guard) Own(ctx context.Context, scope Scope, epoch uint64, pre lwt.PreC
 // Disown turns the fast path off for scope and makes its pre-check cold: from now on its
 // messages take the LWT path. A fast-path handler still running finds the ownership gone when it
 // returns and records the message with a conditional write instead.
-func (g *Guard) Disown(scope Scope) { g.store.Disown(scope.key()) }
+func (g *Guard) Disown(scope Scope) {
+	if g == nil {
+		return
+	}
+	g.store.Disown(scope.key())
+}
 
 // keySource adapts the by-scope index to a warm-up. Each id's write time is the end of its
 // hour bucket.

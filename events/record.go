@@ -29,6 +29,9 @@ type Event struct {
 // or ErrBucketClosed once the event's bucket ended more than the grace period ago. A failed
 // Record may or may not have stored the event; record it again within the grace period.
 func (l *Log) Record(ctx context.Context, e Event) error {
+	if err := l.checkCall(ctx); err != nil {
+		return err
+	}
 	bucket, err := l.check(e)
 	if err != nil {
 		return err

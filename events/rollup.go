@@ -30,6 +30,9 @@ const maxRollupRounds = 5
 // workers racing compute the same total for the same horizon; the loser re-reads and finds
 // nothing left to fold. Rollup may run anywhere, any number of times.
 func (l *Log) Rollup(ctx context.Context, counter string) (RollupResult, error) {
+	if err := l.checkCall(ctx); err != nil {
+		return RollupResult{}, err
+	}
 	if err := ValidateCounter(counter); err != nil {
 		return RollupResult{}, err
 	}
@@ -96,6 +99,9 @@ func (l *Log) moveWatermark(ctx context.Context, counter string, st rollupState,
 // returns ctx.Err(). It runs in the caller's goroutine. A failed Rollup is retried at the
 // next tick; onError, if not nil, is told about it.
 func (l *Log) RollupEvery(ctx context.Context, interval time.Duration, onError func(counter string, err error), counters ...string) error {
+	if err := l.checkCall(ctx); err != nil {
+		return err
+	}
 	if interval <= 0 {
 		return fmt.Errorf("%w: rollup interval %v must be positive", ErrInvalidOption, interval)
 	}

@@ -15,6 +15,9 @@ const scopePageSize = 1000
 // processed ones (see Guard.run): right for warming a pre-check, which must not miss an id.
 // An id may be yielded more than once. An error from yield stops the walk and is returned.
 func (g *Guard) ProcessedIDs(ctx context.Context, scope Scope, yield func(id string) error) error {
+	if err := g.checkCall(ctx); err != nil {
+		return err
+	}
 	if err := (Message{Scope: scope, ID: "-"}).validate(0); err != nil {
 		return err
 	}

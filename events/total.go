@@ -21,6 +21,9 @@ type rollupState struct {
 // A counter without events has total 0. The cost is one rollup read, one index slice and one
 // read per unfolded bucket, whatever the counter's history.
 func (l *Log) Total(ctx context.Context, counter string) (int64, error) {
+	if err := l.checkCall(ctx); err != nil {
+		return 0, err
+	}
 	if err := ValidateCounter(counter); err != nil {
 		return 0, err
 	}

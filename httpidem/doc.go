@@ -17,8 +17,10 @@
 //	| methods covered                      | POST, PATCH; every other method untouched   | WithMethods                  |
 //	| key header                           | Idempotency-Key, an sf-string or bare token | WithHeader                   |
 //	| key missing                          | 400                                         | WithKeyOptional (passes on)  |
-//	| key empty, malformed, over 255 bytes | 400                                         | WithMaxKeyLength             |
-//	| scope (tenant) of a key              | one shared scope, "http" (see below)        | WithScope                    |
+//	| key empty, malformed                 | 400                                         |                              |
+//	| key under 16 or over 255 bytes       | 400                                         | WithMin/MaxKeyLength         |
+//	| scope (tenant) of a key              | none: New requires a choice (see below)     | WithPrincipalScope, ...      |
+//	| no principal for the scope           | 401, nothing claimed                        |                              |
 //	| fingerprint                          | method, path, query and body                | WithFingerprint              |
 //	| body over 1 MiB                      | 413, nothing claimed                        | WithMaxBodySize              |
 //	| same key, other fingerprint          | 422                                         |                              |
@@ -44,13 +46,27 @@
 //
 // # Scope
 //
-// Keys are stored under a scope, the namespace of lwt.IdempotencyKey, so two tenants that pick
-// the same key never see each other's record. WithScope derives it from the request: from the
-// authenticated principal or tenant, never from anything the client sends unauthenticated. The
-// default puts every request into one scope, "http": that is right only when the service has
-// one client, or when keys are unguessable and responses are not secret, because any client
-// that sends another client's key gets that client's stored response (or a 422 that confirms
-// the key exists). Run the middleware after authentication and scope by principal.
+// Keys are stored under a scope, the namespace of lwt.IdempotencyKey, so two clients that pick
+// the same key never see each other's record: a client that sends another's key gets a run of
+// its own, never the other's response or headers, and its 409 or 422 only ever speaks of its
+// own requests. New refuses to build a middleware without one scope option:
+//
+//   - WithPrincipalScope: the authenticated principal that the service's authentication puts in
+//     the request's context with WithPrincipal. The choice for most services.
+//   - WithAuthorizationScope: the SHA-256 of the Authorization header (never the credential
+//     itself), when authentication happens in front of the service.
+//   - WithScope: any function of the request, such as a tenant taken from a verified token;
+//     never anything the client sends unauthenticated.
+//   - WithSingleTenantSharedScope: one scope, DefaultScope, for every request. Right only for a
+//     service with a single client: any client that sends another client's key gets that
+//     client's stored response (or a 422 that confirms the key exists).
+//
+// A request in which WithPrincipalScope finds no principal, or WithAuthorizationScope no
+// Authorization header, is answered 401 (TypeUnauthenticated) and nothing is claimed: it never
+// falls into a shared scope. Run the middleware after authentication.
+//
+// Keys must have at least 16 bytes by default (WithMinKeyLength): a key stands for one
+// operation of one client for the whole retention, so it should be random, such as a UUID.
 //
 // # Which responses are stored
 //

@@ -16,8 +16,26 @@ import (
 // The example needs a node with the schema applied (schema.Apply or cqlsh -f schema/cql/*.cql),
 // so it is compiled but not run by go test.
 
-// principal stands for what the service's authentication middleware put in the request.
-func principal(r *http.Request) string { return r.Header.Get("X-Authenticated-Tenant") }
+// authenticate stands for the service's authentication middleware: once it has verified the
+// caller, it puts the caller's account in the request's context for WithPrincipalScope.
+func authenticate(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		account, ok := verifyBearerToken(r.Header.Get("Authorization"))
+		if !ok {
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(httpidem.WithPrincipal(r.Context(), account)))
+	})
+}
+
+// verifyBearerToken stands for the service's own token check.
+func verifyBearerToken(header string) (account string, ok bool) {
+	if header == "Bearer secret-token-of-acct-1" {
+		return "acct_1", true
+	}
+	return "", false
+}
 
 func createCharge(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
@@ -41,8 +59,8 @@ func ExampleMiddleware_Handler() {
 		log.Fatal(err)
 	}
 	idem, err := httpidem.New(store,
-		// One tenant can never read another's stored response.
-		httpidem.WithScope(principal),
+		// Keys are the caller's own: one account can never read another's stored response.
+		httpidem.WithPrincipalScope(),
 		// A retry may carry another trace id: only the amount and currency must match.
 		httpidem.WithFingerprint(func(r *http.Request, body []byte) ([]byte, error) {
 			var charge struct {
@@ -63,7 +81,33 @@ func ExampleMiddleware_Handler() {
 		log.Fatal(err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle("POST /charges", idem.Handler(http.HandlerFunc(createCharge)))
+	mux.Handle("POST /charges", authenticate(idem.Handler(http.HandlerFunc(createCharge))))
 	// With chi or gorilla/mux: r.Use(idem.Handler); with echo: e.Use(echo.WrapMiddleware(idem.Handler)).
 	log.Fatal(http.ListenAndServe("127.0.0.1:8080", mux))
+}
+
+// New needs a decision on whose keys may meet: the authenticated principal (WithPrincipalScope),
+// a hash of the Authorization header (WithAuthorizationScope), a function of the request
+// (WithScope), or, for a service with a single client, one scope for all (the risky
+// WithSingleTenantSharedScope). Without one it refuses to build a middleware.
+func ExampleWithPrincipalScope() {
+	session := &gocql.Session{} // a connected session in a real service
+	store, err := lwt.NewStore(session, lwt.IdempotencyKeys("cassdedup"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	_, err = httpidem.New(store)
+	fmt.Println(errors.Is(err, httpidem.ErrNoScope))
+
+	idem, err := httpidem.New(store, httpidem.WithPrincipalScope())
+	if err != nil {
+		log.Fatal(err)
+	}
+	// authenticate runs first and puts the principal in the request's context; a request that
+	// reaches the middleware without one is answered 401 and never shares a scope.
+	handler := authenticate(idem.Handler(http.HandlerFunc(createCharge)))
+	fmt.Println(handler != nil)
+	// Output:
+	// true
+	// true
 }

@@ -9,6 +9,8 @@ import (
 	"hash"
 	"io"
 	"net/http"
+
+	"github.com/cassdedup/cassdedup/lwt"
 )
 
 // Errors of reading the request body.
@@ -21,6 +23,9 @@ var (
 // the raw query and the body, each framed by its length so that no two requests share one. The
 // query is compared as sent: a client's retry repeats its bytes.
 func RequestFingerprint(r *http.Request, body []byte) ([]byte, error) {
+	if r == nil || r.URL == nil {
+		return nil, fmt.Errorf("%w: httpidem: nil request or URL", lwt.ErrInvalidArgument)
+	}
 	h := sha256.New()
 	writeFramed(h, r.Method)
 	writeFramed(h, r.URL.EscapedPath())

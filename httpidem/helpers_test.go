@@ -44,6 +44,10 @@ func TestAgainstNode(t *testing.T) {
 		{"PanickingHandlerReleasesTheKey", testPanickingHandlerReleasesTheKey},
 		{"WaitInFlightGetsTheResponse", testWaitInFlightGetsTheResponse},
 		{"ScopeSeparatesTenants", testScopeSeparatesTenants},
+		{"PrincipalScopeNeverReplaysAcrossClients", testPrincipalScopeNeverReplaysAcrossClients},
+		{"ConcurrentClientsOnOneKeyRunOncePerClient", testConcurrentClientsOnOneKeyRunOncePerClient},
+		{"AuthorizationScopeHashesTheCredential", testAuthorizationScopeHashesTheCredential},
+		{"ShortKeysAre400", testShortKeysAre400},
 		{"OversizedRequestBodyClaimsNothing", testOversizedRequestBodyClaimsNothing},
 		{"SameKeyDifferentRequestIs422", testSameKeyDifferentRequestIs422},
 		{"BadKeysAre400", testBadKeysAre400},
@@ -108,7 +112,13 @@ func scopeOption(t *testing.T) Option {
 // another, failing the test on a bad option.
 func middleware(t *testing.T, store *lwt.Store, opts ...Option) *Middleware {
 	t.Helper()
-	m, err := New(store, append([]Option{scopeOption(t)}, opts...)...)
+	return scopedMiddleware(t, store, append([]Option{scopeOption(t)}, opts...)...)
+}
+
+// scopedMiddleware builds a Middleware over store whose scope option is among opts.
+func scopedMiddleware(t *testing.T, store *lwt.Store, opts ...Option) *Middleware {
+	t.Helper()
+	m, err := New(store, opts...)
 	require.NoError(t, err)
 	return m
 }
@@ -162,9 +172,17 @@ var testClient = &http.Client{Timeout: 30 * time.Second}
 // send makes one request and reads the whole reply. It returns an error rather than failing
 // the test, so goroutines may call it.
 func send(ctx context.Context, method, url, key, body string) (reply, error) {
+	return sendAs(ctx, "", method, url, key, body)
+}
+
+// sendAs is send with "Authorization: Bearer token" when token is not empty.
+func sendAs(ctx context.Context, token, method, url, key, body string) (reply, error) {
 	req, err := http.NewRequestWithContext(ctx, method, url, strings.NewReader(body))
 	if err != nil {
 		return reply{}, err
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	if key != "" {
 		req.Header.Set(DefaultHeader, key)

@@ -12,11 +12,12 @@ var (
 	errKeyEmpty     = fmt.Errorf("%w: empty", ErrInvalidKey)
 	errKeyMalformed = fmt.Errorf("%w: not an sf-string or bare token", ErrInvalidKey)
 	errKeyTooLong   = fmt.Errorf("%w: too long", ErrInvalidKey)
+	errKeyTooShort  = fmt.Errorf("%w: too short", ErrInvalidKey)
 )
 
 // parseKey reads the key from the values of the key header: an RFC 8941 sf-string or a bare
-// token (see the package doc), at most maxLen bytes once unquoted.
-func parseKey(values []string, maxLen int) (string, error) {
+// token (see the package doc), of minLen to maxLen bytes once unquoted.
+func parseKey(values []string, minLen, maxLen int) (string, error) {
 	switch len(values) {
 	case 0:
 		return "", errKeyMissing
@@ -50,6 +51,8 @@ func parseKey(values []string, maxLen int) (string, error) {
 		return "", errKeyEmpty
 	case len(key) > maxLen:
 		return "", errKeyTooLong
+	case len(key) < minLen:
+		return "", errKeyTooShort
 	}
 	return key, nil
 }

@@ -18,8 +18,11 @@ type Middleware struct {
 	cfg   config
 }
 
-// New returns a middleware that stores responses in store. The options' defaults are in the
-// package doc's policy table and with each option.
+// New returns a middleware that stores responses in store. One scope option is required:
+// WithPrincipalScope, WithAuthorizationScope, WithScope or WithSingleTenantSharedScope; without
+// one New returns ErrNoScope (which also matches ErrInvalidOption), so no middleware shares one
+// scope between clients by accident. The other options' defaults are in the package doc's
+// policy table and with each option.
 func New(store *lwt.Store, opts ...Option) (*Middleware, error) {
 	if store == nil {
 		return nil, fmt.Errorf("%w: nil store", ErrInvalidOption)
@@ -33,12 +36,26 @@ func New(store *lwt.Store, opts ...Option) (*Middleware, error) {
 			return nil, err
 		}
 	}
+	if cfg.scope == nil {
+		return nil, fmt.Errorf("%w: %w: choose WithPrincipalScope, WithAuthorizationScope, WithScope or, "+
+			"for a service with one client, WithSingleTenantSharedScope", ErrInvalidOption, ErrNoScope)
+	}
+	if cfg.minKeyLength > cfg.maxKeyLength {
+		return nil, invalid("min key length %d exceeds max key length %d", cfg.minKeyLength, cfg.maxKeyLength)
+	}
 	return &Middleware{store: store, cfg: cfg}, nil
 }
 
 // Handler wraps next: requests whose method the middleware covers run next at most once per
-// key; every other request goes to next untouched.
+// key; every other request goes to next untouched. On a nil *Middleware, or with a nil next,
+// it returns a handler that answers every request 500 (TypeMisconfigured) and runs nothing:
+// a server built wrong refuses work rather than panicking or running without the middleware.
 func (m *Middleware) Handler(next http.Handler) http.Handler {
+	if m == nil || next == nil {
+		return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			writeProblem(w, problem{Type: TypeMisconfigured, Status: http.StatusInternalServerError})
+		})
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !m.cfg.methods[r.Method] {
 			next.ServeHTTP(w, r)
@@ -57,7 +74,7 @@ func (m *Middleware) Handler(next http.Handler) http.Handler {
 
 // serve handles a covered request. abort asks the caller to cut the connection.
 func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Handler) (ev Event, abort bool) {
-	key, err := parseKey(r.Header.Values(m.cfg.header), m.cfg.maxKeyLength)
+	key, err := parseKey(r.Header.Values(m.cfg.header), m.cfg.minKeyLength, m.cfg.maxKeyLength)
 	switch {
 	case errors.Is(err, errKeyMissing) && m.cfg.keyOptional:
 		next.ServeHTTP(w, r)
@@ -67,10 +84,16 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 			Detail: "this request needs an " + m.cfg.header + " header"}), false
 	case err != nil:
 		return m.refuse(w, Event{Err: err}, OutcomeRejected, problem{Type: TypeKeyInvalid, Status: http.StatusBadRequest,
-			Detail: fmt.Sprintf("the %s header must be a quoted string or a token of 1 to %d bytes", m.cfg.header, m.cfg.maxKeyLength)}), false
+			Detail: fmt.Sprintf("the %s header must be a quoted string or a token of %d to %d bytes",
+				m.cfg.header, m.cfg.minKeyLength, m.cfg.maxKeyLength)}), false
 	}
 	ev = Event{Key: key}
-	scope := m.cfg.scope(r)
+	scope, ok := m.cfg.scope(r)
+	if !ok {
+		ev.Err = errUnauthenticated
+		return m.refuse(w, ev, OutcomeRejected, problem{Type: TypeUnauthenticated, Status: http.StatusUnauthorized,
+			Detail: "this request needs an authenticated caller"}), false
+	}
 	if p := textcheck.Problem(scope, lwt.DefaultMaxKeyLength); p != "" {
 		ev.Err = fmt.Errorf("httpidem: scope: %s", p)
 		return m.refuse(w, ev, OutcomeUnavailable, problem{Type: TypeScopeMissing, Status: http.StatusInternalServerError}), false

@@ -29,8 +29,8 @@ func testConcurrentRequestsOnTwoServersRunOnce(t *testing.T, n node) {
 	var seen outcomes
 	scope := scopeOption(t)
 	urls := []string{
-		serve(t, middleware(t, n.store(t, lwt.WithCache(100)), scope, WithObserver(seen.observe)).Handler(h)),
-		serve(t, middleware(t, node{session: other, keyspace: n.keyspace}.store(t), scope, WithObserver(seen.observe)).Handler(h)),
+		serve(t, scopedMiddleware(t, n.store(t, lwt.WithCache(100)), scope, WithObserver(seen.observe)).Handler(h)),
+		serve(t, scopedMiddleware(t, node{session: other, keyspace: n.keyspace}.store(t), scope, WithObserver(seen.observe)).Handler(h)),
 	}
 
 	const requests = 64
@@ -41,7 +41,7 @@ func testConcurrentRequestsOnTwoServersRunOnce(t *testing.T, n node) {
 	for i := range requests {
 		wg.Go(func() {
 			<-start
-			r, err := send(context.Background(), http.MethodPost, urls[i%2]+"/charges?currency=eur", "order-1", `{"amount":100}`)
+			r, err := send(context.Background(), http.MethodPost, urls[i%2]+"/charges?currency=eur", "test-order-0000-1", `{"amount":100}`)
 			if err != nil {
 				errs <- err
 				return
@@ -85,7 +85,7 @@ func testConcurrentRequestsOnTwoServersRunOnce(t *testing.T, n node) {
 	assert.Equal(t, requests, len(created)+conflicts)
 
 	for _, url := range urls {
-		r := mustSend(t, http.MethodPost, url+"/charges?currency=eur", "order-1", `{"amount":100}`)
+		r := mustSend(t, http.MethodPost, url+"/charges?currency=eur", "test-order-0000-1", `{"amount":100}`)
 		assert.Equal(t, http.StatusCreated, r.status)
 		assert.True(t, r.replayed())
 		assert.Equal(t, created[0].body, r.body)
@@ -121,7 +121,7 @@ func testClientDisconnectThenRetryGetsReplay(t *testing.T, n node) {
 	ctx, cancel := context.WithCancel(context.Background())
 	first := make(chan error, 1)
 	go func() {
-		_, err := send(ctx, http.MethodPost, url+"/charges", "order-2", `{"amount":5}`)
+		_, err := send(ctx, http.MethodPost, url+"/charges", "test-order-0000-2", `{"amount":5}`)
 		first <- err
 	}()
 	<-started
@@ -129,7 +129,7 @@ func testClientDisconnectThenRetryGetsReplay(t *testing.T, n node) {
 	require.ErrorIs(t, <-first, context.Canceled, "the client went away mid-request")
 	close(proceed)
 
-	r, conflicts := untilSettled(t, url+"/charges", "order-2", `{"amount":5}`)
+	r, conflicts := untilSettled(t, url+"/charges", "test-order-0000-2", `{"amount":5}`)
 	assert.Positive(t, conflicts, "retries during the run were refused, not run")
 	assert.Equal(t, http.StatusCreated, r.status, r.body)
 	assert.True(t, r.replayed())
@@ -150,19 +150,19 @@ func testHandlerThreeTimesTheLeaseIsNotTakenOver(t *testing.T, n node) {
 		h.ServeHTTP(w, r)
 	})
 	scope := scopeOption(t)
-	a := serve(t, middleware(t, n.store(t, lwt.WithLease(lease)), scope).Handler(run))
-	b := serve(t, middleware(t, n.store(t, lwt.WithLease(lease)), scope).Handler(run))
+	a := serve(t, scopedMiddleware(t, n.store(t, lwt.WithLease(lease)), scope).Handler(run))
+	b := serve(t, scopedMiddleware(t, n.store(t, lwt.WithLease(lease)), scope).Handler(run))
 
 	first := make(chan reply, 1)
 	go func() {
-		r, err := send(context.Background(), http.MethodPost, a+"/charges", "order-3", "{}")
+		r, err := send(context.Background(), http.MethodPost, a+"/charges", "test-order-0000-3", "{}")
 		assert.NoError(t, err)
 		first <- r
 	}()
 	<-started
 	var conflicts int
 	for deadline := time.Now().Add(3 * lease); time.Now().Before(deadline); {
-		r := mustSend(t, http.MethodPost, b+"/charges", "order-3", "{}")
+		r := mustSend(t, http.MethodPost, b+"/charges", "test-order-0000-3", "{}")
 		if r.status == http.StatusCreated {
 			break // the first request had finished before this retry was sent
 		}
@@ -175,7 +175,7 @@ func testHandlerThreeTimesTheLeaseIsNotTakenOver(t *testing.T, n node) {
 	assert.False(t, r.replayed())
 	assert.Positive(t, conflicts)
 	assert.EqualValues(t, 1, h.runs.Load(), "one run, no takeover")
-	again := mustSend(t, http.MethodPost, b+"/charges", "order-3", "{}")
+	again := mustSend(t, http.MethodPost, b+"/charges", "test-order-0000-3", "{}")
 	assert.True(t, again.replayed())
 	assert.Equal(t, r.body, again.body)
 }
@@ -195,16 +195,16 @@ func testPanickingHandlerReleasesTheKey(t *testing.T, n node) {
 			h.ServeHTTP(w, r)
 		})))
 
-	r := mustSend(t, http.MethodPost, url+"/charges", "order-4", "{}")
+	r := mustSend(t, http.MethodPost, url+"/charges", "test-order-0000-4", "{}")
 	assert.Equal(t, http.StatusInternalServerError, r.status)
 	assert.Equal(t, TypeHandlerPanic, r.problemType())
 	assert.NotContains(t, r.body, "card network", "no internal text in a response")
 	assert.Empty(t, r.header.Get("X-Partial"), "nothing of the panicked response is sent")
 
-	r = mustSend(t, http.MethodPost, url+"/charges", "order-4", "{}")
+	r = mustSend(t, http.MethodPost, url+"/charges", "test-order-0000-4", "{}")
 	assert.Equal(t, http.StatusCreated, r.status)
 	assert.False(t, r.replayed())
-	r = mustSend(t, http.MethodPost, url+"/charges", "order-4", "{}")
+	r = mustSend(t, http.MethodPost, url+"/charges", "test-order-0000-4", "{}")
 	assert.True(t, r.replayed())
 	assert.EqualValues(t, 1, h.runs.Load(), "the retry ran once")
 	got := seen.get()
@@ -220,7 +220,7 @@ func testWaitInFlightGetsTheResponse(t *testing.T, n node) {
 	var wg sync.WaitGroup
 	for range 4 {
 		wg.Go(func() {
-			r, err := send(context.Background(), http.MethodPost, url+"/charges", "order-5", "{}")
+			r, err := send(context.Background(), http.MethodPost, url+"/charges", "test-order-0000-5", "{}")
 			assert.NoError(t, err)
 			replies <- r
 		})
@@ -243,22 +243,22 @@ func testWaitInFlightGetsTheResponse(t *testing.T, n node) {
 func testScopeSeparatesTenants(t *testing.T, n node) {
 	h := &charges{}
 	run := testScope(t)
-	url := serve(t, middleware(t, n.store(t), WithScope(func(r *http.Request) string {
+	url := serve(t, scopedMiddleware(t, n.store(t), WithScope(func(r *http.Request) string {
 		if tenant := r.URL.Query().Get("tenant"); tenant != "" { // stands for the authenticated principal
 			return run + "/" + tenant
 		}
 		return ""
 	})).Handler(h))
-	a := mustSend(t, http.MethodPost, url+"/charges?tenant=a", "order-6", "{}")
-	b := mustSend(t, http.MethodPost, url+"/charges?tenant=b", "order-6", "{}")
+	a := mustSend(t, http.MethodPost, url+"/charges?tenant=a", "test-order-0000-6", "{}")
+	b := mustSend(t, http.MethodPost, url+"/charges?tenant=b", "test-order-0000-6", "{}")
 	assert.False(t, b.replayed())
 	assert.NotEqual(t, a.body, b.body)
-	again := mustSend(t, http.MethodPost, url+"/charges?tenant=a", "order-6", "{}")
+	again := mustSend(t, http.MethodPost, url+"/charges?tenant=a", "test-order-0000-6", "{}")
 	assert.True(t, again.replayed())
 	assert.Equal(t, a.body, again.body)
 	assert.EqualValues(t, 2, h.runs.Load())
 
-	none := mustSend(t, http.MethodPost, url+"/charges", "order-6", "{}")
+	none := mustSend(t, http.MethodPost, url+"/charges", "test-order-0000-6", "{}")
 	assert.Equal(t, http.StatusInternalServerError, none.status)
 	assert.Equal(t, TypeScopeMissing, none.problemType())
 }
@@ -285,10 +285,11 @@ func TestNewRefusesBadOptions(t *testing.T) {
 		"nil observer":        WithObserver(nil),
 		"nil option":          nil,
 	} {
-		_, err := New(store, o)
+		_, err := New(store, o, WithSingleTenantSharedScope())
 		assert.ErrorIs(t, err, ErrInvalidOption, name)
+		assert.NotErrorIs(t, err, ErrNoScope, name)
 	}
-	m, err := New(store, WithHeader("x-idempotency-key"), WithMethods(http.MethodPut))
+	m, err := New(store, WithHeader("x-idempotency-key"), WithMethods(http.MethodPut), WithSingleTenantSharedScope())
 	require.NoError(t, err)
 	assert.Equal(t, "X-Idempotency-Key", m.cfg.header)
 }

@@ -12,10 +12,12 @@ import (
 const (
 	DefaultHeader          = "Idempotency-Key"
 	DefaultMaxKeyLength    = lwt.DefaultMaxKeyLength // bytes, as Stripe allows
+	DefaultMinKeyLength    = 16                      // bytes; see WithMinKeyLength
 	DefaultMaxBodySize     = 1 << 20                 // bytes of request body read to fingerprint it
 	DefaultMaxResponseSize = lwt.DefaultMaxResultSize
-	DefaultScope           = "http" // the one scope of every request without WithScope; see the package doc
+	DefaultScope           = "http" // the one scope of WithSingleTenantSharedScope
 	maxBodySizeLimit       = 1 << 30
+	maxKeyLengthLimit      = 4096
 )
 
 // Option configures a Middleware.
@@ -24,9 +26,10 @@ type Option func(*config) error
 type config struct {
 	header       string
 	keyOptional  bool
+	minKeyLength int
 	maxKeyLength int
 	methods      map[string]bool
-	scope        func(*http.Request) string
+	scope        scopeFunc // nil until a scope option chooses one: New refuses that
 	fingerprint  func(*http.Request, []byte) ([]byte, error)
 	maxBody      int64
 	maxResponse  int
@@ -39,9 +42,9 @@ type config struct {
 func defaultConfig() config {
 	return config{
 		header:       DefaultHeader,
+		minKeyLength: DefaultMinKeyLength,
 		maxKeyLength: DefaultMaxKeyLength,
 		methods:      map[string]bool{http.MethodPost: true, http.MethodPatch: true},
-		scope:        func(*http.Request) string { return DefaultScope },
 		fingerprint:  RequestFingerprint,
 		maxBody:      DefaultMaxBodySize,
 		maxResponse:  DefaultMaxResponseSize,
@@ -76,13 +79,29 @@ func WithKeyOptional() Option {
 }
 
 // WithMaxKeyLength sets the longest key in bytes (unquoted); a longer one gets 400. Default
-// 255; at most the store's lwt.WithMaxKeyLength.
+// 255; at most the store's lwt.WithMaxKeyLength, at least the shortest key (WithMinKeyLength).
 func WithMaxKeyLength(n int) Option {
+	return keyLength("max", n, func(c *config) { c.maxKeyLength = n })
+}
+
+// WithMinKeyLength sets the shortest key in bytes (unquoted); a shorter one gets 400
+// (TypeKeyInvalid) and nothing is claimed. Default 16: a key is meant to be unique to one
+// operation of one client for the whole retention, so it must have room for randomness, and 16
+// bytes hold 64 random bits in hex or 96 in base64. UUIDs (36 bytes, or 32 without hyphens),
+// ULIDs (26) and Stripe-style random keys pass; counters and short words such as "1" or
+// "order-7", which collide between a client's own operations, do not.
+func WithMinKeyLength(n int) Option {
+	return keyLength("min", n, func(c *config) { c.minKeyLength = n })
+}
+
+// keyLength is an option that sets a bound of the key's length, named which, with set once n
+// is a usable length; New checks that the bounds are in order.
+func keyLength(which string, n int, set func(*config)) Option {
 	return func(c *config) error {
-		if n < 1 || n > 4096 {
-			return invalid("max key length %d must be between 1 and 4096 bytes", n)
+		if n < 1 || n > maxKeyLengthLimit {
+			return invalid("%s key length %d must be between 1 and %d bytes", which, n, maxKeyLengthLimit)
 		}
-		c.maxKeyLength = n
+		set(c)
 		return nil
 	}
 }
@@ -102,21 +121,6 @@ func WithMethods(methods ...string) Option {
 			set[m] = true
 		}
 		c.methods = set
-		return nil
-	}
-}
-
-// WithScope sets how the scope of a key (its namespace in the store) is derived from the
-// request: the authenticated tenant or principal, so one tenant can never read another's stored
-// response. It runs before the body is read, after any middleware in front of this one. A scope
-// that is empty, over 255 bytes or not UTF-8 is answered 500 (TypeScopeMissing). Default: one
-// scope for all requests, "http" (see the package doc for its risk).
-func WithScope(scope func(r *http.Request) string) Option {
-	return func(c *config) error {
-		if scope == nil {
-			return invalid("nil scope function")
-		}
-		c.scope = scope
 		return nil
 	}
 }

@@ -21,8 +21,8 @@ const (
 	// OutcomeOversized: the handler ran and its response, too large to store, was sent once;
 	// retries get 410 (TypeResponseNotStored).
 	OutcomeOversized Outcome = "oversized"
-	// OutcomeRejected: the key, the body or the fingerprint was refused (400, 413); nothing was
-	// claimed and nothing ran.
+	// OutcomeRejected: the key, the caller, the body or the fingerprint was refused (400, 401,
+	// 413); nothing was claimed and nothing ran.
 	OutcomeRejected Outcome = "rejected"
 	// OutcomeUnkeyed: the key is optional and the request had none; it passed to the handler.
 	OutcomeUnkeyed Outcome = "unkeyed"

@@ -14,8 +14,11 @@ var (
 	// ErrInvalidOption: an option passed to New is out of range or nil.
 	ErrInvalidOption = errors.New("httpidem: invalid option")
 
-	// ErrInvalidKey: the key header is empty, malformed or too long.
+	// ErrInvalidKey: the key header is empty, malformed, too short or too long.
 	ErrInvalidKey = errors.New("httpidem: invalid idempotency key")
+
+	// ErrNoScope: New was given no scope option (see New). It also matches ErrInvalidOption.
+	ErrNoScope = errors.New("httpidem: no scope chosen")
 )
 
 // The "type" members of the problem documents the middleware answers with. Each names the
@@ -25,8 +28,13 @@ const (
 
 	// TypeKeyMissing (400): the method requires a key and the request has none.
 	TypeKeyMissing = typeBase + "TypeKeyMissing"
-	// TypeKeyInvalid (400): the key is empty, malformed or longer than the limit.
+	// TypeKeyInvalid (400): the key is empty, malformed, shorter than WithMinKeyLength or
+	// longer than WithMaxKeyLength.
 	TypeKeyInvalid = typeBase + "TypeKeyInvalid"
+	// TypeUnauthenticated (401): WithPrincipalScope found no principal in the request's context,
+	// or WithAuthorizationScope no Authorization header. Nothing was claimed. The service's
+	// authentication, in front of the middleware, normally answers such a request first.
+	TypeUnauthenticated = typeBase + "TypeUnauthenticated"
 	// TypeBodyTooLarge (413): the request body exceeds WithMaxBodySize. Nothing was claimed.
 	TypeBodyTooLarge = typeBase + "TypeBodyTooLarge"
 	// TypeBodyUnreadable (400): reading the request body failed. Nothing was claimed.
@@ -42,9 +50,13 @@ const (
 	TypeResponseNotStored = typeBase + "TypeResponseNotStored"
 	// TypeHandlerPanic (500): the handler panicked. The key was released: a retry runs again.
 	TypeHandlerPanic = typeBase + "TypeHandlerPanic"
-	// TypeScopeMissing (500): the WithScope function gave no valid scope (empty, over 255
-	// bytes or not UTF-8): a server configuration error, such as a missing authentication step.
+	// TypeScopeMissing (500): the scope option gave no valid scope: WithScope's function
+	// returned one that is empty, over 255 bytes or not UTF-8, or WithPrincipalScope's principal
+	// is over 245 bytes or not UTF-8. A server configuration error; nothing was claimed.
 	TypeScopeMissing = typeBase + "TypeScopeMissing"
+	// TypeMisconfigured (500): Handler was called on a nil *Middleware or with a nil handler.
+	// Nothing ran.
+	TypeMisconfigured = typeBase + "TypeMisconfigured"
 	// TypeStoredResponseUnreadable (500): the stored response is in a format this version
 	// cannot read.
 	TypeStoredResponseUnreadable = typeBase + "TypeStoredResponseUnreadable"

@@ -20,14 +20,14 @@ func testOversizedRequestBodyClaimsNothing(t *testing.T, n node) {
 	url := serve(t, middleware(t, n.store(t), WithMaxBodySize(1024)).Handler(h))
 	big := strings.Repeat("x", 1025)
 
-	r := mustSend(t, http.MethodPost, url+"/charges", "order-7", big)
+	r := mustSend(t, http.MethodPost, url+"/charges", "test-order-0000-7", big)
 	assert.Equal(t, http.StatusRequestEntityTooLarge, r.status)
 	assert.Equal(t, TypeBodyTooLarge, r.problemType())
 
 	// Without a Content-Length (chunked), the limit is found by reading.
 	req, err := http.NewRequest(http.MethodPost, url+"/charges", io.MultiReader(strings.NewReader(big)))
 	require.NoError(t, err)
-	req.Header.Set(DefaultHeader, "order-7")
+	req.Header.Set(DefaultHeader, "test-order-0000-7")
 	req.ContentLength = -1
 	resp, err := testClient.Do(req)
 	require.NoError(t, err)
@@ -35,7 +35,7 @@ func testOversizedRequestBodyClaimsNothing(t *testing.T, n node) {
 	assert.Equal(t, http.StatusRequestEntityTooLarge, resp.StatusCode)
 	assert.Zero(t, h.runs.Load())
 
-	r = mustSend(t, http.MethodPost, url+"/charges", "order-7", strings.Repeat("x", 1024))
+	r = mustSend(t, http.MethodPost, url+"/charges", "test-order-0000-7", strings.Repeat("x", 1024))
 	assert.Equal(t, http.StatusCreated, r.status, "nothing was stored for the key: %s", r.body)
 	assert.False(t, r.replayed())
 	assert.Contains(t, r.body, strings.Repeat("x", 1024), "the handler got the body unchanged")
@@ -48,7 +48,7 @@ func testSameKeyDifferentRequestIs422(t *testing.T, n node) {
 	var seen outcomes
 	url := serve(t, middleware(t, n.store(t), WithObserver(seen.observe),
 		WithMethods(http.MethodPost, http.MethodPatch)).Handler(h))
-	first := mustSend(t, http.MethodPost, url+"/charges?currency=eur", "order-8", `{"amount":100}`)
+	first := mustSend(t, http.MethodPost, url+"/charges?currency=eur", "test-order-0000-8", `{"amount":100}`)
 	require.Equal(t, http.StatusCreated, first.status)
 	for name, req := range map[string][3]string{
 		"body":   {http.MethodPost, "/charges?currency=eur", `{"amount":999}`},
@@ -56,7 +56,7 @@ func testSameKeyDifferentRequestIs422(t *testing.T, n node) {
 		"path":   {http.MethodPost, "/refunds?currency=eur", `{"amount":100}`},
 		"method": {http.MethodPatch, "/charges?currency=eur", `{"amount":100}`},
 	} {
-		r := mustSend(t, req[0], url+req[1], "order-8", req[2])
+		r := mustSend(t, req[0], url+req[1], "test-order-0000-8", req[2])
 		assert.Equal(t, http.StatusUnprocessableEntity, r.status, name)
 		assert.Equal(t, TypeKeyReuse, r.problemType(), name)
 	}
@@ -106,7 +106,7 @@ func testOtherMethodsPassThrough(t *testing.T, n node) {
 	url := serve(t, middleware(t, n.store(t)).Handler(h))
 	methods := []string{http.MethodGet, http.MethodPut, http.MethodDelete, http.MethodOptions}
 	for _, m := range methods {
-		for _, key := range []string{"", "order-9", "order-9", "not a valid key"} {
+		for _, key := range []string{"", "test-order-0000-9", "test-order-0000-9", "not a valid key"} {
 			r := mustSend(t, m, url+"/charges", key, "{}")
 			assert.Equal(t, http.StatusCreated, r.status, m)
 			assert.False(t, r.replayed(), m)
@@ -123,7 +123,7 @@ func testOptionalKeyPassesRequestsWithout(t *testing.T, n node) {
 	url := serve(t, middleware(t, n.store(t), WithKeyOptional(), WithObserver(seen.observe)).Handler(h))
 	for range 2 {
 		assert.Equal(t, http.StatusCreated, mustSend(t, http.MethodPost, url+"/charges", "", "{}").status)
-		assert.Equal(t, http.StatusCreated, mustSend(t, http.MethodPost, url+"/charges", "order-10", "{}").status)
+		assert.Equal(t, http.StatusCreated, mustSend(t, http.MethodPost, url+"/charges", "test-order-0000-10", "{}").status)
 	}
 	assert.EqualValues(t, 3, h.runs.Load())
 	assert.Equal(t, http.StatusBadRequest, mustSend(t, http.MethodPost, url+"/charges", `""`, "{}").status,
@@ -145,12 +145,12 @@ func testCustomFingerprintComparesASubset(t *testing.T, n node) {
 		return []byte(r.URL.Path + "\x00" + strconv.Itoa(*req.Amount)), nil
 	}
 	url := serve(t, middleware(t, n.store(t), WithFingerprint(amountOnly)).Handler(h))
-	first := mustSend(t, http.MethodPost, url+"/charges", "order-11", `{"amount":1,"trace":"a"}`)
-	retry := mustSend(t, http.MethodPost, url+"/charges", "order-11", `{"amount":1,"trace":"b"}`)
+	first := mustSend(t, http.MethodPost, url+"/charges", "test-order-0000-11", `{"amount":1,"trace":"a"}`)
+	retry := mustSend(t, http.MethodPost, url+"/charges", "test-order-0000-11", `{"amount":1,"trace":"b"}`)
 	assert.True(t, retry.replayed())
 	assert.Equal(t, first.body, retry.body)
-	assert.Equal(t, http.StatusUnprocessableEntity, mustSend(t, http.MethodPost, url+"/charges", "order-11", `{"amount":2}`).status)
-	bad := mustSend(t, http.MethodPost, url+"/charges", "order-12", `not json`)
+	assert.Equal(t, http.StatusUnprocessableEntity, mustSend(t, http.MethodPost, url+"/charges", "test-order-0000-11", `{"amount":2}`).status)
+	bad := mustSend(t, http.MethodPost, url+"/charges", "test-order-0000-12", `not json`)
 	assert.Equal(t, http.StatusBadRequest, bad.status)
 	assert.Equal(t, TypeFingerprintFailed, bad.problemType())
 	assert.EqualValues(t, 1, h.runs.Load())

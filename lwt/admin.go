@@ -48,6 +48,9 @@ type Inspection struct {
 // consistency, so it sees the outcome of any conditional write in flight. It returns an error
 // matching ErrNotFound when there is none.
 func (s *Store) Inspect(ctx context.Context, key Key) (*Inspection, error) {
+	if err := s.checkCall(ctx); err != nil {
+		return nil, err
+	}
 	if err := validateKey(s.keyCols, key, s.cfg.maxKey); err != nil {
 		return nil, err
 	}
@@ -121,6 +124,9 @@ const adminRounds = 4
 // key; other processes that cache completed records keep replaying a COMPLETED one from memory
 // until it expires there or falls out.
 func (s *Store) ReleaseKey(ctx context.Context, key Key, opts ...AdminOption) (AdminResult, error) {
+	if err := s.checkCall(ctx); err != nil {
+		return AdminResult{}, err
+	}
 	cfg, err := adminOptions(adminConfig{note: "released by an operator"}, opts)
 	if err != nil {
 		return AdminResult{}, err
@@ -155,6 +161,9 @@ func (c *completedCache) drop(key string) {
 // on the record read, refused on a live lease unless Force is given, ErrNotFound when the key
 // has no record.
 func (s *Store) Delete(ctx context.Context, key Key, opts ...AdminOption) (AdminResult, error) {
+	if err := s.checkCall(ctx); err != nil {
+		return AdminResult{}, err
+	}
 	cfg, err := adminOptions(adminConfig{}, opts)
 	if err != nil {
 		return AdminResult{}, err

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/gocql/gocql"
+
+	"github.com/cassdedup/cassdedup/internal/argcheck"
 )
 
 // ExecBatchCAS runs b, a conditional batch whose statements all write one partition, as one
@@ -16,6 +18,9 @@ import (
 // execution. Each statement may carry its own USING TTL, which is how a record and its shorter
 // lease cell are written together. Outcome-unknown errors are as for ExecCAS.
 func ExecBatchCAS(ctx context.Context, session *gocql.Session, b *gocql.Batch, serial gocql.SerialConsistency) (applied bool, rows []Row, err error) {
+	if err := argcheck.Call(ErrInvalidArgument, "*gocql.Batch", b == nil, ctx); err != nil {
+		return false, nil, err
+	}
 	if serial != gocql.Serial && serial != gocql.LocalSerial {
 		return false, nil, fmt.Errorf("lwt: serial consistency must be SERIAL or LOCAL_SERIAL, not %v", serial)
 	}
@@ -111,6 +116,9 @@ type BatchConditional struct {
 // unknown outcome as Resolve does: it reads the rows at serial and decides with c.Applied;
 // rows are then the rows read. Errors as for Resolve.
 func ResolveBatch(ctx context.Context, c BatchConditional, commit gocql.Consistency, serial gocql.SerialConsistency) (applied bool, rows []Row, err error) {
+	if err := argcheck.Call(ErrInvalidArgument, "BatchConditional.Batch", c.Batch == nil, ctx); err != nil {
+		return false, nil, err
+	}
 	c.Batch.Cons = commit
 	single := Conditional{Op: c.Op, Read: c.Read, Patience: c.Patience, Observer: c.Observer, Key: c.Key}
 	return single.settle(ctx, serial, func() (bool, []Row, error) {

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/gocql/gocql"
+
+	"github.com/cassdedup/cassdedup/internal/argcheck"
 )
 
 // BatchEnd is how one claim of a batch ends: its status (COMPLETED, FAILED or RELEASED) and
@@ -28,6 +30,9 @@ type BatchEnd struct {
 // the work is done). An end that ctx stops is an *OutcomeUnknownError when some send of it
 // may have applied.
 func (s *BatchStore) FinishBatch(ctx context.Context, ends []BatchEnd) []error {
+	if err := s.checkCall(ctx); err != nil {
+		return argcheck.Each(err, len(ends))
+	}
 	errs := make([]error, len(ends))
 	claims := make([]*Claim, len(ends))
 	for i, e := range ends {
@@ -84,6 +89,9 @@ var observedEnd = map[Status]ObservationKind{StatusCompleted: ObservedComplete, 
 // when the claim was taken over, ended or expired. It is sent once more after a rejection
 // caused by another claim of the batch; an unknown outcome is left for the next renewal.
 func (s *BatchStore) RenewBatch(ctx context.Context, claims []*Claim) []error {
+	if err := s.checkCall(ctx); err != nil {
+		return argcheck.Each(err, len(claims))
+	}
 	errs := make([]error, len(claims))
 	for i, c := range claims {
 		if c == nil {

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/gocql/gocql"
+
+	"github.com/cassdedup/cassdedup/internal/argcheck"
 )
 
 // BatchStore runs the record state machine of Store on a BatchTable, many records of one
@@ -54,8 +56,13 @@ func NewBatchStore(session *gocql.Session, table BatchTable, opts ...Option) (*B
 	}, nil
 }
 
-// Stats returns a snapshot of the store's counters.
-func (s *BatchStore) Stats() Stats { return s.base.Stats() }
+// Stats returns a snapshot of the store's counters; zero for a nil *BatchStore.
+func (s *BatchStore) Stats() Stats {
+	if s == nil {
+		return Stats{}
+	}
+	return s.base.Stats()
+}
 
 // BatchItem is one record for BeginBatch to claim: its key within the partition and the
 // fingerprint of the request it stands for (nil when requests are not compared).
@@ -100,6 +107,9 @@ const maxClaimRounds = 8
 // apply, or an *OutcomeUnknownError (the batch's claims, if it applied, hold their records
 // until their leases pass).
 func (s *BatchStore) BeginBatch(ctx context.Context, partition Key, items []BatchItem) ([]Begun, error) {
+	if err := s.checkCall(ctx); err != nil {
+		return nil, err
+	}
 	if err := s.validate(partition, items); err != nil {
 		return nil, err
 	}
@@ -292,4 +302,9 @@ func fullRows(rows []Row) bool {
 		}
 	}
 	return true
+}
+
+// checkCall refuses a call on a nil *BatchStore or with a nil context (ErrInvalidArgument).
+func (s *BatchStore) checkCall(ctx context.Context) error {
+	return argcheck.Call(ErrInvalidArgument, "*lwt.BatchStore", s == nil, ctx)
 }

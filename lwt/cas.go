@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/gocql/gocql"
+
+	"github.com/cassdedup/cassdedup/internal/argcheck"
 )
 
 // Row is one row of a CAS result or a read, column name to value. Values are the driver's Go
@@ -28,6 +30,9 @@ type Row map[string]any
 // still matches with errors.Is). A ctx that ended before the call returns ctx.Err() unchanged:
 // nothing was sent. Resolve runs a conditional write and settles such an outcome.
 func InsertIfNotExists(ctx context.Context, q *gocql.Query, serial gocql.SerialConsistency) (applied bool, existing Row, err error) {
+	if err := argcheck.Call(ErrInvalidArgument, "*gocql.Query", q == nil, ctx); err != nil {
+		return false, nil, err
+	}
 	if !strings.Contains(strings.ToUpper(q.Statement()), "IF NOT EXISTS") {
 		return false, nil, fmt.Errorf("%w: statement has no IF NOT EXISTS", ErrMalformedCASResult)
 	}
@@ -39,6 +44,9 @@ func InsertIfNotExists(ctx context.Context, q *gocql.Query, serial gocql.SerialC
 // the condition's columns for IF col = ?, all columns for IF EXISTS, and none when the row
 // does not exist. The execution rules of InsertIfNotExists apply.
 func UpdateIf(ctx context.Context, q *gocql.Query, serial gocql.SerialConsistency) (applied bool, current Row, err error) {
+	if err := argcheck.Call(ErrInvalidArgument, "*gocql.Query", q == nil, ctx); err != nil {
+		return false, nil, err
+	}
 	if !strings.Contains(strings.ToUpper(q.Statement()), " IF ") {
 		return false, nil, fmt.Errorf("%w: statement has no IF clause", ErrMalformedCASResult)
 	}
@@ -47,6 +55,9 @@ func UpdateIf(ctx context.Context, q *gocql.Query, serial gocql.SerialConsistenc
 
 // ExecCAS runs any conditional statement as InsertIfNotExists does and decodes its result.
 func ExecCAS(ctx context.Context, q *gocql.Query, serial gocql.SerialConsistency) (applied bool, row Row, err error) {
+	if err := argcheck.Call(ErrInvalidArgument, "*gocql.Query", q == nil, ctx); err != nil {
+		return false, nil, err
+	}
 	if serial != gocql.Serial && serial != gocql.LocalSerial {
 		return false, nil, fmt.Errorf("lwt: serial consistency must be SERIAL or LOCAL_SERIAL, not %v", serial)
 	}
@@ -161,6 +172,9 @@ func IsOutcomeUnknown(err error) bool {
 // outcome of a conditional write whose response was lost; that is how an unknown outcome is
 // resolved. found is false when no row matched.
 func ReadSerial(ctx context.Context, q *gocql.Query, serial gocql.SerialConsistency) (row Row, found bool, err error) {
+	if err := argcheck.Call(ErrInvalidArgument, "*gocql.Query", q == nil, ctx); err != nil {
+		return nil, false, err
+	}
 	if serial != gocql.Serial && serial != gocql.LocalSerial {
 		return nil, false, fmt.Errorf("lwt: serial consistency must be SERIAL or LOCAL_SERIAL, not %v", serial)
 	}

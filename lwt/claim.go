@@ -40,6 +40,9 @@ func (c *Claim) Created() bool { return c.Previous == nil && c.Attempts == 1 }
 // A claim whose previous owner released it or let its lease pass is taken by a conditional
 // update that increments the fence and keeps counting attempts.
 func (s *Store) Begin(ctx context.Context, key Key, fingerprint []byte) (*Claim, *Record, error) {
+	if err := s.checkCall(ctx); err != nil {
+		return nil, nil, err
+	}
 	if err := validateKey(s.keyCols, key, s.cfg.maxKey); err != nil {
 		return nil, nil, err
 	}

@@ -76,6 +76,9 @@ type call struct {
 // ErrOutcomeUnknown for what a retry does), ctx.Err() while claiming or waiting, fn's own error,
 // or a driver error from a claim that certainly did not apply.
 func (s *Store) ExecuteOnce(ctx context.Context, key Key, fn func(context.Context) ([]byte, error), opts ...CallOption) (_ Result, err error) {
+	if err := s.checkCall(ctx); err != nil {
+		return Result{}, err
+	}
 	if fn == nil {
 		return Result{}, fmt.Errorf("%w: nil function", ErrInvalidArgument)
 	}

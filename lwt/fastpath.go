@@ -70,6 +70,9 @@ func scopeOf(key Key) (scope string, last any, ok bool) {
 // last key value must be a string. On a warm-up error the scope takes the LWT path; call Own
 // again to retry. Call Disown as soon as the scope is reassigned or its assignment is in doubt.
 func (s *Store) Own(ctx context.Context, scope Key, epoch uint64, pre PreCheck, src KeySource) error {
+	if err := s.checkCall(ctx); err != nil {
+		return err
+	}
 	if len(s.keyCols) < 2 {
 		return &KeyError{Column: s.keyCols[0], Reason: "the fast path needs a table keyed by a scope and a key"}
 	}
@@ -114,6 +117,9 @@ func (s *Store) Own(ctx context.Context, scope Key, epoch uint64, pre PreCheck, 
 // running finds the ownership gone when it returns and records its key with
 // PutCompletedIfNotExists instead.
 func (s *Store) Disown(scope Key) {
+	if s == nil {
+		return
+	}
 	sk := cacheKey(scope)
 	s.fast.mu.Lock()
 	o := s.fast.owned[sk]

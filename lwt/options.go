@@ -81,10 +81,11 @@ func WithRetention(d time.Duration) Option {
 // WithLease sets how long a claim is held without renewal; the executor renews it every third
 // of the lease while the function runs. The lease is written as cells with their own TTL (the
 // lease in whole seconds, rounded up, plus one, since Cassandra starts a TTL from the current
-// whole second), so it ends when Cassandra's clock says so: a claim is taken over only after the
-// server expired its lease, between the lease and one second more after the last renewal,
-// whatever the callers' clocks say. Default 30s; at
-// least 1s (Cassandra's TTL resolution) and not more than the retention.
+// whole second), so it ends when Cassandra's clock says so, whatever the callers' clocks say: a
+// claim is taken over only after the server expired its lease, more than the lease rounded up
+// to whole seconds and at most one second more after the last renewal (a lease of 1.5s ends
+// between 2s and 3s after it; one of 2s, between 2s and 3s). Default 30s; at least 1s
+// (Cassandra's TTL resolution) and not more than the retention.
 func WithLease(d time.Duration) Option {
 	return func(c *config) error {
 		if d < time.Second {

@@ -24,6 +24,9 @@ import (
 // The write is idempotent (the same values again), so it may be retried. Errors: ErrInvalidKey,
 // ErrResultTooLarge, ctx.Err(), or a driver error.
 func (s *Store) PutCompleted(ctx context.Context, key Key, fingerprint, result []byte, epoch uint64) (*Record, error) {
+	if err := s.checkCall(ctx); err != nil {
+		return nil, err
+	}
 	rec, args, err := s.completed(key, fingerprint, result, epoch)
 	if err != nil {
 		return nil, err
@@ -47,6 +50,9 @@ func (s *Store) PutCompleted(ctx context.Context, key Key, fingerprint, result [
 // serial read that finds no row means the put did not apply (applied false, existing nil).
 // Errors as for Resolve.
 func (s *Store) PutCompletedIfNotExists(ctx context.Context, key Key, fingerprint, result []byte, epoch uint64) (applied bool, existing *Record, err error) {
+	if err := s.checkCall(ctx); err != nil {
+		return false, nil, err
+	}
 	rec, args, err := s.completed(key, fingerprint, result, epoch)
 	if err != nil {
 		return false, nil, err

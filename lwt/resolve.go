@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/gocql/gocql"
+
+	"github.com/cassdedup/cassdedup/internal/argcheck"
 )
 
 // Conditional is one conditional write together with the way to settle it when its outcome is
@@ -42,6 +44,9 @@ type Conditional struct {
 // be read within c.Patience, the error is an *OutcomeUnknownError matching ErrOutcomeUnknown,
 // with the write's error and the last read's error both reachable through errors.Is and As.
 func Resolve(ctx context.Context, c Conditional, commit gocql.Consistency, serial gocql.SerialConsistency) (applied bool, row Row, err error) {
+	if err := argcheck.Call(ErrInvalidArgument, "Conditional.Write", c.Write == nil, ctx); err != nil {
+		return false, nil, err
+	}
 	applied, rows, err := c.settle(ctx, serial, func() (bool, []Row, error) {
 		applied, row, err := ExecCAS(ctx, c.Write.Consistency(commit), serial)
 		if row == nil {

@@ -78,6 +78,9 @@ type ScanStats struct {
 // An error from yield stops the scan and is returned, as is the first read error. The scan
 // assumes the Murmur3 partitioner, Cassandra's default. Its goroutines end before it returns.
 func (s *Store) Scan(ctx context.Context, opts ScanOptions, yield func(Key, *Record) error) (ScanStats, error) {
+	if err := s.checkCall(ctx); err != nil {
+		return ScanStats{}, err
+	}
 	if yield == nil {
 		return ScanStats{}, fmt.Errorf("%w: nil yield", ErrInvalidArgument)
 	}
@@ -123,6 +126,9 @@ type StuckClaim struct {
 // expired, and RELEASED records claimed MinAttempts times or more. yield
 // is called for each, never concurrently.
 func (s *Store) ScanStuck(ctx context.Context, opts StuckOptions, yield func(StuckClaim) error) (ScanStats, error) {
+	if err := s.checkCall(ctx); err != nil {
+		return ScanStats{}, err
+	}
 	if yield == nil {
 		return ScanStats{}, fmt.Errorf("%w: nil yield", ErrInvalidArgument)
 	}

@@ -115,5 +115,10 @@ func (s *Store) record(e Observation) {
 	}
 }
 
-// Stats returns a snapshot of the store's counters.
-func (s *Store) Stats() Stats { return s.stats.snapshot() }
+// Stats returns a snapshot of the store's counters; zero for a nil *Store.
+func (s *Store) Stats() Stats {
+	if s == nil {
+		return Stats{}
+	}
+	return s.stats.snapshot()
+}

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/gocql/gocql"
+
+	"github.com/cassdedup/cassdedup/internal/argcheck"
 )
 
 // Store runs the record state machine on one table. Every transition is a lightweight
@@ -84,6 +86,9 @@ func buildStatements(table string, keyCols []string) statements {
 // Get reads the record of key at the store's serial consistency, so it sees the outcome of any
 // conditional write in flight. It returns an error matching ErrNotFound when there is none.
 func (s *Store) Get(ctx context.Context, key Key) (*Record, error) {
+	if err := s.checkCall(ctx); err != nil {
+		return nil, err
+	}
 	if err := validateKey(s.keyCols, key, s.cfg.maxKey); err != nil {
 		return nil, err
 	}
@@ -161,4 +166,10 @@ func (s *Store) resolveClaim(ctx context.Context, op string, c *Claim, now time.
 		return applied, nil, err
 	}
 	return false, rows[0], nil
+}
+
+// checkCall refuses a call on a nil *Store or with a nil context, with ErrInvalidArgument
+// rather than a panic deep inside the driver.
+func (s *Store) checkCall(ctx context.Context) error {
+	return argcheck.Call(ErrInvalidArgument, "*lwt.Store", s == nil, ctx)
 }

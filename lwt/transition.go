@@ -22,6 +22,9 @@ const transitionPatience = 2 * time.Second
 // lease's TTL, so the lease lasts until Cassandra's clock passes it. ErrLeaseLost means another
 // worker took the claim over or the record expired: stop working on it.
 func (s *Store) Renew(ctx context.Context, c *Claim) error {
+	if err := s.checkCall(ctx); err != nil {
+		return err
+	}
 	if c == nil {
 		return fmt.Errorf("%w: nil claim", ErrInvalidArgument)
 	}
@@ -44,6 +47,9 @@ func (s *Store) Renew(ctx context.Context, c *Claim) error {
 // over or the record expired and nothing was stored. A send whose outcome is unknown is read
 // back and sent again while ctx lasts; *OutcomeUnknownError means ctx ended first.
 func (s *Store) Complete(ctx context.Context, c *Claim, result []byte) error {
+	if err := s.checkCall(ctx); err != nil {
+		return err
+	}
 	if len(result) > s.cfg.maxResult {
 		return fmt.Errorf("%w: %d bytes, limit %d", ErrResultTooLarge, len(result), s.cfg.maxResult)
 	}
@@ -60,6 +66,9 @@ func (s *Store) Complete(ctx context.Context, c *Claim, result []byte) error {
 // Fail stores message as a permanent failure (FAILED), replayed to later attempts. A message
 // over the size limit is cut to it.
 func (s *Store) Fail(ctx context.Context, c *Claim, message []byte) error {
+	if err := s.checkCall(ctx); err != nil {
+		return err
+	}
 	if err := s.finish(ctx, c, StatusFailed, s.clip(message)); err != nil {
 		return err
 	}
@@ -70,6 +79,9 @@ func (s *Store) Fail(ctx context.Context, c *Claim, message []byte) error {
 // Release gives the claim up after a retryable failure (RELEASED, message kept as the last
 // error): the next attempt claims the key again, with the attempt count carried on.
 func (s *Store) Release(ctx context.Context, c *Claim, message []byte) error {
+	if err := s.checkCall(ctx); err != nil {
+		return err
+	}
 	if err := s.finish(ctx, c, StatusReleased, s.clip(message)); err != nil {
 		return err
 	}

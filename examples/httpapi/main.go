@@ -1,6 +1,8 @@
 // Command httpapi serves a payments endpoint behind httpidem's Idempotency-Key middleware and
 // shows what a client's retries get: the stored response, 409 while the first request runs,
-// 422 when a key is reused for another request, 400 without a key.
+// 422 when a key is reused for another request, 400 without a key. Keys are scoped by the
+// authenticated caller: another client sending the same key gets a run of its own, never the
+// first client's response, and a request without credentials is refused.
 //
 //	go run ./examples/httpapi -hosts 127.0.0.1:9042
 package main
@@ -37,9 +39,9 @@ func run(ctx context.Context, session *gocql.Session, keyspace string, out io.Wr
 	if err != nil {
 		return err
 	}
-	// The scope is the caller's identity, so one tenant can never read another's stored
-	// response. A real service takes it from its authentication, not from a plain header.
-	idem, err := httpidem.New(store, httpidem.WithScope(func(r *http.Request) string { return "tenant-" + r.Header.Get("X-Tenant") }))
+	// Keys are scoped by the principal that authenticate puts in the request's context, so one
+	// client can never read another's stored response, nor learn that its key exists.
+	idem, err := httpidem.New(store, httpidem.WithPrincipalScope())
 	if err != nil {
 		return err
 	}
@@ -58,7 +60,7 @@ func run(ctx context.Context, session *gocql.Session, keyspace string, out io.Wr
 		fmt.Fprintf(w, `{"charge":"ch_%d"}`, n)
 	})
 	mux := http.NewServeMux()
-	mux.Handle("POST /charges", idem.Handler(charge))
+	mux.Handle("POST /charges", authenticate(idem.Handler(charge)))
 	url, stop, err := serve(mux)
 	if err != nil {
 		return err
@@ -67,13 +69,13 @@ func run(ctx context.Context, session *gocql.Session, keyspace string, out io.Wr
 
 	key := fmt.Sprintf("order-%d", time.Now().UnixNano())
 	first := make(chan result, 1)
-	go func() { first <- post(ctx, url+"/charges", key, `{"amount":100}`, true) }()
+	go func() { first <- post(ctx, url+"/charges", acmeToken, key, `{"amount":100}`, true) }()
 	select {
 	case <-running:
 	case r := <-first: // it ended without reaching the handler: nothing to demonstrate
 		return fmt.Errorf("first attempt: %d %s %v", r.status, r.body, r.err)
 	}
-	retry := post(ctx, url+"/charges", key, `{"amount":100}`, false)
+	retry := post(ctx, url+"/charges", acmeToken, key, `{"amount":100}`, false)
 	close(slow)
 	steps := []struct {
 		what string
@@ -81,9 +83,11 @@ func run(ctx context.Context, session *gocql.Session, keyspace string, out io.Wr
 	}{
 		{"retry while the first runs", retry},
 		{"first attempt", <-first},
-		{"retry after a lost response", post(ctx, url+"/charges", key, `{"amount":100}`, false)},
-		{"same key, different request", post(ctx, url+"/charges", key, `{"amount":999}`, false)},
-		{"no key", post(ctx, url+"/charges", "", `{"amount":100}`, false)},
+		{"retry after a lost response", post(ctx, url+"/charges", acmeToken, key, `{"amount":100}`, false)},
+		{"same key, different request", post(ctx, url+"/charges", acmeToken, key, `{"amount":999}`, false)},
+		{"no key", post(ctx, url+"/charges", acmeToken, "", `{"amount":100}`, false)},
+		{"another client, same key", post(ctx, url+"/charges", globexToken, key, `{"amount":100}`, false)},
+		{"no credentials, same key", post(ctx, url+"/charges", "", key, `{"amount":100}`, false)},
 	}
 	for _, step := range steps {
 		if step.res.err != nil {
@@ -93,6 +97,35 @@ func run(ctx context.Context, session *gocql.Session, keyspace string, out io.Wr
 	}
 	fmt.Fprintf(out, "charges made: %d\n", charges.Load())
 	return nil
+}
+
+// The demo's two clients: a toy token table stands for a real service's authentication.
+const (
+	acmeToken   = "demo-token-acme"
+	globexToken = "demo-token-globex"
+)
+
+var principals = map[string]string{acmeToken: "acme", globexToken: "globex"}
+
+// authenticate maps a bearer token to its principal and puts it in the request's context for
+// httpidem.WithPrincipalScope. An unknown token is refused here; a request without one goes on,
+// as behind an authentication that lets anonymous requests through, and the middleware refuses
+// it rather than storing it in a scope shared by everyone.
+func authenticate(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		token, found := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !found {
+			next.ServeHTTP(w, r)
+			return
+		}
+		principal, ok := principals[token]
+		if !ok {
+			w.Header().Set("WWW-Authenticate", "Bearer")
+			http.Error(w, "unknown token", http.StatusUnauthorized)
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(httpidem.WithPrincipal(r.Context(), principal)))
+	})
 }
 
 // serve runs h on a loopback port until stop is called.
@@ -120,12 +153,15 @@ type result struct {
 	err      error
 }
 
-func post(ctx context.Context, url, key, body string, slow bool) result {
+// post sends one request as the client that holds token ("" for none).
+func post(ctx context.Context, url, token, key, body string, slow bool) result {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
 	if err != nil {
 		return result{err: err}
 	}
-	req.Header.Set("X-Tenant", "acme")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
 	if key != "" {
 		req.Header.Set(httpidem.DefaultHeader, key)
 	}

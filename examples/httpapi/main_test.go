@@ -22,5 +22,7 @@ func TestRunAgainstNode(t *testing.T) {
 	assert.Regexp(t, `retry after a lost response\s+-> 201 replayed=true  {"charge":"ch_1"}`, got)
 	assert.Regexp(t, `same key, different request\s+-> 422 replayed=false problem TypeKeyReuse`, got)
 	assert.Regexp(t, `no key\s+-> 400 replayed=false problem TypeKeyMissing`, got)
-	assert.Contains(t, got, "charges made: 1")
+	assert.Regexp(t, `another client, same key\s+-> 201 replayed=false {"charge":"ch_2"}`, got, "never the first client's response")
+	assert.Regexp(t, `no credentials, same key\s+-> 401 replayed=false problem TypeUnauthenticated`, got)
+	assert.Contains(t, got, "charges made: 2")
 }
