@@ -179,8 +179,10 @@ func exitCode(err error) int {
 	return exitFailure
 }
 
+// errorf prints an error on one line. Errors may echo input (an id, a flag's value, a node's
+// message quoting a statement), so the line is escaped like every table cell.
 func errorf(w io.Writer, code int, format string, args ...any) int {
-	fmt.Fprintf(w, "cassdedup: "+format+"\n", args...)
+	fmt.Fprintln(w, "cassdedup: "+escapeText(fmt.Sprintf(format, args...)))
 	return code
 }
 

@@ -75,7 +75,7 @@ var countersUnappliedCommand = &command{
 					if c.Settling {
 						state = "settling (a repair took it and did not finish)"
 					}
-					row(w, c.Counter, c.OpID, c.Delta, stampRel(c.ClaimedAt, now), state, c.Owner)
+					row(w, display(c.Counter), display(c.OpID), c.Delta, stampRel(c.ClaimedAt, now), state, c.Owner)
 				}
 			})
 		}
@@ -117,7 +117,7 @@ var countersRepairCommand = &command{
 			}
 			return e.emit(map[string]any{"counter": c.Counter, "op_id": c.OpID, "delta": c.Delta, "outcome": *outcome, "done": done},
 				func(w io.Writer) {
-					row(w, "settled", c.Counter+" "+c.OpID)
+					row(w, "settled", display(c.Counter)+" "+display(c.OpID))
 					row(w, "claimed", stamp(c.ClaimedAt))
 					row(w, "done", done)
 				})
@@ -173,7 +173,7 @@ var counterTotalCommand = logCommand("counter total",
 		}
 		return e.emit(map[string]any{"counter": counter, "total": total}, func(w io.Writer) {
 			row(w, "COUNTER", "TOTAL")
-			row(w, counter, total)
+			row(w, display(counter), total)
 		})
 	})
 
@@ -187,6 +187,6 @@ var counterRollupCommand = logCommand("counter rollup",
 		return e.emit(map[string]any{"counter": counter, "watermark": tptr(r.Watermark), "total": r.Total, "folded": r.Folded},
 			func(w io.Writer) {
 				row(w, "COUNTER", "WATERMARK", "ROLLED-UP TOTAL", "BUCKETS FOLDED NOW")
-				row(w, counter, stamp(r.Watermark), r.Total, r.Folded)
+				row(w, display(counter), stamp(r.Watermark), r.Total, r.Folded)
 			})
 	})

@@ -166,7 +166,7 @@ var schemaStatusCommand = &command{
 					if m.State == schema.Changed {
 						sum += " (recorded " + short(m.AppliedChecksum) + ")"
 					}
-					row(w, m.Version, m.Name, m.State, stamp(m.AppliedAt), sum)
+					row(w, m.Version, display(m.Name), m.State, stamp(m.AppliedAt), sum)
 				}
 				for _, n := range notes {
 					fmt.Fprintln(w, "note: "+n)
@@ -193,7 +193,7 @@ func statusNotes(r schema.Report) []string {
 	}
 	for _, m := range r.Migrations {
 		if m.State == schema.Unknown {
-			notes = append(notes, fmt.Sprintf("version %d (%s) was applied by a newer release than this command", m.Version, m.Name))
+			notes = append(notes, fmt.Sprintf("version %d (%s) was applied by a newer release than this command", m.Version, display(m.Name)))
 		}
 	}
 	return notes
