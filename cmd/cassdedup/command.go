@@ -51,11 +51,26 @@ func lookup(args []string) (*command, []string) {
 	return nil, nil
 }
 
-func usage(w io.Writer) {
+// group returns the commands whose first word is word ("schema": apply, print, status).
+func group(word string) []*command {
+	var out []*command
+	for _, c := range commands {
+		if first, _, _ := strings.Cut(c.name, " "); first == word {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// usage lists cmds, or every command when none is given.
+func usage(w io.Writer, cmds ...*command) {
+	if len(cmds) == 0 {
+		cmds = commands
+	}
 	fmt.Fprintln(w, "usage: cassdedup COMMAND [ARGS] [FLAGS]   (cassdedup COMMAND -h for its flags)")
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	for _, c := range commands {
+	for _, c := range cmds {
 		fmt.Fprintf(tw, "  %s\t%s\n", c.synopsis(), c.summary)
 	}
 	_ = tw.Flush()

@@ -50,8 +50,21 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		return exitOK
 	}
 	cmd, rest := lookup(args)
+	if cmd == nil && len(group(args[0])) > 0 {
+		// A group's word alone, or with -h: the group's commands.
+		if len(args) == 2 && isHelp(args[1]) {
+			usage(stdout, group(args[0])...)
+			return exitOK
+		}
+		usage(stderr, group(args[0])...)
+		if len(args) == 1 {
+			return errorf(stderr, exitUsage, "%s needs a subcommand", args[0])
+		}
+	}
 	if cmd == nil {
-		usage(stderr)
+		if len(group(args[0])) == 0 {
+			usage(stderr)
+		}
 		return errorf(stderr, exitUsage, "unknown command %q", joinArgs(args, 2))
 	}
 	return cmd.execute(ctx, rest, stdout, stderr, getenv)
