@@ -78,17 +78,7 @@ func NewSession(t testing.TB) (*gocql.Session, string) {
 	ks := "t_" + strings.ReplaceAll(id.String(), "-", "")
 	cluster := Cluster(t)
 	admin := connect(t, cluster)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	// Schema changes queue up on a busy node; every statement is IF NOT EXISTS, so an attempt
-	// that timed out is simply made again. Any other error would only repeat itself.
-	for range 3 {
-		err = schema.Apply(ctx, admin, schema.WithKeyspace(ks))
-		if err == nil || ctx.Err() != nil || !errors.Is(err, gocql.ErrTimeoutNoResponse) {
-			break
-		}
-		t.Logf("testnode: apply schema to %s: %v; trying again", ks, err)
-	}
+	err = Migrate(t, admin, schema.WithKeyspace(ks))
 	admin.Close()
 	if err != nil {
 		t.Fatalf("testnode: apply schema to %s: %v", ks, err)
@@ -102,6 +92,24 @@ func NewSession(t testing.TB) (*gocql.Session, string) {
 		session.Close()
 	})
 	return session, ks
+}
+
+// Migrate runs schema.Migrate and returns its error. Schema changes queue up on a busy node;
+// every statement is idempotent, so an attempt that timed out is simply made again (three
+// attempts within three minutes). Any other error would only repeat itself.
+func Migrate(t testing.TB, session *gocql.Session, opts ...schema.Option) error {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	var err error
+	for range 3 {
+		_, err = schema.Migrate(ctx, session, opts...)
+		if err == nil || ctx.Err() != nil || !errors.Is(err, gocql.ErrTimeoutNoResponse) {
+			break
+		}
+		t.Logf("testnode: migrate: %v; trying again", err)
+	}
+	return err
 }
 
 func connect(t testing.TB, c *gocql.ClusterConfig) *gocql.Session {
