@@ -79,6 +79,7 @@ func usage(w io.Writer, cmds ...*command) {
 
 // env is what a running command works with.
 type env struct {
+	in             input
 	stdout, stderr io.Writer
 	conn           connect.Config
 	keyspace       string
@@ -88,8 +89,8 @@ type env struct {
 }
 
 // execute parses the command's flags and arguments, connects unless offline, and runs it.
-func (c *command) execute(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
-	e := &env{stdout: stdout, stderr: stderr}
+func (c *command) execute(ctx context.Context, args []string, in input, stdout, stderr io.Writer, getenv func(string) string) int {
+	e := &env{in: in, stdout: stdout, stderr: stderr}
 	fs := flag.NewFlagSet("cassdedup "+c.name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	if !c.offline {
@@ -176,7 +177,7 @@ func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 
 // usageErrors are the library's errors that mean the input was wrong, not the cluster.
 var usageErrors = []error{
-	connect.ErrUsage, errUsage, schema.ErrInvalidIdentifier, schema.ErrInvalidReplication,
+	connect.ErrUsage, errUsage, schema.ErrInvalidIdentifier, schema.ErrInvalidReplication, schema.ErrReplicationUnavailable,
 	lwt.ErrInvalidKey, lwt.ErrInvalidOption, lwt.ErrInvalidArgument,
 	events.ErrInvalidMessage, events.ErrInvalidCounter, events.ErrInvalidOption,
 	counters.ErrInvalidCounter, counters.ErrInvalidOpID, counters.ErrInvalidOption,

@@ -90,6 +90,8 @@ var countersRepairCommand = &command{
 		cf.register(fs)
 		outcome := fs.String("outcome", "", "what your own records say: applied (the counter was incremented) or missing (it was not); required")
 		resettle := fs.Bool("resettle", false, "settle a claim an earlier repair took and did not finish (state settling); only when that repair has ended")
+		var wf writeFlags
+		wf.register(fs)
 		return func(ctx context.Context, e *env, args []string) error {
 			var incremented bool
 			switch *outcome {
@@ -107,8 +109,26 @@ var countersRepairCommand = &command{
 			if *resettle {
 				opts = append(opts, counters.ResettleStuck())
 			}
-			c, err := s.Settle(ctx, args[0], args[1], incremented, opts...)
+			c, err := s.Unsettled(ctx, args[0], args[1], opts...)
 			if err != nil {
+				return err
+			}
+			what := display(c.Counter) + " " + display(c.OpID)
+			then, risk := "mark it applied, without incrementing the counter",
+				fmt.Sprintf("if the counter did not receive the increment of %d, it is lost", c.Delta)
+			if !incremented {
+				then, risk = fmt.Sprintf("increment the counter by %d, then mark it applied", c.Delta),
+					fmt.Sprintf("if the counter did receive the increment of %d, it counts it twice", c.Delta)
+			}
+			goOn, err := e.plan(&wf, []string{"will settle " + what + ": claimed at " + stamp(c.ClaimedAt) + ", delta " + fmt.Sprint(c.Delta), "then: " + then},
+				risk+": settle only on evidence from your own records")
+			if err != nil || !goOn {
+				if err == nil && e.json {
+					return e.emit(map[string]any{"counter": c.Counter, "op_id": c.OpID, "delta": c.Delta, "outcome": *outcome, "dry_run": true, "would": then}, nil)
+				}
+				return err
+			}
+			if c, err = s.Settle(ctx, args[0], args[1], incremented, opts...); err != nil {
 				return err
 			}
 			done := "marked applied (the counter already held the increment)"

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -52,24 +53,19 @@ func TestDisplay(t *testing.T) {
 	assert.Equal(t, `g t 2 "id\r"`, keyText([]any{"g", "t", int32(2), "id\r"}))
 }
 
-// terminalSafe fails t when s holds a character a terminal would act on.
+// terminalSafe fails t when s holds a character a terminal would act on, or invalid UTF-8.
 func terminalSafe(t *testing.T, what, s string) {
 	t.Helper()
 	for _, line := range strings.Split(s, "\n") {
+		if !utf8.ValidString(line) {
+			t.Fatalf("%s holds invalid UTF-8:\n%q", what, line)
+		}
 		for i, r := range line {
-			if r == utf8RuneError(line[i:]) || !unicode.IsPrint(r) {
+			if !unicode.IsPrint(r) {
 				t.Fatalf("%s holds %q at %d, which a terminal would act on:\n%q", what, r, i, line)
 			}
 		}
 	}
-}
-
-// utf8RuneError returns unicode.ReplacementChar when s starts with an invalid byte.
-func utf8RuneError(s string) rune {
-	if r, _ := strconv.Unquote(`"` + s[:1] + `"`); r == "" || !strings.HasPrefix(s, r) {
-		return unicode.ReplacementChar
-	}
-	return -1
 }
 
 func FuzzEscapeText(f *testing.F) {
