@@ -115,8 +115,7 @@ func TestApplyCompletesAKeyspaceWithoutTables(t *testing.T) {
 	ctx := context.Background()
 	session, ks := bareSession(t)
 	rf := nodes(t, session) + 1
-	require.NoError(t, session.Query(fmt.Sprintf(`CREATE KEYSPACE %s WITH replication = {'class': 'SimpleStrategy', 'replication_factor': %d}`, ks, rf)).Exec())
-	require.NoError(t, session.AwaitSchemaAgreement(ctx))
+	testnode.SchemaChange(t, session, fmt.Sprintf(`CREATE KEYSPACE IF NOT EXISTS %s WITH replication = {'class': 'SimpleStrategy', 'replication_factor': %d}`, ks, rf))
 
 	require.NoError(t, testnode.Migrate(t, session, schema.WithKeyspace(ks)))
 	r, err := schema.Status(ctx, session, schema.WithKeyspace(ks))

@@ -175,9 +175,8 @@ func TestMigrateRecreatesWhatWasDropped(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	session, ks := testnode.NewSession(t)
-	require.NoError(t, session.Query(`DROP TABLE "`+ks+`".counter_ops`).Exec())
-	require.NoError(t, session.Query(`ALTER TABLE "`+ks+`".idempotency_keys DROP lease_owner`).Exec())
-	require.NoError(t, session.AwaitSchemaAgreement(ctx))
+	testnode.SchemaChange(t, session, `DROP TABLE IF EXISTS "`+ks+`".counter_ops`)
+	testnode.SchemaChange(t, session, `ALTER TABLE "`+ks+`".idempotency_keys DROP IF EXISTS lease_owner`)
 
 	r, err := schema.Status(ctx, session, schema.WithKeyspace(ks))
 	require.NoError(t, err)

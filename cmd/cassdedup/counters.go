@@ -197,16 +197,49 @@ var counterTotalCommand = logCommand("counter total",
 		})
 	})
 
-var counterRollupCommand = logCommand("counter rollup",
-	"fold an event-log counter's closed buckets into its rollup (exactly once, safe beside running rollups)",
-	func(ctx context.Context, e *env, l *events.Log, counter string) error {
-		r, err := l.Rollup(ctx, counter)
-		if err != nil {
-			return err
+var counterRollupCommand = &command{
+	name: "counter rollup", args: []string{"COUNTER"},
+	summary: "fold an event-log counter's closed buckets into its rollup (exactly once, safe beside running rollups)",
+	flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
+		var lf logFlags
+		lf.register(fs)
+		var wf writeFlags
+		wf.register(fs)
+		return func(ctx context.Context, e *env, args []string) error {
+			l, err := e.log(&lf)
+			if err != nil {
+				return err
+			}
+			return rollup(ctx, e, l, args[0], &wf)
 		}
-		return e.emit(map[string]any{"counter": counter, "watermark": tptr(r.Watermark), "total": r.Total, "folded": r.Folded},
-			func(w io.Writer) {
-				row(w, "COUNTER", "WATERMARK", "ROLLED-UP TOTAL", "BUCKETS FOLDED NOW")
-				row(w, display(counter), stamp(r.Watermark), r.Total, r.Folded)
-			})
-	})
+	},
+}
+
+// rollup prints what folding counter will do, and folds it unless -dry-run. No confirmation:
+// a fold is exactly once and changes no total a reader sees.
+func rollup(ctx context.Context, e *env, l *events.Log, counter string, wf *writeFlags) error {
+	p, err := l.PlanRollup(ctx, counter)
+	if err != nil {
+		return err
+	}
+	lines := []string{fmt.Sprintf("will fold %d closed bucket(s) of %s: watermark to %s, rolled-up total %d", p.Folded, display(counter), stamp(p.Watermark), p.Total)}
+	if p.Folded == 0 {
+		lines = []string{fmt.Sprintf("nothing to fold in %s: watermark %s, rolled-up total %d", display(counter), stamp(p.Watermark), p.Total)}
+	}
+	goOn, err := e.plan(wf, lines, "")
+	if !goOn {
+		if err == nil && e.json {
+			return e.emit(map[string]any{"counter": counter, "watermark": tptr(p.Watermark), "total": p.Total, "folded": p.Folded, "dry_run": true}, nil)
+		}
+		return err
+	}
+	r, err := l.Rollup(ctx, counter)
+	if err != nil {
+		return err
+	}
+	return e.emit(map[string]any{"counter": counter, "watermark": tptr(r.Watermark), "total": r.Total, "folded": r.Folded},
+		func(w io.Writer) {
+			row(w, "COUNTER", "WATERMARK", "ROLLED-UP TOTAL", "BUCKETS FOLDED NOW")
+			row(w, display(counter), stamp(r.Watermark), r.Total, r.Folded)
+		})
+}

@@ -19,7 +19,7 @@
 // that is not plain text quoted, as a Go string; the JSON holds values exactly.
 //
 // Every command that writes (schema apply, key and message release and purge, counters
-// repair) takes -dry-run, which prints what it would do and changes nothing, and prints what
+// repair, counter rollup) takes -dry-run, which prints what it would do and changes nothing, and prints what
 // it will do before it acts. A change whose next retry runs the operation again (releasing or
 // purging a COMPLETED or FAILED record, forcing a live lease, settling a counter operation)
 // needs a confirmation: a y/N prompt when stdin is a terminal, -yes otherwise; without either

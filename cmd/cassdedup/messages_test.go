@@ -160,9 +160,12 @@ func TestEventCounterCommands(t *testing.T) {
 		Total  int64
 		Folded int
 	}
+	dry := ok(t, args("counter", "rollup", "views", "-dry-run")...)
+	assert.Contains(t, dry, "will fold 1 closed bucket(s) of views: watermark to ")
+	assert.Contains(t, dry, "rolled-up total 20\ndry run: nothing written")
 	okJSON(t, &roll, args("counter", "rollup", "views")...)
 	assert.EqualValues(t, 20, roll.Total, "the closed bucket is folded, the open one is not")
-	assert.Equal(t, 1, roll.Folded)
+	assert.Equal(t, 1, roll.Folded, "the dry run folded nothing")
 	okJSON(t, &roll, args("counter", "rollup", "views")...)
 	assert.Equal(t, 0, roll.Folded, "a second rollup has nothing to fold")
 	assert.Contains(t, ok(t, args("counter", "total", "views")...), "views    21")

@@ -88,8 +88,7 @@ func TestSchemaStatusBeforeAndAfterAnUpgrade(t *testing.T) {
 func TestSchemaDriftAndRefusals(t *testing.T) {
 	t.Parallel()
 	session, ks := testnode.NewSession(t)
-	require.NoError(t, session.Query(`DROP TABLE "`+ks+`".counter_ops`).Exec())
-	require.NoError(t, session.AwaitSchemaAgreement(context.Background()))
+	testnode.SchemaChange(t, session, `DROP TABLE IF EXISTS "`+ks+`".counter_ops`)
 
 	r := cli(t, nil, "schema", "status", "-keyspace", ks)
 	assert.Equal(t, exitFailure, r.code, r.stderr)

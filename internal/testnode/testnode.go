@@ -112,6 +112,28 @@ func Migrate(t testing.TB, session *gocql.Session, opts ...schema.Option) error 
 	return err
 }
 
+// SchemaChange runs an idempotent schema statement (DROP TABLE IF EXISTS, ...) the way Migrate
+// runs migrations, trying again after a timeout, then waits for schema agreement; it fails t
+// on any other error.
+func SchemaChange(t testing.TB, session *gocql.Session, stmt string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	var err error
+	for range 3 {
+		if err = session.Query(stmt).WithContext(ctx).Exec(); err == nil {
+			err = session.AwaitSchemaAgreement(ctx)
+		}
+		if err == nil || ctx.Err() != nil || !errors.Is(err, gocql.ErrTimeoutNoResponse) {
+			break
+		}
+		t.Logf("testnode: %s: %v; trying again", stmt, err)
+	}
+	if err != nil {
+		t.Fatalf("testnode: %s: %v", stmt, err)
+	}
+}
+
 func connect(t testing.TB, c *gocql.ClusterConfig) *gocql.Session {
 	t.Helper()
 	s, err := c.CreateSession()
