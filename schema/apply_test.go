@@ -71,7 +71,7 @@ func TestApplyRefusesBadArgumentsBeforeCreatingAnything(t *testing.T) {
 // tests that apply the schema themselves. The keyspace is dropped when the test ends.
 func bareSession(t *testing.T) (*gocql.Session, string) {
 	t.Helper()
-	session, err := testnode.Cluster(t).CreateSession()
+	session, err := testnode.AdminCluster(t).CreateSession()
 	require.NoError(t, err)
 	ks := "t_bare_" + strings.ReplaceAll(gocql.TimeUUID().String(), "-", "")[:20]
 	t.Cleanup(func() {

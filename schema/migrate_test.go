@@ -40,10 +40,9 @@ func installUnversioned(t *testing.T, dir string, edit func(string) string) (*go
 	require.NoError(t, err)
 	for _, m := range ms {
 		for _, s := range m.Statements {
-			require.NoError(t, session.Query(s).Exec(), s)
+			testnode.SchemaChange(t, session, s)
 		}
 	}
-	require.NoError(t, session.AwaitSchemaAgreement(context.Background()))
 	return session, ks
 }
 

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"strings"
@@ -19,7 +18,7 @@ import (
 // migrations were recorded (schema/testdata/before-migrations), and returns its name.
 func installBeforeMigrations(t *testing.T) string {
 	t.Helper()
-	session, err := testnode.Cluster(t).CreateSession()
+	session, err := testnode.AdminCluster(t).CreateSession()
 	require.NoError(t, err)
 	ks := "t_cli_upgrade_" + strings.ReplaceAll(gocql.TimeUUID().String(), "-", "")[:16]
 	t.Cleanup(func() {
@@ -30,10 +29,9 @@ func installBeforeMigrations(t *testing.T) string {
 	require.NoError(t, err)
 	for _, m := range ms {
 		for _, s := range m.Statements {
-			require.NoError(t, session.Query(s).Exec(), s)
+			testnode.SchemaChange(t, session, s)
 		}
 	}
-	require.NoError(t, session.AwaitSchemaAgreement(context.Background()))
 	return ks
 }
 

@@ -53,6 +53,15 @@ func Cluster(t testing.TB) *gocql.ClusterConfig {
 	return ClusterFor(hosts...)
 }
 
+// AdminCluster is Cluster for a session that makes schema changes, which wait on every table of
+// the node's schema: its requests time out after a minute rather than Cluster's 15 seconds.
+func AdminCluster(t testing.TB) *gocql.ClusterConfig {
+	t.Helper()
+	c := Cluster(t)
+	c.Timeout = time.Minute
+	return c
+}
+
 // ClusterFor is Cluster for given contact points, for tests that run nodes of their own: QUORUM
 // and SERIAL, timeouts a loaded two-core machine meets, no driver retries.
 func ClusterFor(hosts ...string) *gocql.ClusterConfig {
@@ -76,10 +85,7 @@ func NewSession(t testing.TB) (*gocql.Session, string) {
 		t.Fatalf("testnode: keyspace name: %v", err)
 	}
 	ks := "t_" + strings.ReplaceAll(id.String(), "-", "")
-	// Schema changes wait on every table of the node's schema: give them longer than queries.
-	adminCfg := Cluster(t)
-	adminCfg.Timeout = time.Minute
-	admin := connect(t, adminCfg)
+	admin := connect(t, AdminCluster(t))
 	if err := Migrate(t, admin, schema.WithKeyspace(ks)); err != nil {
 		admin.Close()
 		t.Fatalf("testnode: apply schema to %s: %v", ks, err)
