@@ -33,31 +33,9 @@ func ResettleStuck() SettleOption { return func(c *settleConfig) { c.resettle = 
 // ListUnapplied with Settling set; settle it again with ResettleStuck. An increment that fails
 // returns ErrUnconfirmed and leaves the claim SETTLING too.
 func (s *Store) Settle(ctx context.Context, counter, opID string, incremented bool, opts ...SettleOption) (Claim, error) {
-	if err := s.checkCall(ctx); err != nil {
-		return Claim{}, err
-	}
-	var cfg settleConfig
-	for _, o := range opts {
-		if o == nil {
-			return Claim{}, fmt.Errorf("%w: nil SettleOption", ErrInvalidOption)
-		}
-		o(&cfg)
-	}
-	if err := ValidateCounter(counter); err != nil {
-		return Claim{}, err
-	}
-	if err := ValidateOpID(opID); err != nil {
-		return Claim{}, err
-	}
-	c, status, err := s.readSerial(ctx, counter, opID)
+	c, status, err := s.settleable(ctx, counter, opID, opts)
 	if err != nil {
 		return c, err
-	}
-	switch {
-	case status == statusSettling && !cfg.resettle:
-		return c, fmt.Errorf("%w: %q of %q is being settled by another repair (or one that stopped: see ResettleStuck)", ErrNotPending, opID, counter)
-	case status != statusClaimed && status != statusSettling:
-		return c, fmt.Errorf("%w: %q of %q is %s", ErrNotPending, opID, counter, status)
 	}
 	owner := gocql.TimeUUID()
 	mine := func(row lwt.Row, found bool) bool { o, _ := row["owner"].(gocql.UUID); return found && o == owner }
@@ -77,6 +55,46 @@ func (s *Store) Settle(ctx context.Context, counter, opID string, incremented bo
 		return c, s.mark(ctx, op, owner)
 	}
 	return c, s.apply(ctx, op, owner)
+}
+
+// Unsettled returns the claim that Settle, given the same options, would settle now, or the
+// error with which it would refuse (ErrNotPending, ErrInvalidCounter, ...), and writes
+// nothing: what a repair should show before it acts. The read is serial, as Settle's.
+func (s *Store) Unsettled(ctx context.Context, counter, opID string, opts ...SettleOption) (Claim, error) {
+	c, _, err := s.settleable(ctx, counter, opID, opts)
+	return c, err
+}
+
+// settleable validates Settle's arguments and reads the claim, refusing one Settle must not
+// take; it returns the claim and its status.
+func (s *Store) settleable(ctx context.Context, counter, opID string, opts []SettleOption) (Claim, string, error) {
+	if err := s.checkCall(ctx); err != nil {
+		return Claim{}, "", err
+	}
+	var cfg settleConfig
+	for _, o := range opts {
+		if o == nil {
+			return Claim{}, "", fmt.Errorf("%w: nil SettleOption", ErrInvalidOption)
+		}
+		o(&cfg)
+	}
+	if err := ValidateCounter(counter); err != nil {
+		return Claim{}, "", err
+	}
+	if err := ValidateOpID(opID); err != nil {
+		return Claim{}, "", err
+	}
+	c, status, err := s.readSerial(ctx, counter, opID)
+	if err != nil {
+		return c, status, err
+	}
+	switch {
+	case status == statusSettling && !cfg.resettle:
+		return c, status, fmt.Errorf("%w: %q of %q is being settled by another repair (or one that stopped: see ResettleStuck)", ErrNotPending, opID, counter)
+	case status != statusClaimed && status != statusSettling:
+		return c, status, fmt.Errorf("%w: %q of %q is %s", ErrNotPending, opID, counter, status)
+	}
+	return c, status, nil
 }
 
 // readSerial reads a claim at the serial consistency, which settles any claim or mark in

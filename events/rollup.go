@@ -46,21 +46,41 @@ func (l *Log) Rollup(ctx context.Context, counter string) (RollupResult, error) 
 	return RollupResult{Watermark: st.watermark, Total: st.total}, err
 }
 
-// rollupRound makes one attempt; done is false when another worker moved the watermark.
-func (l *Log) rollupRound(ctx context.Context, counter string) (RollupResult, bool, error) {
+// PlanRollup returns what Rollup would do now, and writes nothing: the watermark it would
+// move to, the total there and the number of buckets it would fold (0 when nothing is
+// closed). Its reads are Rollup's, at the serial consistency.
+func (l *Log) PlanRollup(ctx context.Context, counter string) (RollupResult, error) {
+	if err := ValidateCounter(counter); err != nil {
+		return RollupResult{}, err
+	}
+	_, res, _, err := l.nextRollup(ctx, counter)
+	return res, err
+}
+
+// nextRollup reads the rollup row and sums the closed buckets after its watermark: the row
+// read, the result a fold would write, and whether there is nothing to fold.
+func (l *Log) nextRollup(ctx context.Context, counter string) (rollupState, RollupResult, bool, error) {
 	st, err := l.readRollup(ctx, counter, true)
 	if err != nil {
-		return RollupResult{}, false, err
+		return st, RollupResult{}, false, err
 	}
 	h := l.horizon(l.cfg.now())
 	if st.exists && !st.watermark.Before(h) {
-		return RollupResult{Watermark: st.watermark, Total: st.total}, true, nil
+		return st, RollupResult{Watermark: st.watermark, Total: st.total}, true, nil
 	}
 	sum, n, err := l.sumBuckets(ctx, counter, st, h)
 	if err != nil {
-		return RollupResult{}, false, err
+		return st, RollupResult{}, false, err
 	}
-	res := RollupResult{Watermark: h, Total: st.total + sum, Folded: n}
+	return st, RollupResult{Watermark: h, Total: st.total + sum, Folded: n}, false, nil
+}
+
+// rollupRound makes one attempt; done is false when another worker moved the watermark.
+func (l *Log) rollupRound(ctx context.Context, counter string) (RollupResult, bool, error) {
+	st, res, done, err := l.nextRollup(ctx, counter)
+	if err != nil || done {
+		return res, done, err
+	}
 	applied, err := l.moveWatermark(ctx, counter, st, res)
 	if err != nil {
 		return RollupResult{}, false, err

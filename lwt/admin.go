@@ -2,6 +2,7 @@ package lwt
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -78,6 +79,23 @@ type AdminOption func(*adminConfig)
 type adminConfig struct {
 	force bool
 	note  string
+	seen  *Inspection // IfUnchanged: act only on this record
+	// seenSet tells IfUnchanged(nil), a mistake, from no IfUnchanged.
+	seenSet bool
+}
+
+// ErrRecordChanged is returned by ReleaseKey and Delete given IfUnchanged when the record is no
+// longer the one inspected: an attempt claimed, completed or released it since. Nothing was
+// written; inspect it again and decide on what it is now.
+var ErrRecordChanged = errors.New("lwt: record changed since it was inspected")
+
+// IfUnchanged makes ReleaseKey and Delete act only while the record is the one seen (the same
+// owner, fence and status, as Inspect returned it), so a decision made on what an operator
+// was shown, such as to release a record that was not yet COMPLETED, is never applied to a
+// record that changed meanwhile. Otherwise they return ErrRecordChanged and write nothing.
+// A nil Inspection is ErrInvalidArgument.
+func IfUnchanged(seen *Inspection) AdminOption {
+	return func(c *adminConfig) { c.seen, c.seenSet = seen, true }
 }
 
 // Force lets ReleaseKey and Delete act on a claim whose lease is live. The worker holding it
@@ -95,6 +113,9 @@ func adminOptions(cfg adminConfig, opts []AdminOption) (adminConfig, error) {
 			return cfg, fmt.Errorf("%w: nil AdminOption", ErrInvalidArgument)
 		}
 		o(&cfg)
+	}
+	if cfg.seenSet && cfg.seen == nil {
+		return cfg, fmt.Errorf("%w: nil Inspection for IfUnchanged", ErrInvalidArgument)
 	}
 	return cfg, nil
 }
@@ -189,6 +210,9 @@ func (s *Store) administer(ctx context.Context, key Key, cfg adminConfig, op str
 			return AdminResult{}, err
 		}
 		res := AdminResult{Before: in}
+		if s := cfg.seen; s != nil && (s.Owner != in.Owner || s.Fence != in.Fence || s.Status != in.Status) {
+			return res, fmt.Errorf("%w: %v is %s with fence %d now, was %s with fence %d", ErrRecordChanged, key, in.Status, in.Fence, s.Status, s.Fence)
+		}
 		if in.LiveLease && !cfg.force {
 			return res, &InProgressError{LeaseUntil: in.LeaseUntil, Attempts: in.Attempts}
 		}

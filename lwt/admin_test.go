@@ -309,3 +309,33 @@ func TestTokenRangesCoverTheRing(t *testing.T) {
 		}
 	}
 }
+
+// TestAdminIfUnchangedActsOnlyOnTheRecordSeen: a release decided on a RELEASED record is not
+// applied once a retry completed it; a purge decided on a COMPLETED record is not applied once
+// an operator released it.
+func TestAdminIfUnchangedActsOnlyOnTheRecordSeen(t *testing.T) {
+	t.Parallel()
+	s, _, _ := newTestStore(t)
+	ctx := ctxT(t)
+	key := IdempotencyKey("ns", "seen")
+	plant(t, s, key, StatusReleased)
+	seen, err := s.Inspect(ctx, key)
+	require.NoError(t, err)
+	_, err = s.ExecuteOnce(ctx, key, func(context.Context) ([]byte, error) { return []byte("done"), nil })
+	require.NoError(t, err)
+
+	_, err = s.ReleaseKey(ctx, key, IfUnchanged(seen))
+	require.ErrorIs(t, err, ErrRecordChanged)
+	assert.Contains(t, err.Error(), "is COMPLETED with fence 2 now, was RELEASED with fence 1")
+	assert.Equal(t, StatusCompleted, readRecord(t, s, key).Status, "nothing was written")
+
+	seen, err = s.Inspect(ctx, key)
+	require.NoError(t, err)
+	res, err := s.ReleaseKey(ctx, key, IfUnchanged(seen))
+	require.NoError(t, err, "the record seen")
+	assert.True(t, res.Changed)
+	_, err = s.Delete(ctx, key, IfUnchanged(seen))
+	require.ErrorIs(t, err, ErrRecordChanged, "released since it was seen")
+	_, err = s.Delete(ctx, key, IfUnchanged(nil))
+	require.ErrorIs(t, err, ErrInvalidArgument)
+}

@@ -31,6 +31,33 @@ func ExampleStore_ReleaseKey() {
 	}
 }
 
+// Decide on what was shown: inspect a key, and release it only if it is still that record
+// and not COMPLETED, whose next retry would run the operation a second time.
+func ExampleIfUnchanged() {
+	session := connect()
+	defer session.Close()
+	store, err := lwt.NewStore(session, lwt.IdempotencyKeys("cassdedup"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	ctx := context.Background()
+	key := lwt.IdempotencyKey("tenant-42", "charge-7f3a")
+	seen, err := store.Inspect(ctx, key)
+	if err != nil {
+		log.Fatal(err)
+	}
+	if seen.Status == lwt.StatusCompleted {
+		fmt.Println("completed: leave it")
+		return
+	}
+	_, err = store.ReleaseKey(ctx, key, lwt.IfUnchanged(seen))
+	if errors.Is(err, lwt.ErrRecordChanged) {
+		fmt.Println("changed since it was inspected; look again")
+	} else if err != nil {
+		log.Fatal(err)
+	}
+}
+
 // Find the claims that are stuck: STARTED past their lease, or RELEASED three times or more.
 // The scan reads the table in token ranges, four at a time, at most 2000 rows a second.
 func ExampleStore_ScanStuck() {

@@ -67,6 +67,67 @@ func TestApplyRefusesBadArgumentsBeforeCreatingAnything(t *testing.T) {
 	}
 }
 
+// bareSession is a session on the test node with a fresh keyspace name and no keyspace: for
+// tests that apply the schema themselves. The keyspace is dropped when the test ends.
+func bareSession(t *testing.T) (*gocql.Session, string) {
+	t.Helper()
+	session, err := testnode.AdminCluster(t).CreateSession()
+	require.NoError(t, err)
+	ks := "t_bare_" + strings.ReplaceAll(gocql.TimeUUID().String(), "-", "")[:20]
+	t.Cleanup(func() {
+		_ = session.Query(`DROP KEYSPACE IF EXISTS "` + ks + `"`).Exec()
+		session.Close()
+	})
+	return session, ks
+}
+
+// nodes counts the nodes of the test cluster.
+func nodes(t *testing.T, s *gocql.Session) int {
+	t.Helper()
+	var peers int
+	require.NoError(t, s.Query(`SELECT count(*) FROM system.peers`).Scan(&peers))
+	return peers + 1
+}
+
+// TestApplyRefusesAReplicationTheClusterCannotHold: one replica more than the cluster has
+// nodes, or a datacenter it does not have, is refused before the keyspace is created.
+func TestApplyRefusesAReplicationTheClusterCannotHold(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	session, ks := bareSession(t)
+	n := nodes(t, session)
+	for _, r := range []schema.Replication{
+		schema.SimpleStrategy(n + 1),
+		schema.NetworkTopologyStrategy(map[string]int{"no_such_dc": 1}),
+	} {
+		err := schema.Apply(ctx, session, schema.WithKeyspace(ks), schema.WithReplication(r))
+		require.ErrorIs(t, err, schema.ErrReplicationUnavailable, "%v", r)
+		assert.Contains(t, err.Error(), fmt.Sprintf("keyspace %s not created", ks))
+		assert.False(t, keyspaceExists(t, session, ks), "%v: the keyspace was created", r)
+	}
+}
+
+// TestApplyCompletesAKeyspaceWithoutTables: a keyspace left without tables, by an apply that
+// stopped after creating it or by an older release that created it with a replication the
+// cluster cannot hold, is completed by the next apply.
+func TestApplyCompletesAKeyspaceWithoutTables(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	session, ks := bareSession(t)
+	rf := nodes(t, session) + 1
+	testnode.SchemaChange(t, session, fmt.Sprintf(`CREATE KEYSPACE IF NOT EXISTS %s WITH replication = {'class': 'SimpleStrategy', 'replication_factor': %d}`, ks, rf))
+
+	require.NoError(t, testnode.Migrate(t, session, schema.WithKeyspace(ks)))
+	r, err := schema.Status(ctx, session, schema.WithKeyspace(ks))
+	require.NoError(t, err)
+	assert.Empty(t, r.Pending())
+	assert.NoError(t, r.Err())
+	assert.Equal(t, len(documentedTTL), r.Tables)
+	var repl map[string]string
+	require.NoError(t, session.Query(`SELECT replication FROM system_schema.keyspaces WHERE keyspace_name = ?`, ks).Scan(&repl))
+	assert.Equal(t, "1", repl["replication_factor"], "the replication the cluster can hold")
+}
+
 // The TTLs the CQL files document; a change to a file's TTL must change this table too.
 var documentedTTL = map[string]int{
 	"idempotency_keys":            86400,

@@ -11,6 +11,12 @@
 // adopted and upgraded in place. A change to the schema is a new numbered file, never an edit of
 // an applied one.
 //
+// Status also compares the live tables and columns (system_schema) with what the recorded
+// migrations create (Report.Drift), and Migrate creates again what is missing with the files'
+// own statements. Before it changes anything, Migrate refuses a keyspace that records a
+// migration this binary does not know (ErrNewerSchema) and a replication the cluster's nodes
+// cannot hold (ErrReplicationUnavailable); PlanMigration is its dry run.
+//
 // Keyspace and table names come from configuration, so every package of the toolkit validates
 // them with ValidateIdentifier and quotes them with QuoteIdentifier before they reach CQL; values
 // are always bound, never formatted into a statement.

@@ -2,6 +2,7 @@ package schema_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/gocql/gocql"
@@ -35,5 +36,34 @@ func ExampleMigrate() {
 	}
 	for _, m := range applied {
 		fmt.Println("applied", m.Name, m.AppliedAt)
+	}
+}
+
+// A dry run before a deploy: what Migrate would repair and apply, or why it would refuse.
+func ExamplePlanMigration() {
+	session, err := gocql.NewCluster("127.0.0.1:9042").CreateSession()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer session.Close()
+	plan, err := schema.PlanMigration(context.Background(), session, schema.WithKeyspace("payments_dedup"))
+	var newer *schema.NewerSchemaError
+	switch {
+	case errors.As(err, &newer):
+		fmt.Println("a newer release migrated it to version", newer.Recorded.Version)
+		return
+	case errors.Is(err, schema.ErrReplicationUnavailable):
+		fmt.Println("the cluster cannot hold that replication:", err)
+		return
+	case err != nil:
+		fmt.Println(err)
+		return
+	}
+	for _, d := range plan.Report.Drift {
+		fmt.Println("would recreate:", d)
+	}
+	for _, m := range plan.Pending {
+		fmt.Println("would apply:", m.Name)
 	}
 }

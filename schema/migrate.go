@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/gocql/gocql"
@@ -65,6 +64,11 @@ type Report struct {
 	// Tables counts the tables in the keyspace, the migrations table included.
 	Tables     int
 	Migrations []MigrationStatus // in version order, Unknown ones included
+	// Drift lists the tables and columns that the recorded migrations create and the live
+	// schema lacks; Migrate creates them again.
+	Drift []Drift
+
+	repair []string // the statements that create what Drift lists
 }
 
 // Pending returns the migrations Migrate would apply.
@@ -84,7 +88,9 @@ func (r Report) filter(s MigrationState) []MigrationStatus {
 }
 
 // Status reads which migrations the keyspace of the options has recorded and compares them
-// with the embedded files. It changes nothing.
+// with the embedded files, and compares the live tables and columns (system_schema) with what
+// the recorded migrations create. It changes nothing; Report.Err says whether the keyspace
+// is in the state its records describe.
 func Status(ctx context.Context, session *gocql.Session, opts ...Option) (Report, error) {
 	c, ms, err := prepare(session, opts)
 	if err != nil {
@@ -116,15 +122,26 @@ func status(ctx context.Context, session *gocql.Session, keyspace string, ms []M
 			if rec.AppliedChecksum != m.Checksum {
 				st.State = Changed
 			}
-			delete(recorded, m.Version)
 		}
 		r.Migrations = append(r.Migrations, st)
+	}
+	var applied []Migration
+	for _, m := range ms {
+		if _, ok := recorded[m.Version]; ok {
+			applied = append(applied, m)
+			delete(recorded, m.Version)
+		}
 	}
 	for _, rec := range recorded {
 		rec.State = Unknown
 		r.Migrations = append(r.Migrations, rec)
 	}
 	sort.Slice(r.Migrations, func(i, j int) bool { return r.Migrations[i].Version < r.Migrations[j].Version })
+	if len(applied) > 0 {
+		if r.Drift, r.repair, err = findDrift(ctx, session, keyspace, applied); err != nil {
+			return r, err
+		}
+	}
 	return r, nil
 }
 
@@ -177,37 +194,30 @@ func readRecords(ctx context.Context, session *gocql.Session, keyspace string) (
 // statement of the files is idempotent (CREATE ... IF NOT EXISTS, ALTER ... ADD IF NOT EXISTS),
 // so applying them upgrades it in place and leaves its data alone.
 //
-// A nil session is ErrInvalidOption, bad options fail as Statements documents, and an applied
-// migration whose file changed since is ErrMigrationChanged: then nothing is applied. A
+// Before it changes anything, Migrate refuses: a keyspace that records a migration this binary
+// does not know (a *NewerSchemaError, ErrNewerSchema); an applied migration whose file
+// changed since (ErrMigrationChanged); and a keyspace to create with a replication the
+// cluster's nodes cannot hold (ErrReplicationUnavailable: RF 3 on one node). A keyspace that
+// exists without tables is completed: if its replication cannot be held (an earlier apply
+// created it so) and the requested one can, its replication is changed to the requested one
+// first, which is safe as it holds no data. Then Migrate creates again what the recorded
+// migrations created and the live schema lacks (Report.Drift), with the files' own idempotent
+// statements, and applies the pending migrations.
+//
+// A nil session is ErrInvalidOption and bad options fail as Statements documents. A
 // migration interrupted midway is not recorded and runs again, whole, next time. Run one
 // Migrate at a time per keyspace: concurrent schema changes of one table can disagree.
 func Migrate(ctx context.Context, session *gocql.Session, opts ...Option) ([]MigrationStatus, error) {
-	c, ms, err := prepare(session, opts)
+	c, p, err := plan(ctx, session, opts)
 	if err != nil {
 		return nil, err
 	}
-	r, err := status(ctx, session, c.keyspace, ms)
-	if err != nil {
+	if err := runStatements(ctx, session, c, p.Prepare); err != nil {
 		return nil, err
 	}
-	if changed := r.Changed(); len(changed) > 0 {
-		names := make([]string, len(changed))
-		for i, m := range changed {
-			names[i] = m.Name
-		}
-		return nil, fmt.Errorf("%w: %s (recorded with another checksum; add a new numbered file instead)",
-			ErrMigrationChanged, strings.Join(names, ", "))
-	}
-	pending := map[int]bool{}
-	for _, m := range r.Pending() {
-		pending[m.Version] = true
-	}
-	versioned := r.Versioned
+	versioned := p.Report.Versioned
 	var done []MigrationStatus
-	for _, m := range ms {
-		if !pending[m.Version] {
-			continue
-		}
+	for _, m := range p.Pending {
 		if err := runStatements(ctx, session, c, m.Statements); err != nil {
 			return done, fmt.Errorf("schema: migration %s: %w", m.Name, err)
 		}
@@ -225,6 +235,56 @@ func Migrate(ctx context.Context, session *gocql.Session, opts ...Option) ([]Mig
 		done = append(done, st)
 	}
 	return done, nil
+}
+
+// Plan is what Migrate would do to a keyspace, as PlanMigration found it.
+type Plan struct {
+	Report Report
+	// Prepare are the statements Migrate runs before the pending migrations: a replication
+	// change for a keyspace without tables whose replication the cluster cannot hold, and
+	// the statements that create again what Report.Drift lists.
+	Prepare []string
+	// Pending are the migrations Migrate would apply and record, in order.
+	Pending []Migration
+}
+
+// PlanMigration reads the keyspace of the options and returns what Migrate would do, or the
+// error with which it would refuse, without changing anything: a dry run of Migrate.
+func PlanMigration(ctx context.Context, session *gocql.Session, opts ...Option) (Plan, error) {
+	_, p, err := plan(ctx, session, opts)
+	return p, err
+}
+
+// plan validates the arguments, reads the keyspace and checks everything Migrate checks
+// before it changes anything.
+func plan(ctx context.Context, session *gocql.Session, opts []Option) (config, Plan, error) {
+	c, ms, err := prepare(session, opts)
+	if err != nil {
+		return c, Plan{}, err
+	}
+	r, err := status(ctx, session, c.keyspace, ms)
+	if err != nil {
+		return c, Plan{}, err
+	}
+	p := Plan{Report: r}
+	if err := r.refusal(); err != nil {
+		return c, p, err
+	}
+	alter, err := replicationPlan(ctx, session, c, r)
+	if err != nil {
+		return c, p, err
+	}
+	p.Prepare = append(alter, r.repair...)
+	pending := map[int]bool{}
+	for _, m := range r.Pending() {
+		pending[m.Version] = true
+	}
+	for _, m := range ms {
+		if pending[m.Version] {
+			p.Pending = append(p.Pending, m)
+		}
+	}
+	return c, p, nil
 }
 
 // prepare validates the arguments of Status and Migrate before anything is read or run.
@@ -286,4 +346,36 @@ func record(ctx context.Context, session *gocql.Session, keyspace string, m Migr
 	}
 	return MigrationStatus{Version: m.Version, Name: m.Name, State: Applied, Checksum: m.Checksum,
 		AppliedChecksum: m.Checksum, AppliedAt: now}, nil
+}
+
+// replicationPlan checks, before the keyspace is created, that the cluster's nodes can hold
+// the replication asked for, and returns the statement that gives a keyspace an earlier apply
+// created without tables, with a replication the cluster cannot hold, the one asked for.
+func replicationPlan(ctx context.Context, session *gocql.Session, c config, r Report) ([]string, error) {
+	if r.KeyspaceExists && r.Tables > 0 {
+		return nil, nil // its replication is its operators' choice, and it holds data
+	}
+	nodes, err := nodesPerDatacenter(ctx, session)
+	if err != nil {
+		return nil, err
+	}
+	wanted := c.replication.fits(nodes)
+	if !r.KeyspaceExists {
+		if wanted != nil {
+			return nil, fmt.Errorf("keyspace %s not created: %w", c.keyspace, wanted)
+		}
+		return nil, nil
+	}
+	existing, err := keyspaceReplication(ctx, session, c.keyspace)
+	if err != nil {
+		return nil, err
+	}
+	if existing.fits(nodes) == nil {
+		return nil, nil
+	}
+	if wanted != nil {
+		return nil, fmt.Errorf("keyspace %s exists without tables and with replication %s: %w", c.keyspace, existing, wanted)
+	}
+	ks, _ := QuoteIdentifier(c.keyspace)
+	return []string{fmt.Sprintf("ALTER KEYSPACE %s WITH replication = %s", ks, c.replication)}, nil
 }

@@ -2,6 +2,7 @@ package schema_test
 
 import (
 	"context"
+	"fmt"
 	"io/fs"
 	"os"
 	"strings"
@@ -26,13 +27,7 @@ const beforeMigrations = "testdata/before-migrations"
 // keyspace is dropped when the test ends.
 func installUnversioned(t *testing.T, dir string, edit func(string) string) (*gocql.Session, string) {
 	t.Helper()
-	session, err := testnode.Cluster(t).CreateSession()
-	require.NoError(t, err)
-	ks := "t_upgrade_" + strings.ReplaceAll(gocql.TimeUUID().String(), "-", "")[:20]
-	t.Cleanup(func() {
-		_ = session.Query(`DROP KEYSPACE IF EXISTS "` + ks + `"`).Exec()
-		session.Close()
-	})
+	session, ks := bareSession(t)
 	files := fstest.MapFS{}
 	entries, err := os.ReadDir(dir)
 	require.NoError(t, err)
@@ -45,10 +40,9 @@ func installUnversioned(t *testing.T, dir string, edit func(string) string) (*go
 	require.NoError(t, err)
 	for _, m := range ms {
 		for _, s := range m.Statements {
-			require.NoError(t, session.Query(s).Exec(), s)
+			testnode.SchemaChange(t, session, s)
 		}
 	}
-	require.NoError(t, session.AwaitSchemaAgreement(context.Background()))
 	return session, ks
 }
 
@@ -140,8 +134,66 @@ func TestStatusFlagsChangedAndUnknownMigrations(t *testing.T) {
 	assert.Equal(t, "edited", r.Changed()[0].AppliedChecksum)
 
 	_, err = schema.Migrate(ctx, session, schema.WithKeyspace(ks))
+	require.ErrorIs(t, err, schema.ErrNewerSchema, "a newer release's migration is refused first")
+	require.NoError(t, session.Query(`DELETE FROM `+table+` WHERE version = 999`).Exec())
+	_, err = schema.Migrate(ctx, session, schema.WithKeyspace(ks))
 	require.ErrorIs(t, err, schema.ErrMigrationChanged)
 	assert.Contains(t, err.Error(), "001_idempotency_keys.cql")
+}
+
+// TestMigrateRefusesANewerSchema: a keyspace on which a newer release recorded a migration
+// is refused by Migrate and reported by Status, naming both versions.
+func TestMigrateRefusesANewerSchema(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	session, ks := testnode.NewSession(t)
+	all, err := schema.Migrations()
+	require.NoError(t, err)
+	known := all[len(all)-1].Version
+	future := known + 1
+	require.NoError(t, session.Query(`INSERT INTO "`+ks+`".`+schema.MigrationsTable+` (version, name, checksum, applied_at) VALUES (?, ?, 'x', toTimestamp(now()))`,
+		future, fmt.Sprintf("%03d_from_the_future.cql", future)).Exec())
+
+	_, err = schema.Migrate(ctx, session, schema.WithKeyspace(ks))
+	require.ErrorIs(t, err, schema.ErrNewerSchema)
+	var newer *schema.NewerSchemaError
+	require.ErrorAs(t, err, &newer)
+	assert.Equal(t, future, newer.Recorded.Version)
+	assert.Equal(t, known, newer.Known)
+	assert.Contains(t, err.Error(), fmt.Sprintf("records migration %d", future))
+	assert.Contains(t, err.Error(), fmt.Sprintf("knows versions up to %d", known))
+
+	r, err := schema.Status(ctx, session, schema.WithKeyspace(ks))
+	require.NoError(t, err, "Status reports; it does not refuse")
+	require.ErrorIs(t, r.Err(), schema.ErrNewerSchema)
+}
+
+// TestMigrateRecreatesWhatWasDropped: a dropped table and a dropped column are drift; Migrate
+// creates them again with the files' statements, and the status is clean after.
+func TestMigrateRecreatesWhatWasDropped(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	session, ks := testnode.NewSession(t)
+	testnode.SchemaChange(t, session, `DROP TABLE IF EXISTS "`+ks+`".counter_ops`)
+	testnode.SchemaChange(t, session, `ALTER TABLE "`+ks+`".idempotency_keys DROP IF EXISTS lease_owner`)
+
+	r, err := schema.Status(ctx, session, schema.WithKeyspace(ks))
+	require.NoError(t, err)
+	assert.Empty(t, r.Pending())
+	assert.ElementsMatch(t, []schema.Drift{
+		{Table: "counter_ops", Migration: "004_counter_dedup.cql"},
+		{Table: "idempotency_keys", Column: "lease_owner", Migration: "005_server_leases.cql"},
+	}, r.Drift)
+	require.ErrorIs(t, r.Err(), schema.ErrDrift)
+	assert.Contains(t, r.Err().Error(), "table counter_ops is missing (created by 004_counter_dedup.cql)")
+
+	require.NoError(t, testnode.Migrate(t, session, schema.WithKeyspace(ks)))
+	assert.True(t, hasColumn(t, session, ks, "counter_ops", "applied_at"))
+	assert.True(t, hasColumn(t, session, ks, "idempotency_keys", "lease_owner"))
+	r, err = schema.Status(ctx, session, schema.WithKeyspace(ks))
+	require.NoError(t, err)
+	assert.Empty(t, r.Drift)
+	assert.NoError(t, r.Err())
 }
 
 func TestStatusOfAMissingKeyspace(t *testing.T) {

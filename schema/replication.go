@@ -48,7 +48,6 @@ func (r Replication) cql() (string, error) {
 	if len(r.factors) == 0 {
 		return "", fmt.Errorf("%w: %s needs at least one datacenter", ErrInvalidReplication, r.class)
 	}
-	keys := make([]string, 0, len(r.factors))
 	for k, rf := range r.factors {
 		if rf < 1 || rf > 32 {
 			return "", fmt.Errorf("%w: replication factor %d for %q is outside 1..32", ErrInvalidReplication, rf, k)
@@ -56,6 +55,14 @@ func (r Replication) cql() (string, error) {
 		if !datacenterPattern.MatchString(k) {
 			return "", fmt.Errorf("%w: datacenter name %q must be a letter or digit followed by up to 63 letters, digits, '_', '.' or '-'", ErrInvalidReplication, k)
 		}
+	}
+	return r.String(), nil
+}
+
+// String renders the replication as the map literal CREATE KEYSPACE takes.
+func (r Replication) String() string {
+	keys := make([]string, 0, len(r.factors))
+	for k := range r.factors {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
@@ -63,5 +70,5 @@ func (r Replication) cql() (string, error) {
 	for _, k := range keys {
 		parts = append(parts, fmt.Sprintf("'%s': %d", k, r.factors[k]))
 	}
-	return "{" + strings.Join(parts, ", ") + "}", nil
+	return "{" + strings.Join(parts, ", ") + "}"
 }

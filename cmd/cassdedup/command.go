@@ -51,11 +51,26 @@ func lookup(args []string) (*command, []string) {
 	return nil, nil
 }
 
-func usage(w io.Writer) {
+// group returns the commands whose first word is word ("schema": apply, print, status).
+func group(word string) []*command {
+	var out []*command
+	for _, c := range commands {
+		if first, _, _ := strings.Cut(c.name, " "); first == word {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// usage lists cmds, or every command when none is given.
+func usage(w io.Writer, cmds ...*command) {
+	if len(cmds) == 0 {
+		cmds = commands
+	}
 	fmt.Fprintln(w, "usage: cassdedup COMMAND [ARGS] [FLAGS]   (cassdedup COMMAND -h for its flags)")
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	for _, c := range commands {
+	for _, c := range cmds {
 		fmt.Fprintf(tw, "  %s\t%s\n", c.synopsis(), c.summary)
 	}
 	_ = tw.Flush()
@@ -64,6 +79,7 @@ func usage(w io.Writer) {
 
 // env is what a running command works with.
 type env struct {
+	in             input
 	stdout, stderr io.Writer
 	conn           connect.Config
 	keyspace       string
@@ -73,8 +89,8 @@ type env struct {
 }
 
 // execute parses the command's flags and arguments, connects unless offline, and runs it.
-func (c *command) execute(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
-	e := &env{stdout: stdout, stderr: stderr}
+func (c *command) execute(ctx context.Context, args []string, in input, stdout, stderr io.Writer, getenv func(string) string) int {
+	e := &env{in: in, stdout: stdout, stderr: stderr}
 	fs := flag.NewFlagSet("cassdedup "+c.name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	if !c.offline {
@@ -161,7 +177,7 @@ func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 
 // usageErrors are the library's errors that mean the input was wrong, not the cluster.
 var usageErrors = []error{
-	connect.ErrUsage, errUsage, schema.ErrInvalidIdentifier, schema.ErrInvalidReplication,
+	connect.ErrUsage, errUsage, schema.ErrInvalidIdentifier, schema.ErrInvalidReplication, schema.ErrReplicationUnavailable,
 	lwt.ErrInvalidKey, lwt.ErrInvalidOption, lwt.ErrInvalidArgument,
 	events.ErrInvalidMessage, events.ErrInvalidCounter, events.ErrInvalidOption,
 	counters.ErrInvalidCounter, counters.ErrInvalidOpID, counters.ErrInvalidOption,
@@ -179,8 +195,10 @@ func exitCode(err error) int {
 	return exitFailure
 }
 
+// errorf prints an error on one line. Errors may echo input (an id, a flag's value, a node's
+// message quoting a statement), so the line is escaped like every table cell.
 func errorf(w io.Writer, code int, format string, args ...any) int {
-	fmt.Fprintf(w, "cassdedup: "+format+"\n", args...)
+	fmt.Fprintln(w, "cassdedup: "+escapeText(fmt.Sprintf(format, args...)))
 	return code
 }
 

@@ -75,7 +75,7 @@ var countersUnappliedCommand = &command{
 					if c.Settling {
 						state = "settling (a repair took it and did not finish)"
 					}
-					row(w, c.Counter, c.OpID, c.Delta, stampRel(c.ClaimedAt, now), state, c.Owner)
+					row(w, display(c.Counter), display(c.OpID), c.Delta, stampRel(c.ClaimedAt, now), state, c.Owner)
 				}
 			})
 		}
@@ -90,6 +90,8 @@ var countersRepairCommand = &command{
 		cf.register(fs)
 		outcome := fs.String("outcome", "", "what your own records say: applied (the counter was incremented) or missing (it was not); required")
 		resettle := fs.Bool("resettle", false, "settle a claim an earlier repair took and did not finish (state settling); only when that repair has ended")
+		var wf writeFlags
+		wf.register(fs)
 		return func(ctx context.Context, e *env, args []string) error {
 			var incremented bool
 			switch *outcome {
@@ -107,8 +109,26 @@ var countersRepairCommand = &command{
 			if *resettle {
 				opts = append(opts, counters.ResettleStuck())
 			}
-			c, err := s.Settle(ctx, args[0], args[1], incremented, opts...)
+			c, err := s.Unsettled(ctx, args[0], args[1], opts...)
 			if err != nil {
+				return err
+			}
+			what := display(c.Counter) + " " + display(c.OpID)
+			then, risk := "mark it applied, without incrementing the counter",
+				fmt.Sprintf("if the counter did not receive the increment of %d, it is lost", c.Delta)
+			if !incremented {
+				then, risk = fmt.Sprintf("increment the counter by %d, then mark it applied", c.Delta),
+					fmt.Sprintf("if the counter did receive the increment of %d, it counts it twice", c.Delta)
+			}
+			goOn, err := e.plan(&wf, []string{"will settle " + what + ": claimed at " + stamp(c.ClaimedAt) + ", delta " + fmt.Sprint(c.Delta), "then: " + then},
+				risk+": settle only on evidence from your own records")
+			if err != nil || !goOn {
+				if err == nil && e.json {
+					return e.emit(map[string]any{"counter": c.Counter, "op_id": c.OpID, "delta": c.Delta, "outcome": *outcome, "dry_run": true, "would": then}, nil)
+				}
+				return err
+			}
+			if c, err = s.Settle(ctx, args[0], args[1], incremented, opts...); err != nil {
 				return err
 			}
 			done := "marked applied (the counter already held the increment)"
@@ -117,7 +137,7 @@ var countersRepairCommand = &command{
 			}
 			return e.emit(map[string]any{"counter": c.Counter, "op_id": c.OpID, "delta": c.Delta, "outcome": *outcome, "done": done},
 				func(w io.Writer) {
-					row(w, "settled", c.Counter+" "+c.OpID)
+					row(w, "settled", display(c.Counter)+" "+display(c.OpID))
 					row(w, "claimed", stamp(c.ClaimedAt))
 					row(w, "done", done)
 				})
@@ -173,20 +193,53 @@ var counterTotalCommand = logCommand("counter total",
 		}
 		return e.emit(map[string]any{"counter": counter, "total": total}, func(w io.Writer) {
 			row(w, "COUNTER", "TOTAL")
-			row(w, counter, total)
+			row(w, display(counter), total)
 		})
 	})
 
-var counterRollupCommand = logCommand("counter rollup",
-	"fold an event-log counter's closed buckets into its rollup (exactly once, safe beside running rollups)",
-	func(ctx context.Context, e *env, l *events.Log, counter string) error {
-		r, err := l.Rollup(ctx, counter)
-		if err != nil {
-			return err
+var counterRollupCommand = &command{
+	name: "counter rollup", args: []string{"COUNTER"},
+	summary: "fold an event-log counter's closed buckets into its rollup (exactly once, safe beside running rollups)",
+	flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
+		var lf logFlags
+		lf.register(fs)
+		var wf writeFlags
+		wf.register(fs)
+		return func(ctx context.Context, e *env, args []string) error {
+			l, err := e.log(&lf)
+			if err != nil {
+				return err
+			}
+			return rollup(ctx, e, l, args[0], &wf)
 		}
-		return e.emit(map[string]any{"counter": counter, "watermark": tptr(r.Watermark), "total": r.Total, "folded": r.Folded},
-			func(w io.Writer) {
-				row(w, "COUNTER", "WATERMARK", "ROLLED-UP TOTAL", "BUCKETS FOLDED NOW")
-				row(w, counter, stamp(r.Watermark), r.Total, r.Folded)
-			})
-	})
+	},
+}
+
+// rollup prints what folding counter will do, and folds it unless -dry-run. No confirmation:
+// a fold is exactly once and changes no total a reader sees.
+func rollup(ctx context.Context, e *env, l *events.Log, counter string, wf *writeFlags) error {
+	p, err := l.PlanRollup(ctx, counter)
+	if err != nil {
+		return err
+	}
+	lines := []string{fmt.Sprintf("will fold %d closed bucket(s) of %s: watermark to %s, rolled-up total %d", p.Folded, display(counter), stamp(p.Watermark), p.Total)}
+	if p.Folded == 0 {
+		lines = []string{fmt.Sprintf("nothing to fold in %s: watermark %s, rolled-up total %d", display(counter), stamp(p.Watermark), p.Total)}
+	}
+	goOn, err := e.plan(wf, lines, "")
+	if !goOn {
+		if err == nil && e.json {
+			return e.emit(map[string]any{"counter": counter, "watermark": tptr(p.Watermark), "total": p.Total, "folded": p.Folded, "dry_run": true}, nil)
+		}
+		return err
+	}
+	r, err := l.Rollup(ctx, counter)
+	if err != nil {
+		return err
+	}
+	return e.emit(map[string]any{"counter": counter, "watermark": tptr(r.Watermark), "total": r.Total, "folded": r.Folded},
+		func(w io.Writer) {
+			row(w, "COUNTER", "WATERMARK", "ROLLED-UP TOTAL", "BUCKETS FOLDED NOW")
+			row(w, display(counter), stamp(r.Watermark), r.Total, r.Folded)
+		})
+}

@@ -240,25 +240,17 @@ func releaseCommand(name string, args []string, summary string, resolve func(*fl
 		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 			force := fs.Bool("force", false, "release even a claim whose lease is live (its worker may still be running)")
 			note := fs.String("note", "released by an operator", "stored as the record's last error, for whoever reads it next")
+			var wf writeFlags
+			wf.register(fs)
 			find := resolve(fs)
 			return func(ctx context.Context, e *env, args []string) error {
-				t, err := find(e, args)
-				if err != nil {
-					return err
-				}
 				opts := []lwt.AdminOption{lwt.WithNote(*note)}
-				if *force {
-					opts = append(opts, lwt.Force())
-				}
-				res, err := t.release(ctx, opts...)
-				if err != nil {
-					return adminError(args, err)
-				}
-				after := fmt.Sprintf("RELEASED: the next attempt claims it again with fence %d", res.Before.Fence+1)
-				if !res.Changed {
-					after = "already RELEASED: nothing written"
-				}
-				return e.printAdmin("released", res, after)
+				return e.administer(ctx, find, args, "release", *force, &wf, opts, func(in *lwt.Inspection) string {
+					if in.Status == lwt.StatusReleased {
+						return "already RELEASED: nothing written"
+					}
+					return fmt.Sprintf("RELEASED: the next attempt claims it again with fence %d", in.Fence+1)
+				}, func(t target) func(context.Context, ...lwt.AdminOption) (lwt.AdminResult, error) { return t.release })
 			}
 		}}
 }
@@ -267,23 +259,83 @@ func purgeCommand(name string, args []string, summary string, resolve func(*flag
 	return &command{name: name, args: args, summary: summary,
 		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 			force := fs.Bool("force", false, "purge even a claim whose lease is live (its worker may still be running)")
+			var wf writeFlags
+			wf.register(fs)
 			find := resolve(fs)
 			return func(ctx context.Context, e *env, args []string) error {
-				t, err := find(e, args)
-				if err != nil {
-					return err
-				}
-				var opts []lwt.AdminOption
-				if *force {
-					opts = append(opts, lwt.Force())
-				}
-				res, err := t.delete(ctx, opts...)
-				if err != nil {
-					return adminError(args, err)
-				}
-				return e.printAdmin("purged", res, "no record: the next request with this key runs as a new one (fence 1)")
+				return e.administer(ctx, find, args, "purge", *force, &wf, nil, func(*lwt.Inspection) string {
+					return "no record: the next request with this key runs as a new one (fence 1)"
+				}, func(t target) func(context.Context, ...lwt.AdminOption) (lwt.AdminResult, error) { return t.delete })
 			}
 		}}
+}
+
+// administer is a release or purge: it inspects the record, prints what it will do, asks for
+// a confirmation when the next retry would run the operation again, and acts only on the
+// record it showed (lwt.IfUnchanged).
+func (e *env) administer(ctx context.Context, find func(*env, []string) (target, error), args []string, verb string, force bool,
+	wf *writeFlags, opts []lwt.AdminOption, after func(*lwt.Inspection) string,
+	act func(target) func(context.Context, ...lwt.AdminOption) (lwt.AdminResult, error)) error {
+	t, err := find(e, args)
+	if err != nil {
+		return err
+	}
+	in, err := t.inspect(ctx)
+	if err != nil {
+		return adminError(args, err)
+	}
+	if in.LiveLease && !force {
+		return adminError(args, &lwt.InProgressError{LeaseUntil: in.LeaseUntil, Attempts: in.Attempts})
+	}
+	then := after(in)
+	lines := []string{
+		fmt.Sprintf("will %s %s", verb, keyText(in.Key)),
+		"now:  " + recordSummary(in),
+		"then: " + then,
+	}
+	goOn, err := e.plan(wf, lines, adminRisk(in))
+	if err != nil || !goOn {
+		if err == nil && e.json { // a dry run: the plan as JSON too
+			return e.emit(map[string]any{"action": verb, "dry_run": true, "key": in.Key, "changed": false,
+				"before": viewRecord(in, time.Now(), 0), "after": then}, nil)
+		}
+		return err
+	}
+	if force {
+		opts = append(opts, lwt.Force())
+	}
+	res, err := act(t)(ctx, append(opts, lwt.IfUnchanged(in))...)
+	if err != nil {
+		return adminError(args, err)
+	}
+	if !res.Changed {
+		then = "already RELEASED: nothing written"
+	}
+	return e.printAdmin(verb+"d", res, then)
+}
+
+// adminRisk says why releasing or purging in needs a confirmation: its next retry runs the
+// operation again where it would have been answered, or beside a worker that may be running.
+func adminRisk(in *lwt.Inspection) string {
+	key := keyText(in.Key)
+	switch {
+	case in.LiveLease:
+		return fmt.Sprintf("%s is held by a live lease until %s: its worker may still be running, and the next attempt would run the operation again beside it", key, stamp(in.LeaseUntil))
+	case in.Status == lwt.StatusCompleted:
+		return fmt.Sprintf("%s is COMPLETED: its next retry runs the operation again (its side effect a second time) instead of replaying the stored result", key)
+	case in.Status == lwt.StatusFailed:
+		return fmt.Sprintf("%s is FAILED: its next retry runs the operation again instead of replaying the stored error", key)
+	}
+	return ""
+}
+
+// recordSummary is a record on one line.
+func recordSummary(b *lwt.Inspection) string {
+	s := fmt.Sprintf("%s, fence %d, attempts %d, %d-byte result", b.Status, b.Fence, b.Attempts, len(b.Result))
+	if b.Status == lwt.StatusStarted {
+		s += ", lease " + leaseText(b, time.Now())
+	}
+	return s
 }
 
 // adminError explains a refused or failed release or purge.
@@ -295,16 +347,15 @@ func adminError(args []string, err error) error {
 			keyText(stringsToAny(args)), stamp(live.LeaseUntil), relative(live.LeaseUntil, time.Now()))
 	case errors.Is(err, lwt.ErrNotFound):
 		return fmt.Errorf("no record of %s: nothing to do", keyText(stringsToAny(args)))
+	case errors.Is(err, lwt.ErrRecordChanged):
+		return fmt.Errorf("%w; run the command again to see it as it is now", err)
 	}
 	return err
 }
 
 func (e *env) printAdmin(verb string, res lwt.AdminResult, after string) error {
 	b := res.Before
-	before := fmt.Sprintf("%s, fence %d, attempts %d, %d-byte result", b.Status, b.Fence, b.Attempts, len(b.Result))
-	if b.Status == lwt.StatusStarted {
-		before += ", lease " + leaseText(b, time.Now())
-	}
+	before := recordSummary(b)
 	v := map[string]any{"action": verb, "key": b.Key, "changed": res.Changed, "before": viewRecord(b, time.Now(), 0), "after": after}
 	return e.emit(v, func(w io.Writer) {
 		row(w, verb, keyText(b.Key))

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -131,7 +132,7 @@ func TestKeyReleaseAndPurgeRefuseALiveLeaseThenWorkWithForce(t *testing.T) {
 	okJSON(t, &v, "key", "get", "shop", "held", "-keyspace", ks)
 	assert.Equal(t, "STARTED", v.Status, "nothing was written")
 
-	out := ok(t, "key", "release", "shop", "held", "-force", "-note", "INC-7: worker gone", "-keyspace", ks)
+	out := ok(t, "key", "release", "shop", "held", "-force", "-yes", "-note", "INC-7: worker gone", "-keyspace", ks)
 	assert.Contains(t, out, "released  shop held")
 	assert.Contains(t, out, "before    STARTED, fence 1, attempts 1")
 	assert.Contains(t, out, "after     RELEASED: the next attempt claims it again with fence 2")
@@ -141,7 +142,7 @@ func TestKeyReleaseAndPurgeRefuseALiveLeaseThenWorkWithForce(t *testing.T) {
 	assert.Contains(t, ok(t, "key", "release", "shop", "held", "-keyspace", ks), "already RELEASED: nothing written")
 
 	p.plant("shop", "held2", lwt.StatusStarted, false)
-	out = ok(t, "key", "purge", "-keyspace", ks, "shop", "-force", "held2")
+	out = ok(t, "key", "purge", "-keyspace", ks, "shop", "-force", "held2", "-yes")
 	assert.Contains(t, out, "purged  shop held2")
 	assert.Contains(t, out, "runs as a new one")
 	r := cli(t, nil, "key", "get", "shop", "held2", "-keyspace", ks)
@@ -152,6 +153,57 @@ func TestKeyReleaseAndPurgeRefuseALiveLeaseThenWorkWithForce(t *testing.T) {
 	var res map[string]any
 	okJSON(t, &res, "key", "purge", "shop", "dead", "-keyspace", ks)
 	assert.Equal(t, true, res["changed"], "an expired lease needs no force")
+}
+
+// TestDestructiveCommandsDryRunAndConfirm: a dry run prints what would be done and writes
+// nothing; releasing or purging a COMPLETED record without a terminal needs -yes (exit 2
+// without it), is asked on a terminal, and acts once confirmed.
+func TestDestructiveCommandsDryRunAndConfirm(t *testing.T) {
+	t.Parallel()
+	p := newPlanter(t)
+	ks := p.keyspace
+	p.plant("shop", "done", lwt.StatusCompleted, false)
+	status := func() string {
+		var v recordView
+		okJSON(t, &v, "key", "get", "shop", "done", "-keyspace", ks)
+		return v.Status
+	}
+
+	for _, verb := range []string{"release", "purge"} {
+		out := ok(t, "key", verb, "shop", "done", "-dry-run", "-keyspace", ks)
+		assert.Contains(t, out, "will "+verb+" shop done\nnow:  COMPLETED, fence 1, attempts 1, 31-byte result\n", verb)
+		assert.Contains(t, out, "warning: shop done is COMPLETED: its next retry runs the operation again", verb)
+		assert.Contains(t, out, "dry run: nothing written", verb)
+		var dry map[string]any
+		okJSON(t, &dry, "key", verb, "shop", "done", "-dry-run", "-keyspace", ks)
+		assert.Equal(t, true, dry["dry_run"], verb)
+		assert.Equal(t, "COMPLETED", status(), "%s -dry-run wrote nothing", verb)
+
+		r := cli(t, nil, "key", verb, "shop", "done", "-keyspace", ks)
+		assert.Equal(t, exitUsage, r.code, "%s: %s", verb, r.stderr)
+		assert.Contains(t, r.stdout, "will "+verb+" shop done", verb)
+		assert.Contains(t, r.stderr, "not confirmed: shop done is COMPLETED", verb)
+		assert.Contains(t, r.stderr, "pass -yes to confirm", verb)
+		assert.Equal(t, "COMPLETED", status(), "%s without -yes wrote nothing", verb)
+
+		r = cliWith(t, input{r: strings.NewReader("n\n"), terminal: true}, nil, "key", verb, "shop", "done", "-keyspace", ks)
+		assert.Equal(t, exitFailure, r.code, verb)
+		assert.Contains(t, r.stderr, "proceed? [y/N] ", verb)
+		assert.Contains(t, r.stderr, "declined: nothing written", verb)
+		assert.Equal(t, "COMPLETED", status(), "%s declined wrote nothing", verb)
+	}
+
+	r := cliWith(t, input{r: strings.NewReader("y\n"), terminal: true}, nil, "key", "release", "shop", "done", "-keyspace", ks)
+	require.Equal(t, exitOK, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "released  shop done")
+	assert.Equal(t, "RELEASED", status(), "confirmed on the terminal")
+
+	// A RELEASED record's next retry runs anyway: no confirmation.
+	out := ok(t, "key", "purge", "shop", "done", "-keyspace", ks)
+	assert.Contains(t, out, "purged  shop done")
+	p.plant("shop", "done", lwt.StatusCompleted, false)
+	assert.Contains(t, ok(t, "key", "purge", "shop", "done", "-yes", "-keyspace", ks), "purged  shop done")
+	assert.Equal(t, exitFailure, cli(t, nil, "key", "get", "shop", "done", "-keyspace", ks).code, "-yes acted")
 }
 
 func TestKeysStuckFindsExactlyThePlantedClaims(t *testing.T) {

@@ -18,8 +18,15 @@ type result struct {
 	code           int
 }
 
-// cli runs the command in-process against the test node, with env as its environment.
+// cli runs the command in-process against the test node, with env as its environment and no
+// terminal on stdin.
 func cli(t *testing.T, env map[string]string, args ...string) result {
+	t.Helper()
+	return cliWith(t, input{r: strings.NewReader("")}, env, args...)
+}
+
+// cliWith is cli with in as stdin.
+func cliWith(t *testing.T, in input, env map[string]string, args ...string) result {
 	t.Helper()
 	hosts, err := testnode.Hosts()
 	require.NoError(t, err)
@@ -33,7 +40,7 @@ func cli(t *testing.T, env map[string]string, args ...string) result {
 		return ""
 	}
 	var out, errOut bytes.Buffer
-	code := run(context.Background(), args, &out, &errOut, getenv)
+	code := run(context.Background(), args, in, &out, &errOut, getenv)
 	return result{out.String(), errOut.String(), code}
 }
 

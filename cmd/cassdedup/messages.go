@@ -66,7 +66,7 @@ var messagesListCommand = &command{
 			return e.emit(map[string]any{"messages": out, "truncated": truncated}, func(w io.Writer) {
 				row(w, "ID", "STATUS", "ATTEMPTS", "FENCE", "LEASE UNTIL", "UPDATED", "INDEXED IN HOUR")
 				for _, m := range out {
-					row(w, m.ID, m.Status, m.Attempts, m.Fence, relTime(m.LeaseUntil, now), relTime(m.UpdatedAt, now), stamp(m.Hour))
+					row(w, display(m.ID), m.Status, m.Attempts, m.Fence, relTime(m.LeaseUntil, now), relTime(m.UpdatedAt, now), stamp(m.Hour))
 				}
 				if truncated {
 					fmt.Fprintf(w, "(stopped at -limit %d)\n", *limit)

@@ -60,13 +60,18 @@ func TestMessageCommands(t *testing.T) {
 	require.Len(t, stuck.Stuck, 1)
 	assert.Equal(t, "billing invoices 2 inv-flaky", keyText(stuck.Stuck[0].Key))
 
-	assert.Contains(t, ok(t, args("message", "release", "billing", "invoices", "2", "inv-3")...), "RELEASED: the next attempt claims it again with fence 2")
+	r := cli(t, nil, args("message", "release", "billing", "invoices", "2", "inv-3")...)
+	assert.Equal(t, exitUsage, r.code, "a COMPLETED message needs -yes: %s", r.stderr)
+	assert.Contains(t, ok(t, args("message", "release", "billing", "invoices", "2", "inv-3", "-dry-run")...), "dry run: nothing written")
+	okJSON(t, &v, args("message", "get", "billing", "invoices", "2", "inv-3")...)
+	assert.Equal(t, "COMPLETED", v.Status, "the dry run wrote nothing")
+	assert.Contains(t, ok(t, args("message", "release", "billing", "invoices", "2", "inv-3", "-yes")...), "RELEASED: the next attempt claims it again with fence 2")
 	ran := false
 	_, err = g.Process(ctx, events.Message{Scope: scope, ID: "inv-3"}, func(context.Context, events.Message) error { ran = true; return nil })
 	require.NoError(t, err)
 	assert.True(t, ran, "the released message ran again on its next delivery")
 	assert.Contains(t, ok(t, args("message", "purge", "billing", "invoices", "2", "inv-flaky")...), "purged  billing invoices 2 inv-flaky")
-	r := cli(t, nil, args("message", "get", "billing", "invoices", "2", "inv-flaky")...)
+	r = cli(t, nil, args("message", "get", "billing", "invoices", "2", "inv-flaky")...)
 	assert.Equal(t, exitFailure, r.code)
 }
 
@@ -107,8 +112,18 @@ func TestCounterCommands(t *testing.T) {
 	}
 	assert.Equal(t, map[string]int64{"lost-update/op-1": 10, "lost-response/op-2": 100}, got)
 
-	assert.Contains(t, ok(t, args("counters", "repair", "lost-update", "op-1", "-outcome", "missing")...), "incremented by 10 and marked applied")
-	assert.Contains(t, ok(t, args("counters", "repair", "lost-response", "op-2", "-outcome", "applied")...), "marked applied (the counter already held the increment)")
+	dry := ok(t, args("counters", "repair", "lost-update", "op-1", "-outcome", "missing", "-dry-run")...)
+	assert.Contains(t, dry, "will settle lost-update op-1: claimed at ")
+	assert.Contains(t, dry, "then: increment the counter by 10, then mark it applied")
+	assert.Contains(t, dry, "dry run: nothing written")
+	r := cli(t, nil, args("counters", "repair", "lost-update", "op-1", "-outcome", "missing")...)
+	assert.Equal(t, exitUsage, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "if the counter did receive the increment of 10, it counts it twice")
+	okJSON(t, &list, args("counters", "unapplied", "-settle", "0s")...)
+	assert.Len(t, list.Unapplied, 2, "neither the dry run nor the refusal settled anything")
+
+	assert.Contains(t, ok(t, args("counters", "repair", "lost-update", "op-1", "-outcome", "missing", "-yes")...), "incremented by 10 and marked applied")
+	assert.Contains(t, ok(t, args("counters", "repair", "lost-response", "op-2", "-outcome", "applied", "-yes")...), "marked applied (the counter already held the increment)")
 	direct, err := counters.New(session, counters.WithKeyspace(ks))
 	require.NoError(t, err)
 	for counter, want := range map[string]int64{"lost-update": 10, "lost-response": 100} {
@@ -117,7 +132,7 @@ func TestCounterCommands(t *testing.T) {
 		assert.Equal(t, want, v, "each counted once: %s", counter)
 	}
 	assert.Contains(t, ok(t, args("counters", "unapplied", "-settle", "0s")...), "no unconfirmed operations")
-	r := cli(t, nil, args("counters", "repair", "lost-update", "op-1", "-outcome", "missing")...)
+	r = cli(t, nil, args("counters", "repair", "lost-update", "op-1", "-outcome", "missing", "-yes")...)
 	assert.Equal(t, exitFailure, r.code)
 	assert.Contains(t, r.stderr, "operation is not pending")
 }
@@ -145,9 +160,12 @@ func TestEventCounterCommands(t *testing.T) {
 		Total  int64
 		Folded int
 	}
+	dry := ok(t, args("counter", "rollup", "views", "-dry-run")...)
+	assert.Contains(t, dry, "will fold 1 closed bucket(s) of views: watermark to ")
+	assert.Contains(t, dry, "rolled-up total 20\ndry run: nothing written")
 	okJSON(t, &roll, args("counter", "rollup", "views")...)
 	assert.EqualValues(t, 20, roll.Total, "the closed bucket is folded, the open one is not")
-	assert.Equal(t, 1, roll.Folded)
+	assert.Equal(t, 1, roll.Folded, "the dry run folded nothing")
 	okJSON(t, &roll, args("counter", "rollup", "views")...)
 	assert.Equal(t, 0, roll.Folded, "a second rollup has nothing to fold")
 	assert.Contains(t, ok(t, args("counter", "total", "views")...), "views    21")

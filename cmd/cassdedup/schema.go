@@ -62,19 +62,34 @@ func viewMigration(m schema.MigrationStatus) migrationView {
 func short(sum string) string { return sum[:min(12, len(sum))] }
 
 var schemaApplyCommand = &command{
-	name:    "schema apply",
-	summary: "create the keyspace and tables, and apply the migrations not yet recorded (-timeout defaults to 1m)",
+	name: "schema apply",
+	summary: "create the keyspace and tables, recreate what was dropped, and apply the migrations not yet recorded; " +
+		"refuses a replication the cluster cannot hold and a keyspace a newer release migrated (-timeout defaults to 1m)",
 	timeout: time.Minute,
 	flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 		var repl replicationFlags
 		repl.register(fs)
 		agreement := fs.Duration("agreement-timeout", time.Minute, "wait this long for schema agreement after each statement")
+		dryRun := fs.Bool("dry-run", false, "print the statements apply would run, and change nothing")
 		return func(ctx context.Context, e *env, _ []string) error {
 			opts, err := repl.options(e.keyspace)
 			if err != nil {
 				return err
 			}
-			done, err := schema.Migrate(ctx, e.session, append(opts, schema.WithAgreementTimeout(*agreement))...)
+			opts = append(opts, schema.WithAgreementTimeout(*agreement))
+			p, err := schema.PlanMigration(ctx, e.session, opts...)
+			if err != nil {
+				return err
+			}
+			if *dryRun {
+				return e.printPlan(p)
+			}
+			if !e.json {
+				for _, d := range p.Report.Drift {
+					fmt.Fprintln(e.stdout, "repair: "+escapeText(d.String()))
+				}
+			}
+			done, err := schema.Migrate(ctx, e.session, opts...)
 			views := make([]migrationView, len(done))
 			for i, m := range done {
 				views[i] = viewMigration(m)
@@ -94,6 +109,39 @@ var schemaApplyCommand = &command{
 			return err
 		}
 	},
+}
+
+// printPlan prints what schema apply would do.
+func (e *env) printPlan(p schema.Plan) error {
+	pending := make([]migrationView, len(p.Pending))
+	for i, m := range p.Pending {
+		pending[i] = migrationView{Version: m.Version, Name: m.Name, State: schema.Pending.String(), Checksum: m.Checksum}
+	}
+	drift := driftTexts(p.Report)
+	return e.emit(map[string]any{"keyspace": p.Report.Keyspace, "dry_run": true, "drift": drift, "prepare": p.Prepare, "pending": pending},
+		func(w io.Writer) {
+			for _, d := range drift {
+				fmt.Fprintln(w, "would repair: "+d)
+			}
+			for _, s := range p.Prepare {
+				fmt.Fprintf(w, "would run: %s\n", strings.Join(strings.Fields(s), " "))
+			}
+			for _, m := range p.Pending {
+				fmt.Fprintf(w, "would apply: %s (version %d, %d statements)\n", m.Name, m.Version, len(m.Statements))
+			}
+			if len(p.Prepare) == 0 && len(p.Pending) == 0 {
+				fmt.Fprintf(w, "keyspace %s is up to date: nothing to apply\n", p.Report.Keyspace)
+			}
+			fmt.Fprintln(w, "dry run: nothing changed")
+		})
+}
+
+func driftTexts(r schema.Report) []string {
+	out := []string{}
+	for _, d := range r.Drift {
+		out = append(out, d.String())
+	}
+	return out
 }
 
 var schemaPrintCommand = &command{
@@ -145,7 +193,7 @@ var schemaPrintCommand = &command{
 
 var schemaStatusCommand = &command{
 	name:    "schema status",
-	summary: "list the applied and pending migrations; exit 1 when an applied file changed",
+	summary: "list the applied and pending migrations and compare the live tables with them; exit 1 on drift (a dropped table or column), a changed file or a newer release's migration",
 	flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 		return func(ctx context.Context, e *env, _ []string) error {
 			r, err := schema.Status(ctx, e.session, schema.WithKeyspace(e.keyspace))
@@ -157,8 +205,9 @@ var schemaStatusCommand = &command{
 				views[i] = viewMigration(m)
 			}
 			notes := statusNotes(r)
+			drift := driftTexts(r)
 			err = e.emit(map[string]any{"keyspace": r.Keyspace, "keyspace_exists": r.KeyspaceExists, "versioned": r.Versioned,
-				"tables": r.Tables, "migrations": views, "notes": notes}, func(w io.Writer) {
+				"tables": r.Tables, "migrations": views, "drift": drift, "notes": notes}, func(w io.Writer) {
 				fmt.Fprintf(w, "keyspace %s: %d migrations, %d pending, %d changed\n", r.Keyspace, len(r.Migrations), len(r.Pending()), len(r.Changed()))
 				row(w, "VERSION", "NAME", "STATE", "APPLIED AT", "CHECKSUM")
 				for _, m := range r.Migrations {
@@ -166,7 +215,10 @@ var schemaStatusCommand = &command{
 					if m.State == schema.Changed {
 						sum += " (recorded " + short(m.AppliedChecksum) + ")"
 					}
-					row(w, m.Version, m.Name, m.State, stamp(m.AppliedAt), sum)
+					row(w, m.Version, display(m.Name), m.State, stamp(m.AppliedAt), sum)
+				}
+				for _, d := range drift {
+					fmt.Fprintln(w, "drift: "+d+"; schema apply creates it again")
 				}
 				for _, n := range notes {
 					fmt.Fprintln(w, "note: "+n)
@@ -175,10 +227,7 @@ var schemaStatusCommand = &command{
 			if err != nil {
 				return err
 			}
-			if changed := r.Changed(); len(changed) > 0 {
-				return fmt.Errorf("%d applied migration(s) changed since they ran; put schema changes in a new numbered file", len(changed))
-			}
-			return nil
+			return r.Err()
 		}
 	},
 }
@@ -193,7 +242,7 @@ func statusNotes(r schema.Report) []string {
 	}
 	for _, m := range r.Migrations {
 		if m.State == schema.Unknown {
-			notes = append(notes, fmt.Sprintf("version %d (%s) was applied by a newer release than this command", m.Version, m.Name))
+			notes = append(notes, fmt.Sprintf("version %d (%s) was applied by a newer release than this command", m.Version, display(m.Name)))
 		}
 	}
 	return notes

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"strings"
@@ -19,7 +18,7 @@ import (
 // migrations were recorded (schema/testdata/before-migrations), and returns its name.
 func installBeforeMigrations(t *testing.T) string {
 	t.Helper()
-	session, err := testnode.Cluster(t).CreateSession()
+	session, err := testnode.AdminCluster(t).CreateSession()
 	require.NoError(t, err)
 	ks := "t_cli_upgrade_" + strings.ReplaceAll(gocql.TimeUUID().String(), "-", "")[:16]
 	t.Cleanup(func() {
@@ -30,10 +29,9 @@ func installBeforeMigrations(t *testing.T) string {
 	require.NoError(t, err)
 	for _, m := range ms {
 		for _, s := range m.Statements {
-			require.NoError(t, session.Query(s).Exec(), s)
+			testnode.SchemaChange(t, session, s)
 		}
 	}
-	require.NoError(t, session.AwaitSchemaAgreement(context.Background()))
 	return ks
 }
 
@@ -76,10 +74,53 @@ func TestSchemaStatusBeforeAndAfterAnUpgrade(t *testing.T) {
 	assert.Equal(t, exitFailure, r.code)
 	assert.Regexp(t, `(?m)^2 +002_processed_messages\.cql +changed `, r.stdout)
 	assert.Contains(t, r.stdout, "(recorded deadbeef)")
-	assert.Contains(t, r.stderr, "1 applied migration(s) changed")
+	assert.Contains(t, r.stderr, "applied migration changed: 002_processed_messages.cql")
 	r = cli(t, nil, "schema", "apply", "-keyspace", ks)
 	assert.Equal(t, exitFailure, r.code)
 	assert.Contains(t, r.stderr, "applied migration changed: 002_processed_messages.cql")
+}
+
+// TestSchemaDriftAndRefusals: status names a dropped table and exits 1, apply -dry-run says
+// it would create it and changes nothing, apply creates it; a newer release's migration and a
+// replication the cluster cannot hold are refused.
+func TestSchemaDriftAndRefusals(t *testing.T) {
+	t.Parallel()
+	session, ks := testnode.NewSession(t)
+	testnode.SchemaChange(t, session, `DROP TABLE IF EXISTS "`+ks+`".counter_ops`)
+
+	r := cli(t, nil, "schema", "status", "-keyspace", ks)
+	assert.Equal(t, exitFailure, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "drift: table counter_ops is missing (created by 004_counter_dedup.cql); schema apply creates it again")
+	assert.Contains(t, r.stderr, "table counter_ops is missing")
+
+	dry := ok(t, "schema", "apply", "-dry-run", "-keyspace", ks)
+	assert.Contains(t, dry, "would repair: table counter_ops is missing")
+	assert.Contains(t, dry, `would run: CREATE TABLE IF NOT EXISTS "`+ks+`".counter_ops (`)
+	assert.Contains(t, dry, "dry run: nothing changed")
+	assert.Equal(t, exitFailure, cli(t, nil, "schema", "status", "-keyspace", ks).code, "the dry run changed nothing")
+
+	assert.Contains(t, ok(t, "schema", "apply", "-keyspace", ks), "repair: table counter_ops is missing")
+	assert.Contains(t, ok(t, "schema", "status", "-keyspace", ks), upToDate(t))
+
+	all, err := schema.Migrations()
+	require.NoError(t, err)
+	future := all[len(all)-1].Version + 1
+	require.NoError(t, session.Query(`INSERT INTO "`+ks+`".schema_migrations (version, name, checksum, applied_at) VALUES (?, 'future.cql', 'x', toTimestamp(now()))`, future).Exec())
+	for _, verb := range []string{"status", "apply"} {
+		r = cli(t, nil, "schema", verb, "-keyspace", ks)
+		assert.Equal(t, exitFailure, r.code, verb)
+		assert.Contains(t, r.stderr, fmt.Sprintf("records migration %d", future), verb)
+		assert.Contains(t, r.stderr, fmt.Sprintf("knows versions up to %d", future-1), verb)
+	}
+
+	var peers int
+	require.NoError(t, session.Query(`SELECT count(*) FROM system.peers`).Scan(&peers))
+	fresh := ks + "_rf"
+	r = cli(t, nil, "schema", "apply", "-keyspace", fresh, "-rf", fmt.Sprint(peers+2))
+	assert.Equal(t, exitUsage, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "replication needs more nodes than the cluster has")
+	r = cli(t, nil, "schema", "status", "-keyspace", fresh, "-json")
+	assert.Contains(t, r.stdout, `"keyspace_exists": false`, "nothing was created")
 }
 
 func TestSchemaPrintNeedsNoCluster(t *testing.T) {
@@ -100,6 +141,10 @@ func TestUsageErrors(t *testing.T) {
 		{nil, exitUsage, "usage: cassdedup COMMAND"},
 		{[]string{"-h"}, exitOK, ""},
 		{[]string{"frobnicate"}, exitUsage, `unknown command "frobnicate"`},
+		{[]string{"schema", "-h"}, exitOK, "schema status"},
+		{[]string{"messages", "--help"}, exitOK, "messages stuck"},
+		{[]string{"schema"}, exitUsage, "schema needs a subcommand"},
+		{[]string{"schema", "frobnicate"}, exitUsage, `unknown command "schema frobnicate"`},
 		{[]string{"key", "get", "only-one"}, exitUsage, "key get takes 2 arguments (NAMESPACE KEY), got 1"},
 		{[]string{"key", "get", "a", "b", "-nope"}, exitUsage, "flag provided but not defined: -nope"},
 		{[]string{"key", "get", "a", "b", "-consistency", "MOST"}, exitUsage, `consistency "MOST"`},

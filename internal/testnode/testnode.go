@@ -53,6 +53,15 @@ func Cluster(t testing.TB) *gocql.ClusterConfig {
 	return ClusterFor(hosts...)
 }
 
+// AdminCluster is Cluster for a session that makes schema changes, which wait on every table of
+// the node's schema: its requests time out after a minute rather than Cluster's 15 seconds.
+func AdminCluster(t testing.TB) *gocql.ClusterConfig {
+	t.Helper()
+	c := Cluster(t)
+	c.Timeout = time.Minute
+	return c
+}
+
 // ClusterFor is Cluster for given contact points, for tests that run nodes of their own: QUORUM
 // and SERIAL, timeouts a loaded two-core machine meets, no driver retries.
 func ClusterFor(hosts ...string) *gocql.ClusterConfig {
@@ -76,32 +85,68 @@ func NewSession(t testing.TB) (*gocql.Session, string) {
 		t.Fatalf("testnode: keyspace name: %v", err)
 	}
 	ks := "t_" + strings.ReplaceAll(id.String(), "-", "")
-	cluster := Cluster(t)
-	admin := connect(t, cluster)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	// Schema changes queue up on a busy node; every statement is IF NOT EXISTS, so an attempt
-	// that timed out is simply made again. Any other error would only repeat itself.
-	for range 3 {
-		err = schema.Apply(ctx, admin, schema.WithKeyspace(ks))
-		if err == nil || ctx.Err() != nil || !errors.Is(err, gocql.ErrTimeoutNoResponse) {
-			break
-		}
-		t.Logf("testnode: apply schema to %s: %v; trying again", ks, err)
-	}
-	admin.Close()
-	if err != nil {
+	admin := connect(t, AdminCluster(t))
+	if err := Migrate(t, admin, schema.WithKeyspace(ks)); err != nil {
+		admin.Close()
 		t.Fatalf("testnode: apply schema to %s: %v", ks, err)
 	}
+	cluster := Cluster(t)
 	cluster.Keyspace = ks
 	session := connect(t, cluster)
 	t.Cleanup(func() {
-		if err := session.Query(`DROP KEYSPACE IF EXISTS ` + ks).Exec(); err != nil {
+		session.Close()
+		// A keyspace left behind slows every later schema change on the node.
+		drop := `DROP KEYSPACE IF EXISTS "` + ks + `"`
+		if err := retrySchema(t, drop, func(ctx context.Context) error { return admin.Query(drop).WithContext(ctx).Exec() }); err != nil {
 			t.Logf("testnode: drop keyspace %s: %v", ks, err)
 		}
-		session.Close()
+		admin.Close()
 	})
 	return session, ks
+}
+
+// Migrate runs schema.Migrate, trying again after a timeout (see retrySchema), and returns its
+// error.
+func Migrate(t testing.TB, session *gocql.Session, opts ...schema.Option) error {
+	t.Helper()
+	return retrySchema(t, "migrate", func(ctx context.Context) error {
+		_, err := schema.Migrate(ctx, session, opts...)
+		return err
+	})
+}
+
+// SchemaChange runs an idempotent schema statement (DROP TABLE IF EXISTS, ...) and waits for
+// schema agreement, trying again after a timeout (see retrySchema); it fails t on any other
+// error.
+func SchemaChange(t testing.TB, session *gocql.Session, stmt string) {
+	t.Helper()
+	err := retrySchema(t, stmt, func(ctx context.Context) error {
+		if err := session.Query(stmt).WithContext(ctx).Exec(); err != nil {
+			return err
+		}
+		return session.AwaitSchemaAgreement(ctx)
+	})
+	if err != nil {
+		t.Fatalf("testnode: %s: %v", stmt, err)
+	}
+}
+
+// retrySchema makes attempt up to three times within three minutes while it times out. Schema
+// changes queue up on a busy node; every schema statement the tests make is idempotent, so an
+// attempt that timed out is simply made again. Any other error would only repeat itself.
+func retrySchema(t testing.TB, what string, attempt func(context.Context) error) error {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	var err error
+	for range 3 {
+		err = attempt(ctx)
+		if err == nil || ctx.Err() != nil || !errors.Is(err, gocql.ErrTimeoutNoResponse) {
+			return err
+		}
+		t.Logf("testnode: %s: %v; trying again", what, err)
+	}
+	return err
 }
 
 func connect(t testing.TB, c *gocql.ClusterConfig) *gocql.Session {
