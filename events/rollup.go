@@ -50,6 +50,9 @@ func (l *Log) Rollup(ctx context.Context, counter string) (RollupResult, error) 
 // move to, the total there and the number of buckets it would fold (0 when nothing is
 // closed). Its reads are Rollup's, at the serial consistency.
 func (l *Log) PlanRollup(ctx context.Context, counter string) (RollupResult, error) {
+	if err := l.checkCall(ctx); err != nil {
+		return RollupResult{}, err
+	}
 	if err := ValidateCounter(counter); err != nil {
 		return RollupResult{}, err
 	}
