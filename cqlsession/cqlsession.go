@@ -39,9 +39,11 @@ type settings struct {
 
 // WithLocalDC names the datacentre the service runs in. Requests go to its nodes, token-aware
 // (a replica of the partition first), and the consistencies default to LOCAL_QUORUM and
-// LOCAL_SERIAL. With a local serial consistency the session connects to that datacentre's
-// nodes only: a LOCAL_SERIAL round coordinated elsewhere would not serialise with this one's.
-// With SERIAL (WithSerialConsistency) other datacentres' nodes remain a fallback.
+// LOCAL_SERIAL. With a local consistency the session connects to that datacentre's nodes
+// only: a LOCAL_SERIAL round coordinated elsewhere would not serialise with this one's, and a
+// LOCAL_QUORUM read there would not see this datacentre's writes. With SERIAL and a non-local
+// consistency (WithSerialConsistency, WithConsistency) other datacentres' nodes remain a
+// fallback.
 //
 // Without it, requests are token-aware over every node the driver finds, in any datacentre,
 // and the consistencies default to QUORUM and SERIAL: right for one datacentre, and correct but
