@@ -16,7 +16,8 @@ import (
 
 // Row is one row of a CAS result or a read, column name to value. Values are the driver's Go
 // types (string, int64, time.Time, gocql.UUID, []byte, ...); a null column holds its type's
-// zero value.
+// zero value. A CAS result that carries [applied] alone (an applied write, or a condition on a
+// missing row) gives a nil Row, which reads as empty.
 type Row map[string]any
 
 // InsertIfNotExists runs q, an INSERT ... IF NOT EXISTS, as a lightweight transaction with the
@@ -98,11 +99,20 @@ func prepareCAS(ctx context.Context, q *gocql.Query, serial gocql.SerialConsiste
 		NoSkipMetadata()
 }
 
-// scanCAS reads the single row of a CAS result into a Row, without trusting its shape.
+// scanCAS reads the single row of a CAS result into a Row, without trusting its shape. The
+// commonest answers, an applied write and a condition on a missing row, carry [applied] alone:
+// those are scanned into a bool, with no Row (nil) and none of the allocations of one.
 func scanCAS(iter *gocql.Iter) (bool, Row, error) {
 	cols := iter.Columns()
 	if len(cols) == 0 {
 		return false, nil, fmt.Errorf("%w: no columns", ErrMalformedCASResult)
+	}
+	if len(cols) == 1 && cols[0].Name == "[applied]" && cols[0].TypeInfo.Type() == gocql.TypeBoolean {
+		var applied bool
+		if !iter.Scan(&applied) {
+			return false, nil, fmt.Errorf("%w: no row", ErrMalformedCASResult)
+		}
+		return applied, nil, nil
 	}
 	row, ok, err := scanRow(iter)
 	if err != nil {

@@ -49,6 +49,43 @@ func WithWait() CallOption {
 	return func(c *callConfig) { c.wait = true }
 }
 
+// callOptions applies opts. The config is allocated only when there are options: a call
+// without any, answered from the cache, allocates nothing.
+func callOptions(opts []CallOption) callConfig {
+	if len(opts) == 0 {
+		return callConfig{}
+	}
+	cc := new(callConfig)
+	for _, o := range opts {
+		o(cc)
+	}
+	return *cc
+}
+
+// fromCache answers key from the cache of completed records; hit is false when the cache holds
+// no live record of it. The key is not validated first: only valid keys are ever cached, and
+// appendCacheKey's encoding of an invalid key matches none of theirs, so a miss validates it.
+func (s *Store) fromCache(ctx context.Context, key Key, fp []byte) (res Result, hit bool, err error) {
+	var buf [keyBufSize]byte
+	ck, ok := appendCacheKey(buf[:0], key)
+	if !ok {
+		return Result{}, false, nil
+	}
+	rec := s.cache.get(ck)
+	if rec == nil {
+		return Result{}, false, nil
+	}
+	_, end := s.startSpan(ctx, "execute", key)
+	if !equalFingerprint(rec.Fingerprint, fp) {
+		s.record(Observation{Kind: ObservedKeyReuse, Key: key})
+		end(ErrKeyReuse)
+		return Result{}, true, ErrKeyReuse
+	}
+	s.record(Observation{Kind: ObservedCacheHit, Key: key})
+	end(nil)
+	return Result{Value: rec.Result, Replay: true, FromCache: true, Attempts: rec.Attempts, Fence: rec.Fence}, true, nil
+}
+
 // call is one ExecuteOnce call's arguments, worked out once.
 type call struct {
 	key         Key
@@ -75,35 +112,35 @@ type call struct {
 // stored), ErrResultTooLarge (nothing stored; the claim is released), *OutcomeUnknownError (see
 // ErrOutcomeUnknown for what a retry does), ctx.Err() while claiming or waiting, fn's own error,
 // or a driver error from a claim that certainly did not apply.
-func (s *Store) ExecuteOnce(ctx context.Context, key Key, fn func(context.Context) ([]byte, error), opts ...CallOption) (_ Result, err error) {
+func (s *Store) ExecuteOnce(ctx context.Context, key Key, fn func(context.Context) ([]byte, error), opts ...CallOption) (Result, error) {
 	if err := s.checkCall(ctx); err != nil {
 		return Result{}, err
 	}
 	if fn == nil {
 		return Result{}, fmt.Errorf("%w: nil function", ErrInvalidArgument)
 	}
+	cc := callOptions(opts)
+	// A duplicate of a completed key is answered before anything is allocated for the call:
+	// it is what a retry storm or a redelivery loop mostly sends.
+	if s.cache != nil {
+		if res, hit, err := s.fromCache(ctx, key, cc.fingerprint); hit {
+			return res, err
+		}
+	}
+	return s.executeOnce(ctx, key, fn, cc)
+}
+
+// executeOnce is ExecuteOnce past the cache. It is a function of its own so that a cache hit
+// pays for none of its deferred calls.
+func (s *Store) executeOnce(ctx context.Context, key Key, fn func(context.Context) ([]byte, error), cc callConfig) (_ Result, err error) {
 	ctx, end := s.startSpan(ctx, "execute", key)
 	defer func() { end(err) }()
-	var cc callConfig
-	for _, o := range opts {
-		o(&cc)
-	}
 	if err := validateKey(s.keyCols, key, s.cfg.maxKey); err != nil {
 		return Result{}, err
 	}
 	c := &call{key: key, cacheKey: cacheKey(key), fingerprint: cc.fingerprint, wait: cc.wait}
 	c.fn = s.traced(c, fn)
 	defer func() { c.endCommit(err) }()
-	if s.cache != nil {
-		if rec := s.cache.get(c.cacheKey, s.now()); rec != nil {
-			if !equalFingerprint(rec.Fingerprint, c.fingerprint) {
-				s.record(Observation{Kind: ObservedKeyReuse, Key: key})
-				return Result{}, ErrKeyReuse
-			}
-			s.record(Observation{Kind: ObservedCacheHit, Key: key})
-			return Result{Value: rec.Result, Replay: true, FromCache: true, Attempts: rec.Attempts, Fence: rec.Fence}, nil
-		}
-	}
 	scope, last, scoped := scopeOf(key)
 	// Every call registers before it reads the ownership, so that Own, which registers the
 	// owner before it waits for the scope's calls, waits for this one too.

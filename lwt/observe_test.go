@@ -72,3 +72,28 @@ func TestExecuteTyped(t *testing.T) {
 	_, _, err = Execute(ctx, s, IdempotencyKey("t", "unencodable"), JSON[func()]{}, func(context.Context) (func(), error) { return func() {}, nil })
 	assert.ErrorIs(t, err, ErrStoredFailure, "an unencodable result is a permanent failure")
 }
+
+// TestCacheHitAllocatesNothing: a duplicate answered by the cache allocates nothing (the cache
+// is consulted before any call state exists), and an invalid key is still refused on the miss.
+// (Not parallel: AllocsPerRun counts the whole process's allocations.)
+func TestCacheHitAllocatesNothing(t *testing.T) {
+	s, _, _ := newTestStore(t, WithCache(8))
+	ctx := ctxT(t)
+	key := IdempotencyKey("ns", "alloc")
+	fn := func(context.Context) ([]byte, error) { return []byte("v"), nil }
+	_, err := s.ExecuteOnce(ctx, key, fn)
+	require.NoError(t, err)
+	misses := 0
+	allocs := testing.AllocsPerRun(100, func() {
+		if res, err := s.ExecuteOnce(ctx, key, fn); err != nil || !res.FromCache {
+			misses++
+		}
+	})
+	assert.Zero(t, misses, "every call a cache hit")
+	assert.Zero(t, allocs)
+
+	_, err = s.ExecuteOnce(ctx, Key{"ns", 1.5}, fn)
+	assert.ErrorIs(t, err, ErrInvalidKey, "an unsupported value is validated on the miss")
+	_, err = s.ExecuteOnce(ctx, Key{"ns", "alloc", "extra"}, fn)
+	assert.ErrorIs(t, err, ErrInvalidKey)
+}

@@ -49,7 +49,11 @@ func NewStore(session *gocql.Session, table Table, opts ...Option) (*Store, erro
 	s := &Store{session: session, cfg: cfg, keyCols: keyCols, stmt: buildStatements(qualified, keyCols)}
 	s.adm = buildAdminStatements(qualified, keyCols, s.stmt.read)
 	if cfg.cacheSize > 0 {
-		s.cache = newCompletedCache(cfg.cacheSize)
+		var clock func() time.Time // nil: the cache times entries on the monotonic clock
+		if cfg.clockSet {
+			clock = cfg.now
+		}
+		s.cache = newCompletedCache(cfg.cacheSize, clock)
 	}
 	return s, nil
 }

@@ -1,8 +1,8 @@
 package lwt
 
 import (
+	"encoding/binary"
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/cassdedup/cassdedup/internal/textcheck"
@@ -96,19 +96,38 @@ func validateKey(cols []string, k Key, maxLen int) error {
 	return nil
 }
 
-// cacheKey encodes k unambiguously: each value is its type letter, length and text.
+// cacheKey encodes k unambiguously (see appendCacheKey).
 func cacheKey(k Key) string {
-	var b strings.Builder
+	var buf [keyBufSize]byte
+	b, _ := appendCacheKey(buf[:0], k)
+	return string(b)
+}
+
+// keyBufSize is the stack buffer that holds the encoding of a typical key, so a cache lookup
+// allocates nothing; a longer key spills to the heap.
+const keyBufSize = 256
+
+// appendCacheKey appends an unambiguous encoding of k to dst: per value, s, the length as a
+// uvarint and the text for a string; i and eight big-endian bytes for an integer (int, int32
+// and int64 of equal value bind the same bigint, so they encode alike). It goes through
+// neither fmt nor an allocation, so a lookup can encode into a stack buffer. ok is false when a
+// value has a type no Key may hold: such a key fails validateKey and is never cached, so its
+// encoding (the letter x) needs no text.
+func appendCacheKey(dst []byte, k Key) (_ []byte, ok bool) {
+	ok = true
 	for _, v := range k {
-		s := fmt.Sprint(v)
-		if _, ok := v.(string); ok {
-			b.WriteByte('s')
-		} else {
-			b.WriteByte('i')
+		switch v := v.(type) {
+		case string:
+			dst = append(binary.AppendUvarint(append(dst, 's'), uint64(len(v))), v...)
+		case int:
+			dst = binary.BigEndian.AppendUint64(append(dst, 'i'), uint64(v))
+		case int32:
+			dst = binary.BigEndian.AppendUint64(append(dst, 'i'), uint64(int64(v)))
+		case int64:
+			dst = binary.BigEndian.AppendUint64(append(dst, 'i'), uint64(v))
+		default:
+			dst, ok = append(dst, 'x'), false
 		}
-		b.WriteString(strconv.Itoa(len(s)))
-		b.WriteByte(':')
-		b.WriteString(s)
 	}
-	return b.String()
+	return dst, ok
 }

@@ -258,3 +258,16 @@ func TestClaimReadableWhileRenewing(t *testing.T) {
 	}
 	assert.GreaterOrEqual(t, distinct, 2, "fn saw the lease renewed")
 }
+
+// TestCacheKeyEncoding: integers of every supported type encode alike (they bind the same
+// bigint), strings and integers never collide, and unsupported values are reported.
+func TestCacheKeyEncoding(t *testing.T) {
+	assert.Equal(t, cacheKey(Key{"a", 5}), cacheKey(Key{"a", int64(5)}))
+	assert.Equal(t, cacheKey(Key{int32(-7)}), cacheKey(Key{-7}))
+	assert.NotEqual(t, cacheKey(Key{"5"}), cacheKey(Key{5}))
+	assert.NotEqual(t, cacheKey(Key{"ab", "c"}), cacheKey(Key{"a", "bc"}))
+	_, ok := appendCacheKey(nil, Key{"a", 1.5})
+	assert.False(t, ok)
+	_, ok = appendCacheKey(nil, Key{"a", 1})
+	assert.True(t, ok)
+}

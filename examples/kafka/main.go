@@ -35,6 +35,7 @@ import (
 	"github.com/gocql/gocql"
 
 	"github.com/cassdedup/cassdedup/bloom"
+	"github.com/cassdedup/cassdedup/cqlsession"
 	"github.com/cassdedup/cassdedup/events"
 	"github.com/cassdedup/cassdedup/examples/internal/exampledb"
 )
@@ -92,10 +93,13 @@ func consumerMain(args []string) int {
 }
 
 func consumeWith(ctx context.Context, hosts, keyspace string, c consumerConfig) error {
-	cluster := gocql.NewCluster(strings.Split(hosts, ",")...)
+	// The recommended session: no driver retries (an LWT must never be re-sent by the driver),
+	// no write-coalescing wait, token-aware routing.
+	cluster, err := cqlsession.NewCluster(strings.Split(hosts, ","))
+	if err != nil {
+		return err
+	}
 	cluster.Keyspace = keyspace
-	cluster.Consistency = gocql.Quorum
-	cluster.RetryPolicy = nil // an LWT must never be re-sent by the driver
 	session, err := cluster.CreateSession()
 	if err != nil {
 		return err

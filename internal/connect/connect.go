@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/gocql/gocql"
+
+	"github.com/cassdedup/cassdedup/cqlsession"
 )
 
 // ErrUsage matches every error that comes from the flags' values rather than the cluster.
@@ -80,10 +82,7 @@ func (c *Config) Register(fs *flag.FlagSet, getenv func(string) string) {
 
 // Consistencies returns the consistency levels the settings choose.
 func (c *Config) Consistencies() (gocql.Consistency, gocql.SerialConsistency, error) {
-	cl, serial := gocql.Quorum, gocql.Serial
-	if c.LocalDC != "" {
-		cl, serial = gocql.LocalQuorum, gocql.LocalSerial
-	}
+	cl, serial := cqlsession.Consistencies(c.LocalDC)
 	if c.Consistency != "" {
 		var err error
 		if cl, err = gocql.ParseConsistencyWrapper(strings.ToUpper(c.Consistency)); err != nil {
@@ -102,8 +101,10 @@ func (c *Config) Consistencies() (gocql.Consistency, gocql.SerialConsistency, er
 	return cl, serial, nil
 }
 
-// Cluster returns the cluster configuration: no driver retries (an LWT must never be re-sent
-// by the driver), the settings' authentication, TLS, routing and timeouts.
+// Cluster returns the cluster configuration: cqlsession's recommended one (no driver retries,
+// since an LWT must never be re-sent by the driver; no write coalescing; token-aware routing,
+// over the local datacentre's nodes when one is named) with the settings' consistencies,
+// timeouts, authentication and TLS.
 func (c *Config) Cluster() (*gocql.ClusterConfig, error) {
 	c.fromEnvironment()
 	hosts, port, err := c.contactPoints()
@@ -114,19 +115,18 @@ func (c *Config) Cluster() (*gocql.ClusterConfig, error) {
 	if err != nil {
 		return nil, err
 	}
-	if c.Timeout <= 0 || c.ConnectTimeout <= 0 {
-		return nil, fmt.Errorf("%w: timeouts must be positive", ErrUsage)
+	opts := []cqlsession.Option{cqlsession.WithConsistency(cl), cqlsession.WithSerialConsistency(serial),
+		cqlsession.WithTimeout(c.Timeout), cqlsession.WithConnectTimeout(c.ConnectTimeout)}
+	if c.LocalDC != "" {
+		opts = append(opts, cqlsession.WithLocalDC(c.LocalDC))
 	}
-	cluster := gocql.NewCluster(hosts...)
+	cluster, err := cqlsession.NewCluster(hosts, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrUsage, err)
+	}
 	cluster.Port = port
-	cluster.Consistency, cluster.SerialConsistency = cl, serial
-	cluster.Timeout, cluster.ConnectTimeout = c.Timeout, c.ConnectTimeout
-	cluster.RetryPolicy = nil
 	if !c.Verbose {
 		cluster.Logger = discard{}
-	}
-	if c.LocalDC != "" {
-		cluster.PoolConfig.HostSelectionPolicy = gocql.TokenAwareHostPolicy(gocql.DCAwareRoundRobinPolicy(c.LocalDC))
 	}
 	if c.Username != "" || c.Password != "" {
 		if c.Username == "" {

@@ -44,6 +44,7 @@ func TestDefaultsAndEnvironment(t *testing.T) {
 	assert.Equal(t, gocql.Quorum, cluster.Consistency)
 	assert.Equal(t, gocql.Serial, cluster.SerialConsistency)
 	assert.Nil(t, cluster.RetryPolicy, "an LWT is never re-sent by the driver")
+	assert.Zero(t, cluster.WriteCoalesceWaitTime, "the recommended session")
 	assert.Equal(t, gocql.PasswordAuthenticator{Username: "ops", Password: "s3cret"}, cluster.Authenticator)
 	assert.Nil(t, cluster.SslOpts)
 
@@ -90,6 +91,8 @@ func TestBadSettingsAreUsageErrors(t *testing.T) {
 		{"-hosts", "a:70000"},
 		{"-consistency", "MOST"},
 		{"-serial", "QUORUM"},
+		{"-serial", "LOCAL_SERIAL"}, // local to whichever datacentre coordinates: refused without -local-dc
+		{"-consistency", "ANY"},
 		{"-password", "x"},
 		{"-timeout", "0s"},
 		{"-tls-cert", "c.pem"},

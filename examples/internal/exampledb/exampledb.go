@@ -12,6 +12,7 @@ import (
 
 	"github.com/gocql/gocql"
 
+	"github.com/cassdedup/cassdedup/cqlsession"
 	"github.com/cassdedup/cassdedup/schema"
 )
 
@@ -30,9 +31,12 @@ func Main(name string, run func(ctx context.Context, session *gocql.Session, key
 func connectAndRun(hosts, keyspace string, run func(context.Context, *gocql.Session, string) error) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	cluster := gocql.NewCluster(strings.Split(hosts, ",")...)
-	cluster.Consistency = gocql.Quorum
-	cluster.RetryPolicy = nil // an LWT or a counter update must never be re-sent by the driver
+	// The recommended session: among its settings, no driver retries (an LWT or a counter
+	// update must never be re-sent by the driver) and no write-coalescing wait.
+	cluster, err := cqlsession.NewCluster(strings.Split(hosts, ","))
+	if err != nil {
+		return err
+	}
 	session, err := cluster.CreateSession()
 	if err != nil {
 		return fmt.Errorf("connect to %s: %w", hosts, err)

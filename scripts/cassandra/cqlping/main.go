@@ -30,16 +30,12 @@ func run() error {
 	wait := flag.Duration("wait", 0, "keep trying this long before giving up")
 	pid := flag.Int("pid", 0, "stop waiting early when this process exits")
 	flag.Parse()
-	cluster, err := conn.Cluster()
-	if err != nil {
-		return err
+	if _, err := conn.Cluster(); err != nil {
+		return err // a bad setting: no point in waiting
 	}
-	// One node: looking up peers only slows the check.
-	cluster.DisableInitialHostLookup = true
-
 	deadline := time.Now().Add(*wait)
 	for {
-		version, paxos, err := ping(cluster)
+		version, paxos, err := ping(&conn)
 		if err == nil {
 			fmt.Fprintf(os.Stderr, "cqlping: Cassandra %s answers, paxos_variant %s\n", version, paxos)
 			return nil
@@ -54,7 +50,15 @@ func run() error {
 	}
 }
 
-func ping(cluster *gocql.ClusterConfig) (version, paxos string, err error) {
+// ping connects with a configuration of its own: gocql's token-aware policy, which the
+// recommended configuration uses, serves one session only.
+func ping(conn *connect.Config) (version, paxos string, err error) {
+	cluster, err := conn.Cluster()
+	if err != nil {
+		return "", "", err
+	}
+	// One node: looking up peers only slows the check.
+	cluster.DisableInitialHostLookup = true
 	session, err := cluster.CreateSession()
 	if err != nil {
 		return "", "", err

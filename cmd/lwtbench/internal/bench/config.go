@@ -32,6 +32,7 @@ type Config struct {
 	Verbose        bool
 	RequestTimeout time.Duration
 	ConnectTimeout time.Duration
+	DriverDefaults bool // gocql's own session settings instead of cqlsession's recommended ones
 }
 
 // preset is the part of Config that -long changes.

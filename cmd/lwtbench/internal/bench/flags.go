@@ -12,6 +12,7 @@ import (
 
 	"github.com/gocql/gocql"
 
+	"github.com/cassdedup/cassdedup/cqlsession"
 	"github.com/cassdedup/cassdedup/schema"
 )
 
@@ -60,6 +61,7 @@ func newFlagSet(c *Config, raw *rawFlags, getenv func(string) string, catalog []
 	fs.BoolVar(&c.Verbose, "v", false, "show the driver's log on stderr")
 	fs.DurationVar(&c.RequestTimeout, "timeout", 5*time.Second, "client-side timeout of one request")
 	fs.DurationVar(&c.ConnectTimeout, "connect-timeout", 5*time.Second, "timeout to reach the cluster")
+	fs.BoolVar(&c.DriverDefaults, "driver-defaults", false, "run with gocql's default session (200µs write coalescing, round-robin) instead of the recommended one (cqlsession)")
 	return fs
 }
 
@@ -133,7 +135,14 @@ func (c *Config) parseRaw(raw rawFlags, catalog []Spec) error {
 	if c.Ops, err = parseOps(raw.ops, catalog); err != nil {
 		return err
 	}
-	return c.validateNumbers()
+	if err := c.validateNumbers(); err != nil {
+		return err
+	}
+	// The session's settings are checked where the session is built, once for every program.
+	if _, err := cqlsession.NewCluster(c.Hosts, c.sessionOptions()...); err != nil {
+		return usageErrorf("%v", err)
+	}
+	return nil
 }
 
 func (c *Config) validateNumbers() error {

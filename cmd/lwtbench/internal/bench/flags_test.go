@@ -68,10 +68,11 @@ func TestParseFlagsLongPresetKeepsExplicitFlags(t *testing.T) {
 
 func TestParseFlagsSettings(t *testing.T) {
 	c, err := ParseFlags([]string{
-		"-consistency", "local_quorum", "-serial", "LOCAL_SERIAL", "-dc-rf", "dc1:3,dc2:2",
-		"-ops", "lwt-dup,insert", "-rate", "0", "-keyspace", "bench_ks", "-keep-keyspace",
+		"-consistency", "local_quorum", "-serial", "LOCAL_SERIAL", "-dc-rf", "dc1:3,dc2:2", "-local-dc", "dc1",
+		"-ops", "lwt-dup,insert", "-rate", "0", "-keyspace", "bench_ks", "-keep-keyspace", "-driver-defaults",
 	}, noEnv, Catalog())
 	require.NoError(t, err)
+	assert.True(t, c.DriverDefaults)
 	assert.Equal(t, gocql.LocalQuorum, c.Consistency)
 	assert.Equal(t, gocql.LocalSerial, c.Serial)
 	assert.Equal(t, map[string]int{"dc1": 3, "dc2": 2}, c.DatacenterRF)
@@ -92,6 +93,8 @@ func TestParseFlagsRejectsBadFlags(t *testing.T) {
 		{"-duration", "soon"},
 		{"-warmup", "-1s"},
 		{"-serial", "QUORUM"},
+		{"-serial", "LOCAL_SERIAL"}, // local to each request's coordinator without -local-dc
+		{"-consistency", "ANY"},
 		{"-consistency", "MOST"},
 		{"-ops", "insert,nope"},
 		{"-ops", "insert,insert"},

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gocql/gocql"
 
+	"github.com/cassdedup/cassdedup/lwt"
 	"github.com/cassdedup/cassdedup/schema"
 )
 
@@ -58,30 +59,19 @@ func newClaimWriter(env Env, name string, conditional bool) (*claimWriter, error
 	}, nil
 }
 
-func (w *claimWriter) query(ctx context.Context, key string) *gocql.Query {
+func (w *claimWriter) query(key string) *gocql.Query {
 	now := time.Now()
 	return w.session.Query(w.stmt, w.namespace, key, w.fingerprint, gocql.TimeUUID(),
 		now.Add(30*time.Second), now, now, now.Add(rowTTL), int(rowTTL/time.Second)).
-		WithContext(ctx).
 		Consistency(w.consistency).
-		SerialConsistency(w.serial).
 		Idempotent(false) // never re-sent by the driver: an LWT retry is not the same request
 }
 
-// cas runs a conditional insert and reports whether it applied. The result columns of a
-// rejected insert vary, so it is scanned with the metadata the node sends.
+// cas runs a conditional insert through the library's primitive, as the stores send theirs,
+// and reports whether it applied: the client's cost per LWT is the library's.
 func (w *claimWriter) cas(ctx context.Context, key string) (bool, error) {
-	iter := w.query(ctx, key).NoSkipMetadata().Iter()
-	row := map[string]any{}
-	iter.MapScan(row)
-	if err := iter.Close(); err != nil {
-		return false, err
-	}
-	applied, ok := row["[applied]"].(bool)
-	if !ok {
-		return false, fmt.Errorf("%s: no [applied] column in the CAS result", w.name)
-	}
-	return applied, nil
+	applied, _, err := lwt.ExecCAS(ctx, w.query(key), w.serial)
+	return applied, err
 }
 
 // Name names the operation in reports.
@@ -99,7 +89,7 @@ func (plainInsert) Setup(context.Context) error { return nil }
 
 // Do runs one request.
 func (p plainInsert) Do(ctx context.Context, req Request) error {
-	return p.query(ctx, req.Key()).Exec()
+	return p.query(req.Key()).WithContext(ctx).Exec()
 }
 
 type lwtInsert struct{ *claimWriter }

@@ -106,7 +106,9 @@ type ClientConfig struct {
 	Driver         string   `json:"driver"`
 	GoVersion      string   `json:"go_version"`
 	Hosts          []string `json:"hosts"`
+	Session        string   `json:"session"` // recommended (cqlsession) or gocql defaults (-driver-defaults)
 	HostPolicy     string   `json:"host_policy"`
+	WriteCoalesce  string   `json:"write_coalesce_wait"`
 	ConnsPerHost   int      `json:"conns_per_host"`
 	Consistency    string   `json:"consistency"`
 	Serial         string   `json:"serial_consistency"`
@@ -140,12 +142,14 @@ func driverVersionFrom(info *debug.BuildInfo, ok bool) string {
 	return path + " " + unknown
 }
 
-func clientConfig(c Config, cluster *gocql.ClusterConfig, hostPolicy string) ClientConfig {
+func clientConfig(c Config, cluster *gocql.ClusterConfig, info sessionInfo) ClientConfig {
 	return ClientConfig{
 		Driver:         driverVersion(),
 		GoVersion:      runtime.Version(),
 		Hosts:          c.Hosts,
-		HostPolicy:     hostPolicy,
+		Session:        info.kind,
+		HostPolicy:     info.policy,
+		WriteCoalesce:  info.coalesce.String(),
 		ConnsPerHost:   cluster.NumConns,
 		Consistency:    c.Consistency.String(),
 		Serial:         c.Serial.String(),

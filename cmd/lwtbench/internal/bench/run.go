@@ -95,7 +95,10 @@ func Execute(ctx context.Context, c Config, catalog []Spec, stderr io.Writer) (*
 	if err != nil {
 		return nil, err
 	}
-	cluster, policy := newCluster(c, driverLog)
+	cluster, info, err := newCluster(c, driverLog)
+	if err != nil {
+		return nil, err
+	}
 	session, err := connect(cluster)
 	if err != nil {
 		return nil, err
@@ -103,7 +106,7 @@ func Execute(ctx context.Context, c Config, catalog []Spec, stderr io.Writer) (*
 	defer session.Close()
 	r := &Report{
 		Tool: "lwtbench", Started: started, Keyspace: keyspace, RunID: runID, Baseline: Baseline,
-		Node: node, Client: clientConfig(c, cluster, policy),
+		Node: node, Client: clientConfig(c, cluster, info),
 	}
 	env := Env{Session: session, Keyspace: keyspace, RunID: runID, Consistency: c.Consistency,
 		Serial: c.Serial, BatchSize: c.BatchSize, MaxWorkers: maxPhaseWorkers(c.phases()), WorkerSpans: workerSpans(c.phases())}
@@ -114,7 +117,10 @@ func Execute(ctx context.Context, c Config, catalog []Spec, stderr io.Writer) (*
 }
 
 func connectAdmin(c Config, driverLog io.Writer) (*gocql.Session, error) {
-	cl, _ := newCluster(c, driverLog)
+	cl, _, err := newCluster(c, driverLog)
+	if err != nil {
+		return nil, err
+	}
 	cl.Timeout = adminTimeout
 	return connect(cl)
 }

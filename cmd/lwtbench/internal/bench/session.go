@@ -12,6 +12,7 @@ import (
 
 	"github.com/gocql/gocql"
 
+	"github.com/cassdedup/cassdedup/cqlsession"
 	"github.com/cassdedup/cassdedup/schema"
 )
 
@@ -31,24 +32,52 @@ func (e *ConnectError) Error() string {
 // Unwrap returns the underlying error, for errors.Is and errors.As.
 func (e *ConnectError) Unwrap() error { return e.Err }
 
-// newCluster configures the driver: explicit timeouts, no retries (a retried LWT is a second
-// request, and the benchmark must count the first one's failure), token-aware routing.
-func newCluster(c Config, driverLog io.Writer) (*gocql.ClusterConfig, string) {
-	cl := gocql.NewCluster(c.Hosts...)
-	cl.Consistency = c.Consistency
-	cl.SerialConsistency = c.Serial
-	cl.Timeout = c.RequestTimeout
-	cl.ConnectTimeout = c.ConnectTimeout
-	cl.RetryPolicy = nil
-	cl.Logger = log.New(driverLog, "gocql: ", log.LstdFlags)
-	policy := "token-aware round-robin"
-	if c.LocalDC != "" {
-		cl.PoolConfig.HostSelectionPolicy = gocql.TokenAwareHostPolicy(gocql.DCAwareRoundRobinPolicy(c.LocalDC))
-		policy = "token-aware, local DC " + c.LocalDC
+// newCluster configures the driver: cqlsession's recommended configuration (no retries, since a
+// retried LWT is a second request and the benchmark must count the first one's failure; no
+// write coalescing; token-aware routing) with the run's consistencies and timeouts. With
+// DriverDefaults it is gocql's own configuration instead, with only those settings and no
+// retries, to show what the recommended one saves. It returns a description of the routing
+// and the coalescing for the report.
+func newCluster(c Config, driverLog io.Writer) (*gocql.ClusterConfig, sessionInfo, error) {
+	var (
+		cl   *gocql.ClusterConfig
+		info sessionInfo
+	)
+	if c.DriverDefaults {
+		cl = gocql.NewCluster(c.Hosts...)
+		cl.Consistency, cl.SerialConsistency = c.Consistency, c.Serial
+		cl.Timeout, cl.ConnectTimeout = c.RequestTimeout, c.ConnectTimeout
+		cl.RetryPolicy = nil
+		info = sessionInfo{kind: "gocql defaults", policy: "round-robin"}
 	} else {
-		cl.PoolConfig.HostSelectionPolicy = gocql.TokenAwareHostPolicy(gocql.RoundRobinHostPolicy())
+		var err error
+		if cl, err = cqlsession.NewCluster(c.Hosts, c.sessionOptions()...); err != nil {
+			return nil, sessionInfo{}, usageErrorf("%v", err)
+		}
+		info = sessionInfo{kind: "recommended (cqlsession)", policy: "token-aware round-robin"}
+		if c.LocalDC != "" {
+			info.policy = "token-aware, local DC " + c.LocalDC
+		}
 	}
-	return cl, policy
+	info.coalesce = cl.WriteCoalesceWaitTime
+	cl.Logger = log.New(driverLog, "gocql: ", log.LstdFlags)
+	return cl, info, nil
+}
+
+// sessionInfo describes the driver configuration of a run, for its report.
+type sessionInfo struct {
+	kind, policy string
+	coalesce     time.Duration
+}
+
+// sessionOptions are the cqlsession options of the run's flags.
+func (c Config) sessionOptions() []cqlsession.Option {
+	opts := []cqlsession.Option{cqlsession.WithConsistency(c.Consistency), cqlsession.WithSerialConsistency(c.Serial),
+		cqlsession.WithTimeout(c.RequestTimeout), cqlsession.WithConnectTimeout(c.ConnectTimeout)}
+	if c.LocalDC != "" {
+		opts = append(opts, cqlsession.WithLocalDC(c.LocalDC))
+	}
+	return opts
 }
 
 func connect(cl *gocql.ClusterConfig) (*gocql.Session, error) {

@@ -18,8 +18,8 @@ func WriteTable(w io.Writer, r *Report) error {
 	if n.SkipSync {
 		fmt.Fprintln(w, "WARNING: the node runs with cassandra.skip_sync=true (commitlog never fsynced): not durable, not a benchmark")
 	}
-	fmt.Fprintf(w, "client: %s, consistency %s, serial %s, timeout %s, no driver retries, keyspace %s\n",
-		c.Driver, c.Consistency, c.Serial, c.RequestTimeout, r.Keyspace)
+	fmt.Fprintf(w, "client: %s, %s session (%s, write coalescing %s), consistency %s, serial %s, timeout %s, no driver retries, keyspace %s\n",
+		c.Driver, c.Session, c.HostPolicy, c.WriteCoalesce, c.Consistency, c.Serial, c.RequestTimeout, r.Keyspace)
 	for _, p := range r.Phases {
 		fmt.Fprintf(w, "\n%s: %.0f req/s over %.1fs, latency from %s\n", p.Label(), p.Throughput, p.ElapsedS, p.LatencyFrom)
 		// Numbers align right; names are padded to one width so they read left-aligned.
