@@ -31,7 +31,7 @@ type BatchTable struct {
 // values, then the record's key, where its WHERE clause begins.
 type batchStatements struct {
 	insert, lease, reclaim, takeover, finish, renew, read string
-	put                                                  string // the fast path's plain write
+	put                                                   string // the fast path's plain write
 }
 
 // validate checks the descriptor and returns the statements.
