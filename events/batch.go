@@ -83,7 +83,7 @@ type batchGroup struct {
 	results   []BatchResult
 	claims    []*lwt.Claim // set for the messages claimed now
 	ends      []lwt.BatchEnd
-	endOf     []int // the ends' message numbers within the group
+	endOf     []int       // the ends' message numbers within the group
 	passes    []*lwt.Pass // each message's place among the calls running here; nil if refused
 	fastDone  []int       // the fast-path messages whose handler succeeded, to record
 }
