@@ -38,9 +38,11 @@ type BatchResult struct {
 //
 // Leases, fencing, poison counting (WithMaxAttempts) and outcome-unknown resolution keep their
 // per-message meaning; leases are judged by Cassandra's clock (see lwt.BatchStore). Handlers
-// find their claim with lwt.ClaimFromContext. The records live in their own table: a message
-// processed by ProcessBatch is unknown to Process and to Own's fast path, so a consumer group
-// uses one or the other.
+// find their claim with lwt.ClaimFromContext. For a scope declared with Own, the messages its
+// pre-check answers clearly new take the fast path: their handlers run without a claim and they
+// are recorded with one unlogged batch per partition (see the package doc). The records live in
+// processed_messages_bucketed, which Process of a message with a Time consults too, so the two
+// see each other's processed messages.
 func (g *Guard) ProcessBatch(ctx context.Context, msgs []Message, handler Handler) ([]BatchResult, error) {
 	if handler == nil {
 		return nil, fmt.Errorf("%w: nil handler", ErrInvalidOption)
