@@ -25,16 +25,18 @@
 //   - every attempt of a key reaches this process: a consumer that owns the key's partition, a
 //     sticky router that owns the key's namespace — the PreCheck's scope;
 //   - the PreCheck was warmed, for the current ownership epoch, from every key of that scope
-//     still in the table, and Invalidate is called as soon as ownership is lost or in doubt;
-//   - WithRetention is at least the table's TTL plus the longest time between a Check and the
-//     write that records the key, so the filter forgets no key the table still holds;
+//     written within its horizon, and Invalidate is called as soon as ownership is lost or in doubt;
+//   - the filter is asked only about keys it can vouch for: WithRetention is the horizon (default
+//     1 h), and the stores that use a PreCheck (lwt.Store.Own) send an operation older than the
+//     horizon, by its own time, and one without a time unless the horizon covers the table's
+//     TTL, to the LWT path, so a forgotten key is never answered "clearly new";
 //   - the fast-path write carries Answer.Epoch, so that a write from an owner that has lost the
 //     scope without knowing it can be detected.
 //
 // It is not safe when a key's attempts can reach several processes (round-robin load
-// balancing, a consumer group rebalancing without Invalidate), when the filter was not warmed
-// from the table, or when the retention is shorter than the table's TTL: a duplicate can then
-// be processed twice. The fast path is off unless a caller turns it on.
+// balancing, a consumer group rebalancing without Invalidate), or when the filter was not
+// warmed from the table: a duplicate can then be processed twice. The fast path is off unless a
+// caller turns it on.
 //
 // Measured against a real node (package events, TestFastPathOwnershipViolatedDuplicates): when
 // two processes own one scope with the fast path on, every message delivered to both is

@@ -17,8 +17,10 @@ const (
 	// DefaultFalsePositiveRate is the target probability that a never-seen key is answered
 	// "maybe seen". For a Rotating filter it is the target for the union of its generations.
 	DefaultFalsePositiveRate = 0.01
-	// DefaultRetention matches the default retention of an idempotency record (24 h).
-	DefaultRetention = 24 * time.Hour
+	// DefaultRetention is the horizon a filter remembers keys for (1 h): a pre-check vouches
+	// only for operations within it, and everything older takes the LWT path (see lwt.Store.Own),
+	// so memory grows with rate x horizon, not with the table's retention.
+	DefaultRetention = time.Hour
 	// DefaultGenerations is the number of windows the retention is divided into.
 	DefaultGenerations = 4
 	// DefaultMaxShards is the most shards the default sizing uses; fewer are used when each
@@ -68,9 +70,11 @@ func WithFalsePositiveRate(p float64) Option { return func(c *config) { c.fpRate
 // By default it is DefaultMaxShards, halved until every shard expects at least 1024 keys.
 func WithShards(n int) Option { return func(c *config) { c.shards = n } }
 
-// WithRetention sets how long a key must be remembered: the TTL of the table the filter fronts,
-// plus the longest time between a check and the write that records the key (default
-// DefaultRetention). Rotating and PreCheck only.
+// WithRetention sets how long a key is remembered at least: for a PreCheck, the horizon it
+// vouches for (default DefaultRetention, 1 h). A store that owns a scope sends every operation
+// older than the horizon, and every operation without a time of its own unless the horizon
+// covers the table's whole TTL, to the LWT path, so a short horizon costs LWTs, never a
+// duplicate. Rotating and PreCheck only.
 func WithRetention(d time.Duration) Option {
 	return func(c *config) { c.retention = d; c.set |= optRetention }
 }

@@ -118,6 +118,11 @@ func pack(epoch uint64, s State) uint64 { return epoch<<2 | uint64(s) }
 
 func unpack(w uint64) (uint64, State) { return w >> 2, State(w & 3) }
 
+// Retention is the horizon the PreCheck vouches for: a key it admitted or loaded is remembered
+// at least this long (WithRetention). lwt.Store.Own reads it to decide which operations the
+// pre-check may answer.
+func (p *PreCheck) Retention() time.Duration { return p.f.Retention() }
+
 // Scope is the ownership scope the PreCheck was built for.
 func (p *PreCheck) Scope() string { return p.scope }
 

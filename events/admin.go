@@ -74,7 +74,8 @@ type MessageRecord struct {
 	Record *lwt.Inspection
 }
 
-// ListMessages calls yield with each message id indexed in scope from the hour of since on
+// ListMessages calls yield with each message id in scope's by-scope index (see ProcessedIDs:
+// messages recorded in the bucketed table are not there) from the hour of since on
 // (within the retention), oldest hour first, each id once, with its record read at the serial
 // consistency. An error from yield stops the walk and is returned; return one to stop after
 // enough. Each message costs a serial read: bound the walk.

@@ -38,9 +38,11 @@ type BatchResult struct {
 //
 // Leases, fencing, poison counting (WithMaxAttempts) and outcome-unknown resolution keep their
 // per-message meaning; leases are judged by Cassandra's clock (see lwt.BatchStore). Handlers
-// find their claim with lwt.ClaimFromContext. The records live in their own table: a message
-// processed by ProcessBatch is unknown to Process and to Own's fast path, so a consumer group
-// uses one or the other.
+// find their claim with lwt.ClaimFromContext. For a scope declared with Own, the messages its
+// pre-check answers clearly new take the fast path: their handlers run without a claim and they
+// are recorded with one unlogged batch per partition (see the package doc). The records live in
+// processed_messages_bucketed, which Process of a message with a Time consults too, so the two
+// see each other's processed messages.
 func (g *Guard) ProcessBatch(ctx context.Context, msgs []Message, handler Handler) ([]BatchResult, error) {
 	if err := g.checkCall(ctx); err != nil {
 		return nil, err
@@ -50,6 +52,10 @@ func (g *Guard) ProcessBatch(ctx context.Context, msgs []Message, handler Handle
 	}
 	results := make([]BatchResult, len(msgs))
 	groups, copies := g.group(msgs, results)
+	for _, grp := range groups {
+		grp.admit(ctx, g)
+		defer grp.leave()
+	}
 	var wg sync.WaitGroup
 	for _, grp := range groups {
 		wg.Go(func() { grp.claim(ctx, g) })
@@ -82,7 +88,9 @@ type batchGroup struct {
 	results   []BatchResult
 	claims    []*lwt.Claim // set for the messages claimed now
 	ends      []lwt.BatchEnd
-	endOf     []int // the ends' message numbers within the group
+	endOf     []int       // the ends' message numbers within the group
+	passes    []*lwt.Pass // each message's place among the calls running here; nil if refused
+	fastDone  []int       // the fast-path messages whose handler succeeded, to record
 }
 
 // partitionOf is m's partition in processed_messages_bucketed. It derives from m's scope, Time
@@ -137,43 +145,58 @@ func (g *Guard) validateBatchMessage(m Message) error {
 	return nil
 }
 
-// claim claims the group's messages with BeginBatch and settles the ones it did not claim.
+// claim claims the group's messages that take the LWT path with BeginBatch and settles the ones
+// it did not claim.
 func (grp *batchGroup) claim(ctx context.Context, g *Guard) {
-	grp.results = make([]BatchResult, len(grp.msgs))
 	grp.claims = make([]*lwt.Claim, len(grp.msgs))
-	items := make([]lwt.BatchItem, len(grp.msgs))
+	var items []lwt.BatchItem
+	var of []int // the items' message numbers within the group
 	for j, m := range grp.msgs {
-		items[j] = lwt.BatchItem{Key: m.ID}
-		if m.Payload != nil {
-			items[j].Fingerprint = lwt.Fingerprint(m.Payload)
+		if grp.results[j].Outcome == 0 && !grp.fast(j) {
+			items, of = append(items, item(m)), append(of, j)
 		}
 	}
+	if len(items) == 0 {
+		return
+	}
 	begun, err := g.batch.BeginBatch(ctx, grp.partition, items)
-	for j, m := range grp.msgs {
+	for k, j := range of {
+		m := grp.msgs[j]
 		switch {
 		case err != nil:
 			grp.results[j] = BatchResult{Outcome: Failed, Err: fmt.Errorf("events: claim %q: %w", m.ID, err)}
-		case begun[j].Claim != nil:
-			grp.claims[j] = begun[j].Claim
-		case begun[j].Record != nil && begun[j].Record.Status == lwt.StatusFailed:
-			grp.results[j] = BatchResult{Outcome: Poison, Err: &PoisonError{LastError: string(begun[j].Record.Result)}}
-		case begun[j].Record != nil:
+		case begun[k].Claim != nil:
+			grp.claims[j] = begun[k].Claim
+		case begun[k].Record != nil && begun[k].Record.Status == lwt.StatusFailed:
+			grp.results[j] = BatchResult{Outcome: Poison, Err: &PoisonError{LastError: string(begun[k].Record.Result)}}
+		case begun[k].Record != nil:
 			grp.results[j] = BatchResult{Outcome: Duplicate}
 		default:
-			out, ferr := g.failure(m, begun[j].Err)
+			out, ferr := g.failure(m, begun[k].Err)
 			grp.results[j] = BatchResult{Outcome: out, Err: ferr}
 		}
 	}
 }
 
-// finish ends the group's claims with FinishBatch and records each message's outcome.
+// item is m's BatchItem: its id and the fingerprint of its payload.
+func item(m Message) lwt.BatchItem {
+	it := lwt.BatchItem{Key: m.ID}
+	if m.Payload != nil {
+		it.Fingerprint = lwt.Fingerprint(m.Payload)
+	}
+	return it
+}
+
+// finish records the group's fast-path messages and ends its claims with FinishBatch, and
+// records each message's outcome.
 func (grp *batchGroup) finish(ctx context.Context, g *Guard) {
+	// The records and ends are written even if the caller's ctx has ended: the handlers have run.
+	endCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lwt.DefaultCommitTimeout)
+	defer cancel()
+	grp.recordFast(endCtx, g)
 	if len(grp.ends) == 0 {
 		return
 	}
-	// The ends are written even if the caller's ctx has ended: the handlers have run.
-	endCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lwt.DefaultCommitTimeout)
-	defer cancel()
 	errs := g.batch.FinishBatch(endCtx, grp.ends)
 	for k, j := range grp.endOf {
 		if err := errs[k]; err != nil {

@@ -24,7 +24,7 @@ func (g *Guard) runAll(ctx context.Context, groups []*batchGroup, handler Handle
 	var jobs []batchJob
 	for _, grp := range groups {
 		for j, c := range grp.claims {
-			if c != nil {
+			if c != nil || grp.fast(j) {
 				jobs = append(jobs, batchJob{grp, j, grp.index[j]})
 			}
 		}
@@ -39,6 +39,10 @@ func (g *Guard) runAll(ctx context.Context, groups []*batchGroup, handler Handle
 	ctxs := make([]context.Context, len(jobs))
 	for k, jb := range jobs {
 		c := jb.grp.claims[jb.j]
+		if c == nil { // the fast path: no claim, no lease
+			ctxs[k] = ctx
+			continue
+		}
 		var cancel context.CancelCauseFunc
 		ctxs[k], cancel = context.WithCancelCause(lwt.ContextWithClaim(ctx, c))
 		cancels[c] = cancel
@@ -54,6 +58,10 @@ func (g *Guard) runAll(ctx context.Context, groups []*batchGroup, handler Handle
 		}
 	}()
 	for k, jb := range jobs {
+		if jb.grp.claims[jb.j] == nil {
+			g.runFast(ctxs[k], jb.grp, jb.j, handler)
+			continue
+		}
 		g.runOne(ctxs[k], jb.grp, jb.j, handler)
 	}
 }

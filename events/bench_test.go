@@ -12,6 +12,7 @@ import (
 	"github.com/cassdedup/cassdedup/bloom"
 	"github.com/cassdedup/cassdedup/events"
 	"github.com/cassdedup/cassdedup/internal/testnode"
+	"github.com/cassdedup/cassdedup/lwt"
 )
 
 // BenchmarkTotal reads a counter with 1 day and with 30 days of hourly history, rolled up, plus
@@ -78,17 +79,17 @@ func recordBucket(ctx context.Context, l *events.Log, counter string, at time.Ti
 }
 
 // BenchmarkFastPath interleaves, in one loop, a plain INSERT of a processed_messages row, the
-// guard's fast path on a new message of an owned scope, and the guard's LWT path on a new
-// message of a scope it does not own; each is timed on its own, so drift in the node's latency
-// hits all three alike. It reports each one's mean latency and the ratios of the fast path to the
-// plain INSERT and to the LWT path.
+// guard's fast path on a new message (with its time) of an owned scope, with the default
+// horizon, and the guard's LWT path on a new message of a scope it does not own; each is timed
+// on its own, so drift in the node's latency hits all three alike. It reports each one's mean
+// latency and the ratios of the fast path to the plain INSERT and to the LWT path.
 func BenchmarkFastPath(b *testing.B) {
 	session, ks := testnode.NewSession(b)
 	ctx := context.Background()
 	g := guardOn(b, session, ks)
 	owned := events.Scope{Group: "bench", Topic: "t", Partition: 0}
 	strict := events.Scope{Group: "bench", Topic: "t", Partition: 1}
-	pre, err := bloom.NewPreCheck("bench/t/0", bloom.WithExpectedItems(1_000_000), bloom.WithRetention(25*time.Hour))
+	pre, err := bloom.NewPreCheck("bench/t/0", bloom.WithExpectedItems(1_000_000))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -110,12 +111,12 @@ func BenchmarkFastPath(b *testing.B) {
 		}
 		tInsert += time.Since(start)
 		start = time.Now()
-		if out, err := g.Process(ctx, events.Message{Scope: owned, ID: id, Payload: payload}, noop); err != nil || out != events.Processed {
+		if out, err := g.Process(ctx, events.Message{Scope: owned, ID: id, Payload: payload, Time: now}, noop); err != nil || out != events.Processed {
 			b.Fatal(out, err)
 		}
 		tFast += time.Since(start)
 		start = time.Now()
-		if out, err := g.Process(ctx, events.Message{Scope: strict, ID: id, Payload: payload}, noop); err != nil || out != events.Processed {
+		if out, err := g.Process(ctx, events.Message{Scope: strict, ID: id, Payload: payload, Time: now}, noop); err != nil || out != events.Processed {
 			b.Fatal(out, err)
 		}
 		tLWT += time.Since(start)
@@ -128,5 +129,57 @@ func BenchmarkFastPath(b *testing.B) {
 	b.ReportMetric(float64(tFast)/float64(tLWT), "fast/lwt")
 	if s := g.Stats(); s.FastPath != int64(b.N) {
 		b.Fatalf("fast path taken %d times for %d new messages", s.FastPath, b.N)
+	}
+}
+
+// BenchmarkWarmUp measures Own's warm-up of a pre-check with the default horizon over a scope
+// holding warmUpKeys ids written within it (by ProcessBatch's fast path, in the bucketed table),
+// and reports the keys loaded per second, from which the warm-up time at a rate follows
+// (rate x horizon keys). It also reports the memory of a default pre-check sized for one
+// horizon at 100, 1k and 10k messages per second (bloom.WithExpectedItems(rate x 1 h)).
+func BenchmarkWarmUp(b *testing.B) {
+	const warmUpKeys = 20_000
+	session, ks := testnode.NewSession(b)
+	ctx := context.Background()
+	g := guardOn(b, session, ks)
+	scope := events.Scope{Group: "bench", Topic: "warm", Partition: 0}
+	pre, err := bloom.NewPreCheck("bench/warm/0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := g.Own(ctx, scope, 1, pre); err != nil {
+		b.Fatal(err)
+	}
+	noop := func(context.Context, events.Message) error { return nil }
+	now := time.Now()
+	for p := range warmUpKeys / lwt.MaxBatchRows {
+		msgs := make([]events.Message, lwt.MaxBatchRows)
+		for i := range msgs {
+			msgs[i] = events.Message{Scope: scope, ID: fmt.Sprintf("m-%d-%d", p, i), Time: now}
+		}
+		if _, err := g.ProcessBatch(ctx, msgs, noop); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if s := g.Stats(); s.FastPath != warmUpKeys {
+		b.Fatalf("fast path %d of %d", s.FastPath, warmUpKeys)
+	}
+	epoch := uint64(1)
+	var loaded uint64
+	b.ResetTimer()
+	for b.Loop() {
+		epoch++
+		if err := g.Own(ctx, scope, epoch, pre); err != nil {
+			b.Fatal(err)
+		}
+		loaded += pre.Stats().WarmUpKeys
+	}
+	b.ReportMetric(float64(loaded)/b.Elapsed().Seconds(), "keys/s")
+	for _, rate := range []uint64{100, 1000, 10_000} {
+		p, err := bloom.NewPreCheck("size", bloom.WithExpectedItems(rate*3600))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(p.Filter().MemoryBytes())/(1<<20), fmt.Sprintf("MiB@%d/s", rate))
 	}
 }

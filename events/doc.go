@@ -48,18 +48,43 @@
 // # The fast path, and when it is safe
 //
 // By default every message takes the LWT path. Guard.Own(ctx, scope, epoch, pre) turns lwt's fast
-// path on for one scope: it warms pre (a *bloom.PreCheck) from the scope's processed ids, and from
-// then on a message that pre answers "clearly new" runs its handler without a claim and, on
-// success, is recorded with plain writes (the COMPLETED record, carrying the epoch, and its index
-// row). "Maybe seen" and "not warm" answers take the LWT path; a false positive costs one LWT,
-// never correctness. A redelivery that arrives while this guard is still processing the id gets
-// InProgress at once. A fast-path handler failure writes nothing: the redelivery takes the LWT
-// path. Guard.Disown(scope) turns it off; a fast-path handler that returns after ownership moved
-// records the message with INSERT ... IF NOT EXISTS instead, so it cannot overwrite a new owner's
-// record. The by-scope index row is written before the handler runs on both paths, so a later
-// warm-up can never miss an id whose handler ran. Measured on one local node
-// (BenchmarkFastPath, 300 messages): the fast path costs 2.0 times a plain INSERT (its index
-// row, the handler, its record) and 0.75 times the LWT path.
+// path on for one scope: it warms pre (a *bloom.PreCheck) from the ids written within its
+// horizon, and from then on a message that pre answers "clearly new" runs its handler without a
+// claim and, on success, is recorded with one plain write. "Maybe seen" and "not warm" answers
+// take the LWT path; a false positive costs one LWT, never correctness. A redelivery that
+// arrives while this guard is still processing the id gets InProgress at once. A fast-path
+// handler failure writes nothing: the redelivery takes the LWT path. Guard.Disown(scope) turns
+// it off; a fast-path handler that returns after ownership moved records the message with a
+// conditional write instead, so it cannot overwrite a new owner's record. ProcessBatch takes
+// the same fast path: the clearly-new messages of a poll are recorded with one unlogged batch
+// per partition of processed_messages_bucketed (one mutation, no Paxos round), the others go
+// through the conditional batches.
+//
+// The horizon. A pre-check remembers ids for its horizon (bloom.WithRetention, default 1 h),
+// not for the records' retention (7 days), so its memory is rate x horizon and a warm-up reads
+// only the horizon. It vouches for a message only while the message's own Time is within the
+// horizon less lwt.MaxClockSkew: a message first processed at T had a Time of at least T less
+// the skew, so its id, admitted at T or loaded by a warm-up since, is still remembered. Older
+// messages, and messages without a Time (unless the horizon covers the whole retention plus
+// the commit timeout), take the LWT path, which finds every record. No setting can make the
+// filter forget an id whose record still exists and still be asked about it; Own refuses a
+// horizon too short to vouch for anything.
+//
+// One write, and the invariant it keeps: if a record exists, a new owner's warm-up sees its
+// id. A message with a Time is recorded on the fast path in its partition of
+// processed_messages_bucketed, which derives from the scope, the message's Time and a hash of
+// its id: the record is its own index, since a warm-up reads every partition of the horizon's
+// windows. The steps are: admitted by the pre-check (nothing written), handler run, record
+// written (one write), answered. A process that stops before the write leaves no record, and a
+// new owner runs the message (as the LWT path does once the lease of a handler that stopped
+// has passed); a process that stops after it leaves a record that the next warm-up loads and
+// that the LWT path finds, so the id never runs again (TestFastPathStoppedBetweenSteps...). The
+// LWT path of Process consults the bucketed row of a message with a Time after its claim and
+// before its handler, one read more than before, so a record written by the fast path or by
+// ProcessBatch answers every later delivery, whichever path it takes. Messages without a Time
+// keep the earlier shape: their by-scope index row is written and awaited before the handler,
+// then the record (two writes). Records written before this release keep working: the LWT
+// path reads processed_messages as before, and warm-ups read the by-scope index too.
 //
 // The fast path is exact only while ownership holds: every delivery of the scope's messages
 // reaches this guard (one consumer per partition), Own is called on assignment with an epoch

@@ -1,6 +1,7 @@
 package events
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -24,6 +25,7 @@ type Guard struct {
 	batch                  *lwt.BatchStore // ProcessBatch's records
 	cfg                    config
 	insertScope, listScope string
+	listWindow             string // the ids of one partition of the bucketed table, for warm-ups
 }
 
 // Handler processes one message. On the LWT path its ctx is canceled if the guard loses the
@@ -73,16 +75,14 @@ func NewGuard(session *gocql.Session, opts ...Option) (*Guard, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidOption, err)
 	}
-	table := lwt.Table{Keyspace: cfg.keyspace, Name: cfg.records,
-		KeyColumns: []string{"consumer_group", "topic", "partition", "message_id"}}
+	bucketed, err := schema.QualifiedName(cfg.keyspace, cfg.bucketed)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidOption, err)
+	}
 	storeOpts := []lwt.Option{lwt.WithRetention(cfg.retention), lwt.WithLease(cfg.lease),
 		lwt.WithSerialConsistency(cfg.serial), lwt.WithConsistency(cfg.consistency), lwt.WithClock(cfg.now)}
 	if cfg.observer != nil {
 		storeOpts = append(storeOpts, lwt.WithObserver(cfg.observer))
-	}
-	store, err := lwt.NewStore(session, table, storeOpts...)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidOption, err)
 	}
 	batch, err := lwt.NewBatchStore(session, lwt.BatchTable{Keyspace: cfg.keyspace, Name: cfg.bucketed,
 		PartitionColumns: []string{"consumer_group", "topic", "partition", "window_start", "bucket"}, KeyColumn: "message_id"},
@@ -90,11 +90,22 @@ func NewGuard(session *gocql.Session, opts ...Option) (*Guard, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidOption, err)
 	}
-	return &Guard{
-		session: session, store: store, batch: batch, cfg: cfg,
+	g := &Guard{
+		session: session, batch: batch, cfg: cfg,
 		insertScope: "INSERT INTO " + byScope + " (consumer_group, topic, partition, hour, message_id) VALUES (?, ?, ?, ?, ?) USING TTL ?",
 		listScope:   "SELECT message_id FROM " + byScope + " WHERE consumer_group = ? AND topic = ? AND partition = ? AND hour = ?",
-	}, nil
+		listWindow: "SELECT message_id FROM " + bucketed +
+			" WHERE consumer_group = ? AND topic = ? AND partition = ? AND window_start = ? AND bucket = ?",
+	}
+	table := lwt.Table{Keyspace: cfg.keyspace, Name: cfg.records,
+		KeyColumns: []string{"consumer_group", "topic", "partition", "message_id"}}
+	// A fast-path message with a time is recorded in the bucketed table, where its record is
+	// also its scope's index (see recordFast).
+	g.store, err = lwt.NewStore(session, table, append(storeOpts, lwt.WithRecorder(g.recordFast))...)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidOption, err)
+	}
+	return g, nil
 }
 
 // key is m's record key in processed_messages; its scope (all values but the last) is what Own
@@ -133,34 +144,72 @@ func (g *Guard) Process(ctx context.Context, m Message, handler Handler) (Outcom
 	if m.Payload != nil {
 		opts = append(opts, lwt.WithRequest(m.Payload))
 	}
+	timed := !m.Time.IsZero()
+	if timed {
+		opts = append(opts, lwt.WithTime(m.Time))
+	}
 	// The by-scope index row is written while the claim is in flight rather than after it, so
-	// a new message pays one round trip less. The handler waits for it on either path, so the
-	// index holds every id whose handler ran: a pre-check warmed from it may know ids that were
-	// never processed (costing an LWT), but never misses one that was. A duplicate writes the
-	// row again, which is harmless.
-	indexed := make(chan error, 1)
-	go func() { indexed <- g.index(ctx, m) }()
-	waited := false
-	waitIndex := func() error {
-		waited = true
-		return <-indexed
+	// a new message pays one round trip less, and the handler waits for it: the index holds
+	// every id whose handler ran on the LWT path, so a pre-check warmed from it may know ids that
+	// were never processed (costing an LWT), but never misses one that was. A duplicate writes
+	// the row again, which is harmless. A message with a time in an owned scope skips it: on the
+	// fast path its record in the bucketed table is its index (recordFast), and on the LWT path,
+	// rarer there, the row is written after the claim.
+	idx := &indexWrite{g: g, ctx: ctx, m: m}
+	if !timed || !g.store.Owns(m.Scope.key()) {
+		idx.start()
 	}
 	res, err := g.store.ExecuteOnce(ctx, m.key(), func(ctx context.Context) ([]byte, error) {
-		if err := waitIndex(); err != nil {
-			return nil, err
+		_, claimed := lwt.ClaimFromContext(ctx)
+		switch {
+		case timed && !claimed:
+			return nil, g.run(ctx, m, handler)
+		case timed:
+			idx.start()
+			done, err := g.inBucketed(ctx, m)
+			if ierr := idx.wait(); ierr != nil || err != nil || done {
+				return fastRecorded, errors.Join(ierr, err)
+			}
+		default:
+			if err := idx.wait(); err != nil {
+				return nil, err
+			}
 		}
 		return nil, g.run(ctx, m, handler)
 	}, opts...)
-	if !waited {
-		<-indexed // the write never outlives Process
-	}
+	idx.wait() // the write never outlives Process
 	switch {
 	case err != nil:
 		return g.failure(m, err)
-	case res.Replay:
+	case res.Replay || bytes.Equal(res.Value, fastRecorded):
 		return Duplicate, nil
 	}
 	return Processed, nil
+}
+
+// indexWrite is the by-scope index write of one Process call, started at most once.
+type indexWrite struct {
+	g    *Guard
+	ctx  context.Context
+	m    Message
+	done chan error
+	err  error
+	got  bool
+}
+
+func (w *indexWrite) start() {
+	if w.done == nil {
+		w.done = make(chan error, 1)
+		go func() { w.done <- w.g.index(w.ctx, w.m) }()
+	}
+}
+
+// wait returns the write's error; nil if it was never started.
+func (w *indexWrite) wait() error {
+	if w.done != nil && !w.got {
+		w.err, w.got = <-w.done, true
+	}
+	return w.err
 }
 
 // index writes m's row in the by-scope index, in the bucket of the current hour.

@@ -27,7 +27,7 @@ func (g *Guard) Own(ctx context.Context, scope Scope, epoch uint64, pre lwt.PreC
 	if pre == nil {
 		return fmt.Errorf("%w: nil pre-check", ErrInvalidOption)
 	}
-	err := g.store.Own(ctx, scope.key(), epoch, pre, g.keySource(scope))
+	err := g.store.Own(ctx, scope.key(), epoch, pre, g.keySource(scope, pre.Retention()))
 	if err != nil {
 		return fmt.Errorf("events: own %s/%s/%d: %w", scope.Group, scope.Topic, scope.Partition, err)
 	}
@@ -44,12 +44,24 @@ func (g *Guard) Disown(scope Scope) {
 	g.store.Disown(scope.key())
 }
 
-// keySource adapts the by-scope index to a warm-up. Each id's write time is the end of its
-// hour bucket.
-func (g *Guard) keySource(scope Scope) lwt.KeySource {
+// keySource is the warm-up of a pre-check with the given horizon: the ids written within the
+// horizon plus lwt.MaxClockSkew (never more than the retention), from the by-scope index (the
+// LWT path of Process, and the fast path of messages without a time) and from the bucketed
+// table's windows of those times up to now plus the skew (the fast path of messages with a
+// time, and ProcessBatch). An id of the index is written at the end of its hour bucket at the
+// latest; an id of the bucketed table is taken as written now, which only keeps it longer.
+func (g *Guard) keySource(scope Scope, horizon time.Duration) lwt.KeySource {
 	return func(ctx context.Context, yield func(string, time.Time) error) error {
-		return g.walkScope(ctx, scope, func(id string, hour time.Time) error {
+		now := g.cfg.now()
+		from := now.Add(-min(horizon+lwt.MaxClockSkew, g.cfg.retention))
+		err := g.walkScopeFrom(ctx, scope, from, func(id string, hour time.Time) error {
 			return yield(id, hour.Add(time.Hour))
+		})
+		if err != nil {
+			return err
+		}
+		return g.walkWindows(ctx, scope, from, now.Add(lwt.MaxClockSkew), func(id string) error {
+			return yield(id, time.Time{})
 		})
 	}
 }

@@ -12,8 +12,11 @@ const scopePageSize = 1000
 // ProcessedIDs calls yield with the id of every message claimed for processing in scope within
 // the retention window, oldest hour first, reading one hour bucket at a time in pages of
 // scopePageSize, so memory stays bounded whatever the volume. The ids are a superset of the
-// processed ones (see Guard.run): right for warming a pre-check, which must not miss an id.
-// An id may be yielded more than once. An error from yield stops the walk and is returned.
+// ones processed through the by-scope index (the LWT path of Process, and the fast path of
+// messages without a Time). Messages recorded in processed_messages_bucketed (the fast path of
+// messages with a Time, and ProcessBatch) are not among them: a warm-up reads those from the
+// bucketed table's windows (see Own). An id may be yielded more than once. An error from yield
+// stops the walk and is returned.
 func (g *Guard) ProcessedIDs(ctx context.Context, scope Scope, yield func(id string) error) error {
 	if err := g.checkCall(ctx); err != nil {
 		return err

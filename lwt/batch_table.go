@@ -16,8 +16,8 @@ const MaxBatchRows = 100
 // BatchTable describes a table whose partitions each hold many exactly-once records, so that
 // one conditional batch (one Paxos round) can claim or end many of them: a partition key of
 // PartitionColumns, in order, and one text clustering column, KeyColumn, naming the record
-// within its partition. Besides those, the table has the record columns of Table (epoch
-// excepted) and lease_owner, a uuid cell written with the lease as its own TTL (see
+// within its partition. Besides those, the table has the record columns of Table and
+// lease_owner, a uuid cell written with the lease as its own TTL (see
 // BatchStore). Names come from configuration, so they are validated as CQL identifiers and
 // quoted.
 type BatchTable struct {
@@ -31,6 +31,7 @@ type BatchTable struct {
 // values, then the record's key, where its WHERE clause begins.
 type batchStatements struct {
 	insert, lease, reclaim, takeover, finish, renew, read string
+	put                                                   string // the fast path's plain write
 }
 
 // validate checks the descriptor and returns the statements.
@@ -79,6 +80,9 @@ func buildBatchStatements(table string, cols []string) batchStatements {
 		takeover: claim + "'STARTED' AND lease_owner = null",
 		finish:   "UPDATE " + table + " USING TTL ? SET status = ?, result = ?, updated_at = ?" + where + ifClaim + "'STARTED'",
 		renew:    "UPDATE " + table + " USING TTL ? SET lease_owner = ?" + where + ifClaim + "'STARTED'",
+		put: "INSERT INTO " + table + " (" + strings.Join(cols, ", ") +
+			", fingerprint, status, owner, fence, attempts, result, created_at, updated_at, expires_at, epoch) VALUES (" +
+			strings.Repeat("?, ", len(cols)) + "?, 'COMPLETED', ?, 0, 1, ?, ?, ?, ?, ?) USING TTL ?",
 		read: "SELECT " + cols[len(cols)-1] + ", fingerprint, status, owner, fence, lease_owner, attempts, result, created_at, updated_at, expires_at FROM " +
 			table + " WHERE " + inClause,
 	}

@@ -106,11 +106,21 @@
 // record is written with PutCompletedIfNotExists and a record found there wins. Errors from fn on
 // the fast path store nothing, permanent ones included: the next call runs fn on the LWT path.
 //
+// The pre-check vouches only for its horizon (PreCheck.Retention). A call whose own time
+// (WithTime) is older than the horizon less MaxClockSkew takes the LWT path; so does a call
+// without a time, unless the horizon covers the retention plus the commit timeout. A key first
+// run at T had a time of at least T less the skew, so a key the pre-check may be asked about is
+// one it admitted, or loaded, less than one horizon ago: it cannot have been forgotten. Own
+// refuses a horizon too short to vouch for anything. A table whose partitions group a scope's
+// records by their time can take the fast path's record in one write that is also its index
+// (WithRecorder; package events records messages so); the other callers use Enter and Pass to
+// write many records at once.
+//
 // The caller supplies the warm-up's key source: idempotency_keys is keyed by (namespace, key)
 // alone and has no index by namespace, and writing one on every claim would tax the strict path
 // that most callers use; a sticky router already knows (or logs) the keys it routed. The source
-// must yield every key of the namespace still within the retention, or a retry of a key it
-// misses runs fn again.
+// must yield every key of the namespace written within the horizon plus MaxClockSkew (within
+// the retention, when calls carry no time), or a retry of a key it misses runs fn again.
 //
 // It is exact only while ownership holds. When two processes serve one namespace with the fast
 // path on, a key sent to both runs in both: package events measured a duplicate rate of 100%

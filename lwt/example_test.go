@@ -186,3 +186,36 @@ func ExampleBatchStore() {
 		fmt.Println(ends[i].Claim.Key, err)
 	}
 }
+
+// With the default horizon (one hour), the pre-check vouches for calls that carry their own
+// time: a retry of a request made within the hour may skip the LWT, an older one takes it. The
+// warm-up reads only the horizon, and memory grows with the rate times one hour.
+func ExampleWithTime() {
+	session := connect()
+	defer session.Close()
+	store, err := lwt.NewStore(session, lwt.IdempotencyKeys("cassdedup"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	ctx := context.Background()
+	const namespace, epoch = "tenant-42", 8
+	pre, err := bloom.NewPreCheck(namespace, bloom.WithExpectedItems(100_000))
+	if err != nil {
+		log.Fatal(err)
+	}
+	src := func(ctx context.Context, yield func(string, time.Time) error) error {
+		return routedKeys(ctx, namespace, time.Now().Add(-pre.Retention()-lwt.MaxClockSkew), yield)
+	}
+	if err := store.Own(ctx, lwt.Key{namespace}, epoch, pre, src); err != nil {
+		log.Print(err)
+	}
+	defer store.Disown(lwt.Key{namespace})
+	requested := time.Now() // when the client first sent the request, carried on its retries
+	res, err := store.ExecuteOnce(ctx, lwt.IdempotencyKey(namespace, "charge-8c1e"),
+		func(ctx context.Context) ([]byte, error) { return []byte(`{"charge":"ch_3"}`), nil },
+		lwt.WithTime(requested))
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Printf("%s replay=%v\n", res.Value, res.Replay)
+}

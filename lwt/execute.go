@@ -27,6 +27,7 @@ type CallOption func(*callConfig)
 type callConfig struct {
 	fingerprint []byte
 	wait        bool
+	at          time.Time
 }
 
 // Fingerprint is the fingerprint WithRequest stores for request: its SHA-256.
@@ -86,12 +87,21 @@ func (s *Store) fromCache(ctx context.Context, key Key, fp []byte) (res Result, 
 	return Result{Value: rec.Result, Replay: true, FromCache: true, Attempts: rec.Attempts, Fence: rec.Fence}, true, nil
 }
 
+// WithTime gives the operation's own time, set once where it began (a message's producer
+// timestamp): the fast path vouches for an operation only while that time is within its
+// pre-check's horizon (see Store.Own). Without it, only a pre-check that covers the whole
+// retention may answer for the call.
+func WithTime(t time.Time) CallOption {
+	return func(c *callConfig) { c.at = t }
+}
+
 // call is one ExecuteOnce call's arguments, worked out once.
 type call struct {
 	key         Key
 	cacheKey    string
 	fingerprint []byte
 	wait        bool
+	at          time.Time
 	fn          func(context.Context) ([]byte, error)
 	endCommit   func(error) // ends the commit span that began when fn returned (see traced)
 }
@@ -138,7 +148,7 @@ func (s *Store) executeOnce(ctx context.Context, key Key, fn func(context.Contex
 	if err := validateKey(s.keyCols, key, s.cfg.maxKey); err != nil {
 		return Result{}, err
 	}
-	c := &call{key: key, cacheKey: cacheKey(key), fingerprint: cc.fingerprint, wait: cc.wait}
+	c := &call{key: key, cacheKey: cacheKey(key), fingerprint: cc.fingerprint, wait: cc.wait, at: cc.at}
 	c.fn = s.traced(c, fn)
 	defer func() { c.endCommit(err) }()
 	scope, last, scoped := scopeOf(key)
@@ -156,7 +166,7 @@ func (s *Store) executeOnce(ctx context.Context, key Key, fn func(context.Contex
 	if !ok {
 		return Result{}, &KeyError{Column: s.keyCols[len(s.keyCols)-1], Reason: fmt.Sprintf("the fast path needs a string key, not %T", last)}
 	}
-	clearlyNew, maybeSeen, epoch := o.pre.Admit(k)
+	clearlyNew, maybeSeen, epoch := s.admit(o, k, c.at)
 	if clearlyNew {
 		return s.fastRun(ctx, c, scope, o, epoch)
 	}

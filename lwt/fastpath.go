@@ -27,7 +27,16 @@ type PreCheck interface {
 	WarmUp(ctx context.Context, epoch uint64, keys KeySource) error
 	// Invalidate makes the pre-check cold at once.
 	Invalidate()
+	// Retention is the horizon the pre-check vouches for: a key it admitted, or loaded with a
+	// write time, is remembered at least this long after that time.
+	Retention() time.Duration
 }
+
+// MaxClockSkew is how far the time an operation carries (WithTime, a message's producer
+// timestamp) may be from this process's clock. The fast path vouches for an operation only
+// while its time is within the pre-check's horizon less this skew, and sends one that claims
+// to come from further in the future to the LWT path.
+const MaxClockSkew = time.Minute
 
 // KeySource yields the keys of one scope still within the retention: yield(key, written), where
 // written is the latest time the key may have been written (zero: unknown). It stops and
@@ -64,8 +73,15 @@ func scopeOf(key Key) (scope string, last any, ok bool) {
 // Key{namespace} for idempotency_keys, Key{group, topic, partition} for processed_messages)
 // reaches this process from now on — a sticky router or a broker assigned it at epoch, which
 // must grow on every assignment — and turns the fast path on for it. pre is warmed from src,
-// which must yield every key of the scope still within the retention; from then on a key pre
-// answers clearly new runs fn without a claim and is recorded with PutCompleted. Own first waits
+// which must yield every key of the scope written within pre's horizon (pre.Retention()) plus
+// MaxClockSkew; from then on a key pre answers clearly new runs fn without a claim and is
+// recorded with PutCompleted (or the store's WithRecorder, for calls with WithTime).
+//
+// The pre-check vouches only for its horizon: a call whose time (WithTime) is older than the
+// horizon less MaxClockSkew, and a call without a time unless the horizon covers the retention
+// plus the commit timeout, takes the LWT path, so no setting lets a forgotten key be run
+// again. A horizon of 2*MaxClockSkew or less vouches for nothing and is refused with
+// ErrInvalidArgument. Own first waits
 // for the scope's calls already running here, so src need not know keys they are adding. The
 // last key value must be a string. On a warm-up error the scope takes the LWT path; call Own
 // again to retry. Call Disown as soon as the scope is reassigned or its assignment is in doubt.
@@ -81,6 +97,10 @@ func (s *Store) Own(ctx context.Context, scope Key, epoch uint64, pre PreCheck, 
 	}
 	if pre == nil || src == nil {
 		return fmt.Errorf("%w: own %v: nil pre-check or key source", ErrInvalidArgument, scope)
+	}
+	if h := pre.Retention(); h <= 2*MaxClockSkew {
+		return fmt.Errorf("%w: own %v: a pre-check horizon of %v vouches for nothing; it must exceed %v",
+			ErrInvalidArgument, scope, h, 2*MaxClockSkew)
 	}
 	sk := cacheKey(scope)
 	// Cold at once: an answer from an earlier warm-up of pre must not be acted on now.
@@ -141,6 +161,34 @@ func (s *Store) owns(scope string, o *owner, epoch uint64) bool {
 	return s.ownerOf(scope) == o && o.pre.Owns(epoch)
 }
 
+// Owns reports whether the store holds the fast path of scope (see Own): its calls may skip
+// the claim. A caller that writes something only the LWT path needs may skip it then.
+func (s *Store) Owns(scope Key) bool { return s.ownerOf(cacheKey(scope)) != nil }
+
+// vouches reports whether o's pre-check can answer for an operation of time at (zero: none).
+// A key is remembered for the horizon after it was admitted or loaded, and no operation is
+// first run before its own time less MaxClockSkew, so every key of an operation whose time is
+// within the horizon less the skew is still remembered. An operation without a time can be
+// answered only by a pre-check that remembers keys as long as their records live, plus the
+// commit timeout a fast-path write may take after admission.
+func (s *Store) vouches(o *owner, at time.Time) bool {
+	h := o.pre.Retention()
+	if at.IsZero() {
+		return h >= s.cfg.retention+s.cfg.commitTimeout
+	}
+	now := s.now()
+	return !at.After(now.Add(MaxClockSkew)) && now.Sub(at) <= h-MaxClockSkew
+}
+
+// admit asks o's pre-check about key k of a call of time at; an operation it cannot vouch
+// for is neither clearly new nor maybe seen, and takes the LWT path.
+func (s *Store) admit(o *owner, k string, at time.Time) (clearlyNew, maybeSeen bool, epoch uint64) {
+	if !s.vouches(o, at) {
+		return false, false, 0
+	}
+	return o.pre.Admit(k)
+}
+
 // fastRun is the fast path: the warm pre-check of the scope this store owns never saw the key,
 // so no record exists and no other call of the key can reach the table before this one returns
 // (other processes do not receive the scope; this one's flights hold its calls). fn runs without
@@ -164,11 +212,18 @@ func (s *Store) fastRun(ctx context.Context, call *call, scope string, o *owner,
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.commitTimeout)
 	defer cancel()
 	var rec *Record
-	if s.owns(scope, o, epoch) {
+	switch {
+	case s.owns(scope, o, epoch) && !call.at.IsZero() && s.cfg.recorder != nil:
+		if err = s.cfg.recorder(wctx, call.key, call.fingerprint, value, epoch, call.at); err != nil {
+			return Result{}, err
+		}
+		rec = &Record{Status: StatusCompleted, Fingerprint: call.fingerprint, Result: value, Attempts: 1,
+			ExpiresAt: s.now().Add(s.cfg.retention), Epoch: int64(epoch)}
+	case s.owns(scope, o, epoch):
 		if rec, err = s.PutCompleted(wctx, call.key, call.fingerprint, value, epoch); err != nil {
 			return Result{}, err
 		}
-	} else {
+	default:
 		s.stats.staleEpoch.Add(1)
 		existing, err := s.putIfNotExists(wctx, call, value, epoch)
 		if err != nil {

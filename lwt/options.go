@@ -1,6 +1,7 @@
 package lwt
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -32,6 +33,7 @@ type config struct {
 	observer      Observer
 	now           func() time.Time
 	clockSet      bool // WithClock replaced time.Now
+	recorder      Recorder
 }
 
 // newConfig applies opts to the defaults and checks what no single option can: the lease may
@@ -194,6 +196,25 @@ func WithClock(now func() time.Time) Option {
 			return fmt.Errorf("%w: nil clock", ErrInvalidOption)
 		}
 		c.now, c.clockSet = now, true
+		return nil
+	}
+}
+
+// Recorder writes the record of a call that took the fast path with a time of its own
+// (WithTime), in place of PutCompleted: epoch is the ownership epoch the pre-check answered
+// under and at the call's time. It must write the record in one write to a table that the
+// scope's warm-up reads (partitions of the scope grouped by the operation's time), and that the
+// LWT path consults, so that the record is its own index: a later owner's warm-up sees every id
+// whose record exists, and no second write stands between the function and the answer.
+type Recorder func(ctx context.Context, key Key, fingerprint, result []byte, epoch uint64, at time.Time) error
+
+// WithRecorder sets the Recorder of the fast path's timed calls (default none: PutCompleted).
+func WithRecorder(r Recorder) Option {
+	return func(c *config) error {
+		if r == nil {
+			return fmt.Errorf("%w: nil recorder", ErrInvalidOption)
+		}
+		c.recorder = r
 		return nil
 	}
 }

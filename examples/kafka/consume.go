@@ -209,7 +209,9 @@ func (c *consumer) assigned(ctx context.Context, cl *kgo.Client, parts map[strin
 	for _, p := range parts[c.cfg.topic] {
 		scope := events.Scope{Group: c.cfg.group, Topic: c.cfg.topic, Partition: p}
 		pre, err := bloom.NewPreCheck(fmt.Sprintf("%s/%s/%d", scope.Group, scope.Topic, p),
-			bloom.WithExpectedItems(100_000), bloom.WithFalsePositiveRate(0.001), bloom.WithRetention(events.DefaultRetention+time.Hour))
+			// The default horizon (1 h): Kafka's record timestamps let the pre-check vouch for
+			// messages within it; older ones take the LWT path.
+			bloom.WithExpectedItems(100_000), bloom.WithFalsePositiveRate(0.001))
 		if err == nil {
 			err = c.guard.Own(ctx, scope, uint64(generation), pre)
 		}

@@ -80,6 +80,8 @@ const Baseline = "insert"
 //   - "once-dup-cache": the same executor on a completed key, answered from its in-process cache;
 //   - "guard":          events' consumer guard on new messages;
 //   - "guard-batch":    the same guard's ProcessBatch on a poll of new messages;
+//   - "guard-batch-bloom": the same on owned scopes, where a poll of new messages takes the
+//     fast path (one plain write per partition group);
 //   - "bloom":          the same guard on owned scopes, where a warm Bloom pre-check that has
 //     never seen a message lets it skip the LWT (the fast path);
 //   - "http-bare", "http-new", "http-dup": a POST over loopback HTTP to a trivial handler, bare
@@ -99,6 +101,8 @@ func Catalog() []Spec {
 		{Name: "guard", Description: "events Guard.Process on new messages, handler does nothing", New: newGuardProcess},
 		{Name: "guard-batch", Description: "events Guard.ProcessBatch on one poll of new messages of one broker partition (-batch-size), " +
 			"handler does nothing; msg/s counts messages", New: newGuardBatch},
+		{Name: "guard-batch-bloom", Description: "the same on owned scopes with warm Bloom pre-checks: one plain write per poll's " +
+			"partition group, no Paxos round (safe only when one process owns the scope); msg/s counts messages", New: newGuardBatchBloom},
 		{Name: "bloom", Description: "events Guard.Process on new messages of an owned scope: Bloom fast path, plain writes, no LWT " +
 			"(safe only when one process owns the scope)", New: newBloomFastPath},
 		{Name: "http-bare", Description: "POST over loopback HTTP to a trivial handler, no middleware (the round trip)", New: newHTTPBare},

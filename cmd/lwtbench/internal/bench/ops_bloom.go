@@ -102,15 +102,14 @@ func (b *bloomFastPath) Setup(ctx context.Context) error {
 
 // bloomPreCheckOptions sizes a pre-check for items new messages.
 //
-// The retention covers the guard's (records live that long) plus the fast path's commit
-// timeout. One generation keeps every key of the run in the generation sized for it: with
+// The horizon is the default one (messages carry their time, so the pre-check vouches for them
+// within it). One generation keeps every key of the run in the generation sized for it: with
 // several, each would be sized for a fraction of the run's keys yet a run (minutes long)
 // never reaches the first rotation.
 func bloomPreCheckOptions(items uint64) []bloom.Option {
 	return []bloom.Option{
 		bloom.WithExpectedItems(items),
 		bloom.WithFalsePositiveRate(bloomFalsePositiveRate),
-		bloom.WithRetention(events.DefaultRetention + lwt.DefaultCommitTimeout),
 		bloom.WithGenerations(1),
 	}
 }
@@ -138,7 +137,7 @@ func bloomSizes(spans []time.Duration) []uint64 {
 
 // Do processes a new message of the worker's owned scope and fails unless the fast path took it.
 func (b *bloomFastPath) Do(ctx context.Context, req Request) error {
-	m := events.Message{Scope: b.scope(req.Worker), ID: req.Key(), Payload: guardPayload}
+	m := events.Message{Scope: b.scope(req.Worker), ID: req.Key(), Payload: guardPayload, Time: time.Now()}
 	ran, claimed := false, false
 	out, err := b.guard.Process(ctx, m, func(ctx context.Context, _ events.Message) error {
 		ran = true

@@ -85,3 +85,25 @@ func TestBloomFailsWhenTheLWTPathAnswers(t *testing.T) {
 	assert.Equal(t, int64(7), b.guard.Stats().FastPath)
 	assert.NoError(t, b.Close(), "the guard counted exactly the handlers that ran without a claim")
 }
+
+// TestGuardBatchBloomTakesTheFastPath: guard-batch-bloom's polls of new messages run every
+// handler without a claim, and its Close checks that none took the LWT path.
+func TestGuardBatchBloomTakesTheFastPath(t *testing.T) {
+	session, ks := testnode.NewSession(t)
+	ctx := context.Background()
+	env := Env{Session: session, Keyspace: ks, RunID: newRunID(time.Now()), Consistency: gocql.Quorum,
+		Serial: gocql.Serial, MaxWorkers: 2, WorkerSpans: []time.Duration{time.Second, time.Second}, BatchSize: 50}
+	op, err := newGuardBatchBloom(env)
+	require.NoError(t, err)
+	require.Equal(t, "guard-batch-bloom", op.Name())
+	require.NoError(t, op.Setup(ctx))
+	for seq := range 3 {
+		for w := range 2 {
+			require.NoError(t, op.Do(ctx, Request{Phase: 0, Worker: w, Seq: seq}))
+		}
+	}
+	g := op.(*guardBatch)
+	assert.Equal(t, int64(300), g.guard.Stats().FastPath)
+	assert.Zero(t, g.guard.BatchStats().Claims, "no Paxos round")
+	assert.NoError(t, g.Close())
+}

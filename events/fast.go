@@ -1,0 +1,88 @@
+package events
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/cassdedup/cassdedup/lwt"
+)
+
+// fastRecorded is the result the LWT path stores for a message it found recorded in the bucketed
+// table (by a fast path or by ProcessBatch): the message was processed before, so the delivery
+// is a duplicate, and later ones replay this record.
+var fastRecorded = []byte("events: recorded in the bucketed table")
+
+// recordFast is the store's lwt.Recorder: a message of an owned scope that its pre-check knows
+// to be new, with a time of its own, is recorded as COMPLETED in its partition of the bucketed
+// table, by one plain write. That partition is one a later owner's warm-up reads (the windows of
+// the horizon), so the record is its own index and nothing else is written before the answer.
+func (g *Guard) recordFast(ctx context.Context, key lwt.Key, fingerprint, result []byte, epoch uint64, at time.Time) error {
+	m, ok := messageOf(key)
+	if !ok {
+		return fmt.Errorf("%w: key %v is not a message's", ErrInvalidMessage, key)
+	}
+	m.Time = at
+	return g.batch.PutCompletedBatch(ctx, g.partitionOf(m), []lwt.BatchItem{{Key: m.ID, Fingerprint: fingerprint}},
+		[][]byte{result}, epoch)
+}
+
+// messageOf is the inverse of Message.key.
+func messageOf(key lwt.Key) (Message, bool) {
+	if len(key) != 4 {
+		return Message{}, false
+	}
+	group, ok1 := key[0].(string)
+	topic, ok2 := key[1].(string)
+	partition, ok3 := key[2].(int32)
+	id, ok4 := key[3].(string)
+	return Message{Scope: Scope{Group: group, Topic: topic, Partition: partition}, ID: id}, ok1 && ok2 && ok3 && ok4
+}
+
+// inBucketed is what the LWT path of Process does, for a message with a time, before its
+// handler runs: it reads the message's row of the bucketed table, where the fast path and
+// ProcessBatch record messages. A final record there means the message was processed: the
+// claim is completed with fastRecorded (a COMPLETED row) or failed with its error (a FAILED
+// one), and the handler does not run. It runs after the claim, so after this process's own
+// fast path of the id (if any) has written its record and left the calls running here.
+func (g *Guard) inBucketed(ctx context.Context, m Message) (done bool, err error) {
+	rec, err := g.batch.Get(ctx, g.partitionOf(m), m.ID)
+	switch {
+	case errors.Is(err, lwt.ErrNotFound):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("events: read %q in the bucketed table: %w", m.ID, err)
+	case rec.Status == lwt.StatusCompleted:
+		return true, nil
+	case rec.Status == lwt.StatusFailed:
+		return true, lwt.Permanent(errors.New(string(rec.Result)))
+	}
+	// A claim of ProcessBatch still running, or released: its own path settles it.
+	return false, nil
+}
+
+// walkWindows yields the ids of every partition of the bucketed table of scope whose window
+// starts between from's window and to: the records written there by the fast path and
+// ProcessBatch for messages of those times.
+func (g *Guard) walkWindows(ctx context.Context, scope Scope, from, to time.Time, yield func(id string) error) error {
+	w := int64(g.cfg.window / time.Second)
+	sec := from.Unix()
+	for start := sec - ((sec%w)+w)%w; start <= to.Unix(); start += w {
+		for bucket := range g.cfg.batchBuckets {
+			iter := g.session.Query(g.listWindow, scope.Group, scope.Topic, scope.Partition, start, bucket).
+				WithContext(ctx).Consistency(g.cfg.consistency).PageSize(scopePageSize).Iter()
+			var id string
+			for iter.Scan(&id) {
+				if err := yield(id); err != nil {
+					_ = iter.Close()
+					return err
+				}
+			}
+			if err := iter.Close(); err != nil {
+				return fmt.Errorf("events: list window %d/%d of %v: %w", start, bucket, scope, err)
+			}
+		}
+	}
+	return nil
+}
