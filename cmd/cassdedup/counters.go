@@ -131,9 +131,9 @@ type logFlags struct {
 }
 
 func (l *logFlags) register(fs *flag.FlagSet) {
-	fs.DurationVar(&l.width, "bucket-width", time.Hour, "the log's bucket width (events.WithBucketWidth)")
-	fs.DurationVar(&l.grace, "grace", time.Hour, "the log's grace period (events.WithGracePeriod)")
-	fs.DurationVar(&l.settle, "settle", 5*time.Minute, "the log's settle time (events.WithSettleTime)")
+	fs.DurationVar(&l.width, "bucket-width", events.DefaultWindow, "the log's window width (events.WithBucketWidth)")
+	fs.DurationVar(&l.grace, "grace", events.DefaultGracePeriod, "the log's grace period (events.WithGracePeriod)")
+	fs.DurationVar(&l.settle, "settle", events.DefaultSettleTime, "the log's settle time (events.WithSettleTime)")
 }
 
 func (e *env) log(l *logFlags) (*events.Log, error) {
