@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/cassdedup/cassdedup/internal/parallel"
 )
 
 // rollupConcurrency bounds the counters one pass of RunRollups or RollupEvery folds at once.
@@ -38,7 +40,7 @@ func (l *Log) rollupLoop(ctx context.Context, interval time.Duration, onError fu
 	defer t.Stop()
 	for {
 		cs := counters()
-		_ = forEach(ctx, len(cs), rollupConcurrency, func(ctx context.Context, i int) error {
+		_ = parallel.ForEach(ctx, len(cs), rollupConcurrency, func(ctx context.Context, i int) error {
 			res, err := l.Rollup(ctx, cs[i])
 			switch {
 			case err != nil && onError != nil && ctx.Err() == nil:

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sync/atomic"
 	"time"
+
+	"github.com/cassdedup/cassdedup/internal/parallel"
 )
 
 // rollupState is a counter's rollup row: the total of every window before watermark (and of
@@ -170,7 +172,7 @@ func (l *Log) sum(ctx context.Context, counter string, legacy []time.Time, windo
 		return 0, nil
 	}
 	var total atomic.Int64
-	err := forEach(ctx, len(reads), readConcurrency, func(ctx context.Context, i int) error {
+	err := parallel.ForEach(ctx, len(reads), readConcurrency, func(ctx context.Context, i int) error {
 		s, err := l.sumRead(ctx, counter, reads[i])
 		total.Add(s)
 		return err

@@ -15,11 +15,13 @@ import (
 type counterFlags struct {
 	retention time.Duration
 	shards    int
+	bucket    time.Duration
 }
 
 func (c *counterFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&c.retention, "retention", 7*24*time.Hour, "the store's retention (counters.WithRetention)")
-	fs.IntVar(&c.shards, "shards", 16, "the store's index shards (counters.WithShards)")
+	fs.IntVar(&c.shards, "shards", counters.DefaultShards, "the store's index shards (counters.WithShards)")
+	fs.DurationVar(&c.bucket, "index-bucket", counters.DefaultIndexBucket, "the store's index bucket (counters.WithIndexBucket)")
 }
 
 func (e *env) counters(c *counterFlags) (*counters.Store, error) {
@@ -28,7 +30,8 @@ func (e *env) counters(c *counterFlags) (*counters.Store, error) {
 		return nil, err
 	}
 	return counters.New(e.session, counters.WithKeyspace(e.keyspace), counters.WithConsistency(cl),
-		counters.WithSerialConsistency(serial), counters.WithRetention(c.retention), counters.WithShards(c.shards))
+		counters.WithSerialConsistency(serial), counters.WithRetention(c.retention), counters.WithShards(c.shards),
+		counters.WithIndexBucket(c.bucket))
 }
 
 // claimView is an unconfirmed counter operation as printed.

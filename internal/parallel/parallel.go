@@ -1,14 +1,17 @@
-package events
+// Package parallel runs a bounded number of calls at once, in goroutines that the caller's call
+// owns: every one has returned when ForEach returns. The event log's totals and rollups and the
+// counters' repair listing share it.
+package parallel
 
 import (
 	"context"
 	"sync"
 )
 
-// forEach calls fn(ctx, i) for every i in [0, n), at most limit at a time, and returns the
+// ForEach calls fn(ctx, i) for every i in [0, n), at most limit at a time, and returns the
 // first error. Every call has returned when forEach returns; after an error, calls not yet
 // started are skipped and the context of those running is cancelled.
-func forEach(ctx context.Context, n, limit int, fn func(ctx context.Context, i int) error) error {
+func ForEach(ctx context.Context, n, limit int, fn func(ctx context.Context, i int) error) error {
 	if n == 1 {
 		return fn(ctx, 0)
 	}
