@@ -8,37 +8,34 @@ import (
 	"sync"
 )
 
-// ForEach calls fn(ctx, i) for every i in [0, n), at most limit at a time, and returns the
-// first error. Every call has returned when forEach returns; after an error, calls not yet
-// started are skipped and the context of those running is cancelled.
+// ForEach calls fn(ctx, i) for every i in [0, n) on at most limit goroutines and returns the
+// first error. Every goroutine it starts has returned when it returns; after an error, calls not
+// yet started are skipped and the context of those running is cancelled.
 func ForEach(ctx context.Context, n, limit int, fn func(ctx context.Context, i int) error) error {
-	if n == 1 {
-		return fn(ctx, 0)
-	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	next := make(chan int)
 	var (
 		wg    sync.WaitGroup
 		once  sync.Once
 		first error
-		slots = make(chan struct{}, limit)
 	)
-	for i := range n {
+	for range min(limit, n) {
+		wg.Go(func() {
+			for i := range next {
+				if err := fn(ctx, i); err != nil {
+					once.Do(func() { first = err; cancel() })
+				}
+			}
+		})
+	}
+	for i := 0; i < n && ctx.Err() == nil; i++ {
 		select {
-		case slots <- struct{}{}:
+		case next <- i:
 		case <-ctx.Done():
 		}
-		if ctx.Err() != nil {
-			break
-		}
-		wg.Add(1)
-		go func() {
-			defer func() { <-slots; wg.Done() }()
-			if err := fn(ctx, i); err != nil {
-				once.Do(func() { first = err; cancel() })
-			}
-		}()
 	}
+	close(next)
 	wg.Wait()
 	if first == nil && ctx.Err() != nil {
 		return ctx.Err()

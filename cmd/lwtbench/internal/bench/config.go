@@ -32,6 +32,10 @@ type Config struct {
 	Verbose        bool
 	RequestTimeout time.Duration
 	ConnectTimeout time.Duration
+	// HotCounter runs the event-log counter benchmark (hotcounter.go) instead of the operations.
+	HotCounter bool
+	Writers    int // its writing goroutines
+	Counters   int // counters of its second case
 }
 
 // preset is the part of Config that -long changes.

@@ -60,6 +60,9 @@ func newFlagSet(c *Config, raw *rawFlags, getenv func(string) string, catalog []
 	fs.BoolVar(&c.Verbose, "v", false, "show the driver's log on stderr")
 	fs.DurationVar(&c.RequestTimeout, "timeout", 5*time.Second, "client-side timeout of one request")
 	fs.DurationVar(&c.ConnectTimeout, "connect-timeout", 5*time.Second, "timeout to reach the cluster")
+	fs.BoolVar(&c.HotCounter, "hot-counter", false, "instead of the operations: one event-log counter written as fast as -writers can for -duration while a reader reads its total, then -counters counters at once")
+	fs.IntVar(&c.Writers, "writers", 32, "-hot-counter: goroutines recording events")
+	fs.IntVar(&c.Counters, "counters", 10000, "-hot-counter: counters of the second case")
 	return fs
 }
 
@@ -154,6 +157,10 @@ func (c *Config) validateNumbers() error {
 		return usageErrorf("-timeout %s: must be positive", c.RequestTimeout)
 	case c.ConnectTimeout <= 0:
 		return usageErrorf("-connect-timeout %s: must be positive", c.ConnectTimeout)
+	case c.Writers < 1 || c.Writers > maxWorkers:
+		return usageErrorf("-writers %d: want 1..%d", c.Writers, maxWorkers)
+	case c.Counters < 1 || c.Counters > 1_000_000:
+		return usageErrorf("-counters %d: want 1..1000000", c.Counters)
 	}
 	return nil
 }
