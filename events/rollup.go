@@ -61,7 +61,7 @@ func (l *Log) rollupRound(ctx context.Context, counter string) (RollupResult, bo
 	if st.marked && !st.watermark.Before(h) {
 		return RollupResult{Watermark: st.watermark, Total: st.total}, true, nil
 	}
-	legacy, err := l.listLegacy(ctx, counter, st, h)
+	legacy, windows, err := l.listTail(ctx, counter, st, h)
 	if err != nil {
 		return RollupResult{}, false, err
 	}
@@ -69,13 +69,8 @@ func (l *Log) rollupRound(ctx context.Context, counter string) (RollupResult, bo
 	if st.marked && !st.watermark.Before(h) {
 		return RollupResult{Watermark: st.watermark, Total: st.total}, true, nil
 	}
-	from := st.since
-	if st.marked {
-		from = st.watermark
-	}
-	windows, err := l.listWindows(ctx, counter, from, h)
-	if err != nil {
-		return RollupResult{}, false, err
+	for len(windows) > 0 && !windows[len(windows)-1].start.Before(h) {
+		windows = windows[:len(windows)-1] // after a capped horizon
 	}
 	sum, err := l.sum(ctx, counter, legacy, windows)
 	if err != nil {

@@ -77,20 +77,33 @@ func (l *Log) readRollup(ctx context.Context, counter string, serial bool) (roll
 // end after the watermark and the windows from the watermark on (from since when no rollup
 // ran). It reports how many buckets and windows it read.
 func (l *Log) sumTail(ctx context.Context, counter string, st rollupState, end time.Time) (int64, int, error) {
-	legacy, err := l.listLegacy(ctx, counter, st, end)
-	if err != nil {
-		return 0, 0, err
-	}
-	from := st.since
-	if st.marked {
-		from = st.watermark
-	}
-	windows, err := l.listWindows(ctx, counter, from, end)
+	legacy, windows, err := l.listTail(ctx, counter, st, end)
 	if err != nil {
 		return 0, 0, err
 	}
 	sum, err := l.sum(ctx, counter, legacy, windows)
 	return sum, len(legacy) + len(windows), err
+}
+
+// listTail lists, at once, the first layout's buckets and the windows that st does not hold,
+// before end.
+func (l *Log) listTail(ctx context.Context, counter string, st rollupState, end time.Time) ([]time.Time, []window, error) {
+	from := st.since
+	if st.marked {
+		from = st.watermark
+	}
+	var legacy []time.Time
+	var windows []window
+	err := parallel.ForEach(ctx, 2, 2, func(ctx context.Context, i int) error {
+		var err error
+		if i == 0 {
+			legacy, err = l.listLegacy(ctx, counter, st, end)
+		} else {
+			windows, err = l.listWindows(ctx, counter, from, end)
+		}
+		return err
+	})
+	return legacy, windows, err
 }
 
 // listLegacy lists the first layout's buckets before end that the watermark does not cover:
