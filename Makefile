@@ -41,7 +41,8 @@ BENCH_FLAGS     ?=
 BENCH_NODE   := CASSANDRA_DURABLE=1 CASSANDRA_COMMITLOG=$(BENCH_COMMITLOG) CASSANDRA_CQL_PORT=$(BENCH_PORT) CASSANDRA_STORAGE_PORT=7100 CASSANDRA_PAXOS=$(BENCH_PAXOS) CASSANDRA_HEAP=2G $(NODE)
 
 .PHONY: test test-faults check fmt-check vet tidy-check deps-check go-test cqlsh cassandra-up cassandra-down cassandra-restart cassandra-kill \
-        go-test-with-kafka kafka-up kafka-down schema fuzz bench bench-long cluster-up cluster-down test-cluster bench-saturation vulncheck
+        go-test-with-kafka kafka-up kafka-down schema fuzz bench bench-long cluster-up cluster-down test-cluster bench-saturation \
+        bench-hot-counter vulncheck
 
 ## bench: the LWT latency benchmark (about a minute) against CASSANDRA_HOSTS, or against a
 ## durable local node started for the run and stopped after it. Results go to out/.
@@ -72,6 +73,19 @@ elif [ "$(BENCH_NODES)" = 1 ]; then trap '$(BENCH_NODE) down' EXIT; $(BENCH_NODE
   hosts=127.0.0.1:$(BENCH_PORT); $(1); \
 else trap '$(BENCH_CLUSTER) down' EXIT; $(BENCH_CLUSTER) up; hosts=$$($(BENCH_CLUSTER) hosts); $(1); fi
 endef
+
+## bench-hot-counter: the event log under one hot counter (lwtbench -hot-counter): it is written
+## as fast as HOT_WRITERS goroutines can for HOT_DURATION while another goroutine reads its total,
+## then HOT_COUNTERS counters are written at once the same way; each case reports events/s, the
+## total's p50/p99 while writing, the largest partition (counted after the run, projected to 10k
+## events/s) and whether every total was exact. Same node or cluster as bench; results in out/.
+HOT_DURATION ?= 60s
+HOT_WRITERS  ?= 32
+HOT_COUNTERS ?= 10000
+bench-hot-counter:
+	$(GO) -C cmd/lwtbench build -o $(CURDIR)/bin/lwtbench .
+	@$(call with_bench_cassandra,bin/lwtbench -hot-counter -hosts "$$hosts" -rf $(BENCH_RF) -out $(OUT) \
+	  -duration $(HOT_DURATION) -writers $(HOT_WRITERS) -counters $(HOT_COUNTERS) $(BENCH_FLAGS))
 
 ## bench-long: the same with the -long preset (about ten minutes, concurrency up to 64).
 bench-long:

@@ -83,10 +83,10 @@ func (s *Store) Increment(ctx context.Context, op Op) (Outcome, error) {
 func (s *Store) claim(ctx context.Context, op Op) (gocql.UUID, error) {
 	owner := gocql.TimeUUID()
 	now := s.cfg.now().UTC()
-	hour := now.Truncate(time.Hour)
+	bucket := now.Truncate(s.cfg.bucket)
 	ttl := int(s.cfg.retention / time.Second)
 	// The index row goes first, so every claim can be found by a repair.
-	err := s.session.Query(s.q.insertIndex, hour, s.shard(op.Counter, op.ID), op.Counter, op.ID, ttl).
+	err := s.session.Query(s.q.insertIndex, bucket, s.shard(op.Counter, op.ID), op.Counter, op.ID, ttl).
 		WithContext(ctx).Consistency(s.cfg.consistency).Idempotent(true).Exec()
 	if err != nil {
 		return gocql.UUID{}, fmt.Errorf("counters: index claim %q: %w", op.ID, err)

@@ -20,6 +20,7 @@ type config struct {
 	values      string
 	retention   time.Duration
 	shards      int
+	bucket      time.Duration // of the claim index
 	consistency gocql.Consistency
 	serial      gocql.SerialConsistency
 	now         func() time.Time
@@ -34,7 +35,8 @@ func defaultConfig() config {
 		byHour:      "counter_ops_by_hour",
 		values:      "counter_values",
 		retention:   7 * 24 * time.Hour,
-		shards:      16,
+		shards:      DefaultShards,
+		bucket:      DefaultIndexBucket,
 		consistency: gocql.Quorum,
 		serial:      gocql.Serial,
 		now:         time.Now,
@@ -54,9 +56,31 @@ func WithTables(ops, byHour, values string) Option {
 // recognised (default 7 days; 1 min to 90 days).
 func WithRetention(d time.Duration) Option { return func(c *config) { c.retention = d } }
 
-// WithShards sets how many partitions one hour of the claim index is spread over (default 16;
-// 1 to 1024). Changing it hides older index rows from ListUnapplied until they expire.
+// Defaults of the claim index (counter_ops_by_hour): a partition holds one bucket of one shard,
+// at most rate x bucket / shards rows: 46,875 at 10k increments/s cluster-wide.
+const (
+	DefaultShards      = 64
+	DefaultIndexBucket = 5 * time.Minute
+	// MinIndexCapacity is the cluster-wide increment rate that the index's settings must hold
+	// with at most MaxIndexPartitionRows rows per partition; New refuses settings that do not.
+	MinIndexCapacity = 10_000
+	// MaxIndexPartitionRows is the most rows an index partition may be sized for (Cassandra's
+	// guidance for a partition).
+	MaxIndexPartitionRows = 100_000
+)
+
+// WithShards sets how many partitions one bucket of the claim index is spread over (default 64;
+// 1 to 1024). Raise it (or shorten WithIndexBucket) above MinIndexCapacity increments per second:
+// a partition holds rate x bucket / shards rows. New refuses a pair that holds less than
+// MinIndexCapacity. Lowering it hides older index rows of the higher shards from ListUnapplied
+// until they expire; raising it is harmless.
 func WithShards(n int) Option { return func(c *config) { c.shards = n } }
+
+// WithIndexBucket sets the time span of one claim-index partition (default 5 min; whole
+// seconds, 1 s to 1 h, dividing 1 h). ListUnapplied reads bucket x shards partitions per span
+// it lists: 768 an hour with the defaults, 16 at a time. Changing it is harmless: a listing
+// reads every bucket start in its range, and the index rows of an hour-bucketed release too.
+func WithIndexBucket(d time.Duration) Option { return func(c *config) { c.bucket = d } }
 
 // WithConsistency sets the consistency of increments, reads and commits (default QUORUM).
 func WithConsistency(cl gocql.Consistency) Option { return func(c *config) { c.consistency = cl } }
@@ -86,6 +110,11 @@ func (c *config) validate() error {
 		return fmt.Errorf("%w: retention %v must be 1m..90d", ErrInvalidOption, c.retention)
 	case c.shards < 1 || c.shards > 1024:
 		return fmt.Errorf("%w: %d shards must be 1..1024", ErrInvalidOption, c.shards)
+	case c.bucket < time.Second || c.bucket > time.Hour || time.Hour%c.bucket != 0 || c.bucket%time.Second != 0:
+		return fmt.Errorf("%w: index bucket %v must be whole seconds, 1s..1h, dividing 1h", ErrInvalidOption, c.bucket)
+	case MinIndexCapacity*c.bucket.Seconds()/float64(c.shards) > MaxIndexPartitionRows:
+		return fmt.Errorf("%w: %d shards of %v buckets put %.0f rows in a partition at %d increments/s (more than %d): add shards or shorten the bucket",
+			ErrInvalidOption, c.shards, c.bucket, MinIndexCapacity*c.bucket.Seconds()/float64(c.shards), MinIndexCapacity, MaxIndexPartitionRows)
 	case c.serial != gocql.Serial && c.serial != gocql.LocalSerial:
 		return fmt.Errorf("%w: serial consistency %v must be SERIAL or LOCAL_SERIAL", ErrInvalidOption, c.serial)
 	case c.now == nil:

@@ -7,6 +7,7 @@ import (
 
 	"github.com/gocql/gocql"
 
+	"github.com/cassdedup/cassdedup/internal/parallel"
 	"github.com/cassdedup/cassdedup/lwt"
 )
 
@@ -27,10 +28,21 @@ type Claim struct {
 // MaxListLimit bounds one ListUnapplied call.
 const MaxListLimit = 10000
 
+// The claim index of earlier releases: hour buckets over 16 shards. Its rows lie at whole hours
+// in shards 0 to 15, which a listing reads too, until they expire.
+const (
+	legacyBucket = time.Hour
+	legacyShards = 16
+)
+
+// listConcurrency bounds the index partitions one listing reads at once.
+const listConcurrency = 16
+
 // ListUnapplied returns up to limit operations claimed in [from, to) and still not marked
-// applied, oldest hour first. Pass a to well in the past (for example now minus a minute) so
-// increments still in flight are not reported. The cost is one index read per hour and
-// shard, plus one serial read per claim found; from must lie within the retention window.
+// applied, oldest bucket first. Pass a to well in the past (for example now minus a minute) so
+// increments still in flight are not reported. The cost is one index read per bucket and
+// shard (768 per hour with the defaults, 16 at a time), plus one serial read per claim found;
+// from must lie within the retention window.
 func (s *Store) ListUnapplied(ctx context.Context, from, to time.Time, limit int) ([]Claim, error) {
 	if err := s.checkCall(ctx); err != nil {
 		return nil, err
@@ -42,23 +54,46 @@ func (s *Store) ListUnapplied(ctx context.Context, from, to time.Time, limit int
 		return nil, fmt.Errorf("%w: range [%v, %v) must be non-empty and within the retention", ErrInvalidOption, from, to)
 	}
 	var out []Claim
-	for hour := from.UTC().Truncate(time.Hour); hour.Before(to); hour = hour.Add(time.Hour) {
-		for shard := range s.cfg.shards {
-			var err error
-			if out, err = s.listShard(ctx, hour, shard, from, to, limit, out); err != nil {
-				return nil, err
-			}
-			if len(out) >= limit {
-				return out, nil
-			}
+	var err error
+	start := from.UTC().Truncate(s.cfg.bucket)
+	if h := from.UTC().Truncate(legacyBucket); h.Before(start) {
+		if out, err = s.listBucket(ctx, h, from, to, limit, out); err != nil || len(out) >= limit {
+			return out, err
+		}
+	}
+	for b := start; b.Before(to); b = b.Add(s.cfg.bucket) {
+		if out, err = s.listBucket(ctx, b, from, to, limit, out); err != nil || len(out) >= limit {
+			return out, err
 		}
 	}
 	return out, nil
 }
 
+// listBucket appends the unapplied claims of one bucket's shards to out, in shard order. A
+// bucket at a whole hour also holds the hour-bucketed index's rows, in its first 16 shards.
+func (s *Store) listBucket(ctx context.Context, bucket, from, to time.Time, limit int, out []Claim) ([]Claim, error) {
+	shards := s.cfg.shards
+	if bucket.Equal(bucket.Truncate(legacyBucket)) {
+		shards = max(shards, legacyShards)
+	}
+	found := make([][]Claim, shards)
+	err := parallel.ForEach(ctx, shards, listConcurrency, func(ctx context.Context, shard int) error {
+		var err error
+		found[shard], err = s.listShard(ctx, bucket, shard, from, to, limit-len(out), nil)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, cs := range found {
+		out = append(out, cs[:min(len(cs), limit-len(out))]...)
+	}
+	return out, nil
+}
+
 // listShard appends the unapplied claims of one index partition to out.
-func (s *Store) listShard(ctx context.Context, hour time.Time, shard int, from, to time.Time, limit int, out []Claim) ([]Claim, error) {
-	iter := s.session.Query(s.q.listIndex, hour, shard).WithContext(ctx).
+func (s *Store) listShard(ctx context.Context, bucket time.Time, shard int, from, to time.Time, limit int, out []Claim) ([]Claim, error) {
+	iter := s.session.Query(s.q.listIndex, bucket, shard).WithContext(ctx).
 		Consistency(s.cfg.consistency).PageSize(500).Iter()
 	var counter, opID string
 	for len(out) < limit && iter.Scan(&counter, &opID) {
@@ -72,7 +107,7 @@ func (s *Store) listShard(ctx context.Context, hour time.Time, shard int, from, 
 		}
 	}
 	if err := iter.Close(); err != nil {
-		return nil, fmt.Errorf("counters: list claims of %v shard %d: %w", hour, shard, err)
+		return nil, fmt.Errorf("counters: list claims of %v shard %d: %w", bucket, shard, err)
 	}
 	return out, nil
 }

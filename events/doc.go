@@ -3,19 +3,35 @@
 //
 // # Event log
 //
-// Log.Record stores an increment as an event row keyed by (counter, bucket, event id). The
-// bucket is derived from the event's own Time, so a retry rewrites the same row: recording an
-// event any number of times counts it once, with no lightweight transaction on the write path.
-// Log.Rollup folds closed buckets into one total per counter, moving a watermark with an LWT
-// (UPDATE ... IF watermark = ?), so racing rollup workers fold each bucket exactly once.
-// Log.Total reads the rollup row and the buckets from that row's own watermark on, so its cost
-// does not grow with history and a read racing a rollup neither misses nor double-counts.
+// Log.Record stores an increment as an event row keyed by (counter, window, part, event id).
+// The window is the event's own Time truncated to the window width (WithBucketWidth, default
+// 1 s) and the part a hash of its id modulo the parts (WithParts, default 4), so a retry
+// rewrites the same row: recording an event any number of times counts it once, with no
+// lightweight transaction on the write path. One counter's events of one window are spread over
+// the parts, so a partition holds at most rate x width / parts rows (2,500 at 10k events/s with
+// the defaults) and a hot counter's writes move around the ring window by window. Each writer
+// records the parts it used for a window in the window index (partitioned by counter and day),
+// and reads follow what is recorded, so the parts may change at any time.
 //
-// A bucket closes when its end plus the grace period (WithGracePeriod, default 1 h) has passed.
-// Every retry of one event must be made within it: later ones fail with ErrBucketClosed instead
-// of landing in a bucket a rollup may already have folded. Rollups wait a further settle time
-// (WithSettleTime, default 5 min), which must exceed writers' clock skew plus a write's
-// duration. An event id must always come with the same Time and Delta.
+// Log.Rollup folds closed windows into one total per counter, moving a watermark with an LWT
+// (UPDATE ... IF watermark = ?), so racing rollup workers, and workers that stopped between
+// their steps, fold each window exactly once. Log.RunRollups does it continuously for every
+// counter the Log recorded; RollupEvery for named counters. Log.Total reads the rollup row and
+// the windows from that row's own watermark on, in parallel, so its cost does not grow with
+// history and a read racing a rollup neither misses nor double-counts. With RunRollups every
+// interval, a total reads at most Lag(interval) of events (4.5 s with the defaults and 500 ms).
+//
+// A window closes when its end plus the grace period (WithGracePeriod, default 2 s) has
+// passed. Every retry of one event must be made within it: later ones fail with
+// ErrBucketClosed instead of landing in a window a rollup may already have folded. Rollups
+// wait a further settle time (WithSettleTime, default 1 s), which must exceed writers' clock
+// skew plus a write's duration. An event id must always come with the same Time and Delta. A
+// longer grace period admits later retries and makes every total read that much more of a hot
+// counter's events.
+//
+// Counters written by an earlier release (counter_events, hour buckets) keep their totals:
+// totals still read those buckets and rollups fold them once they are closed by that release's
+// rules (an hour of grace and five minutes of settle time).
 //
 // # Consumer guard
 //
@@ -107,5 +123,6 @@
 //
 // Log and Guard are safe for concurrent use by many goroutines and processes. Neither starts
 // goroutines that outlive a call, except the lease renewal that package lwt runs while a
-// handler runs; RollupEvery runs in its caller's goroutine until its ctx ends.
+// handler runs; RunRollups and RollupEvery run in their caller's goroutine (and goroutines of
+// their own that end with each pass) until its ctx ends.
 package events

@@ -60,6 +60,26 @@ func ExampleLog_RollupEvery() {
 	fmt.Println(<-done)
 }
 
+// Fold the windows of every counter this process records, in a goroutine the caller owns: a
+// total then reads at most Lag(interval) of each counter's events.
+func ExampleLog_RunRollups() {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	log, err := events.NewLog(exampleSession(), events.WithParts(8))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	done := make(chan error, 1)
+	go func() {
+		done <- log.RunRollups(ctx, 500*time.Millisecond, func(c string, err error) { fmt.Println(c, err) })
+	}()
+	fmt.Println("lag", log.Lag(500*time.Millisecond))
+	// ... record events, read totals ...
+	cancel()
+	fmt.Println(<-done)
+}
+
 // Process each delivery of an at-least-once consumer once.
 func ExampleGuard_Process() {
 	ctx := context.Background()

@@ -10,11 +10,12 @@ import (
 
 	"github.com/cassdedup/cassdedup/internal/argcheck"
 	"github.com/cassdedup/cassdedup/lwt"
+	"github.com/cassdedup/cassdedup/internal/flights"
 	"github.com/cassdedup/cassdedup/schema"
 )
 
 // Log is an event log of counters: each increment is an event row, and a counter's total is
-// its rollup plus the events of the buckets the rollup has not folded yet.
+// its rollup plus the events of the windows the rollup has not folded yet.
 // A Log is safe for concurrent use.
 type Log struct {
 	session *gocql.Session
@@ -22,21 +23,35 @@ type Log struct {
 	q       logQueries
 
 	mu      sync.Mutex
-	indexed map[bucketKey]struct{} // buckets whose index row is known to be stored
+	indexed map[windowKey]struct{} // windows whose index row (with cfg.parts) is known stored
+	started map[string]struct{}    // counters whose rollup row is known to have a since
+	active  map[string]time.Time   // counters recorded by this Log: the last window written
+
+	indexing flights.Set[windowKey, struct{}] // index writes in flight
+	starting flights.Set[string, struct{}]    // since writes in flight
 }
 
-type bucketKey struct {
+type windowKey struct {
 	counter string
-	bucket  int64
+	window  int64
 }
 
-// indexedCacheSize bounds the in-process set of indexed buckets; it is only a shortcut that
-// saves a write per event, so forgetting it costs a write, never correctness.
-const indexedCacheSize = 4096
+// Bounds of the in-process sets. indexed and started are shortcuts that save a write per event
+// or per counter, so forgetting them costs a write, never correctness. active feeds RunRollups.
+const (
+	indexedCacheSize = 1 << 14
+	startedCacheSize = 1 << 16
+	activeMax        = 1 << 17
+)
 
 type logQueries struct {
-	insertEvent, insertBucket, listBuckets, listAllBuckets, sumBucket string
-	readRollup, insertRollup, updateRollup                            string
+	// The spread layout.
+	insertEvent, insertWindow, listWindows, sumPart, readPart string
+	setSince                                                  string
+	// The first layout: read and folded, never written.
+	listLegacy, sumLegacy string
+	// The rollup row.
+	readRollup, insertRollup, updateRollup, startRollup string
 }
 
 // NewLog returns a Log over session. The tables must exist (schema.Apply creates them).
@@ -48,45 +63,62 @@ func NewLog(session *gocql.Session, opts ...Option) (*Log, error) {
 	if err != nil {
 		return nil, err
 	}
-	var names [3]string
-	for i, t := range []string{cfg.events, cfg.buckets, cfg.rollups} {
+	var names [5]string
+	for i, t := range []string{cfg.events, cfg.buckets, cfg.rollups, cfg.windowEvents, cfg.windows} {
 		n, err := schema.QualifiedName(cfg.keyspace, t)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrInvalidOption, err)
 		}
 		names[i] = n
 	}
-	ev, bk, ru := names[0], names[1], names[2]
+	ev, bk, ru, we, wi := names[0], names[1], names[2], names[3], names[4]
 	return &Log{
 		session: session,
 		cfg:     cfg,
-		indexed: make(map[bucketKey]struct{}),
+		indexed: make(map[windowKey]struct{}),
+		started: make(map[string]struct{}),
+		active:  make(map[string]time.Time),
 		q: logQueries{
-			insertEvent:    "INSERT INTO " + ev + " (counter, bucket, event_id, delta, recorded_at) VALUES (?, ?, ?, ?, ?)",
-			insertBucket:   "INSERT INTO " + bk + " (counter, bucket) VALUES (?, ?)",
-			listBuckets:    "SELECT bucket FROM " + bk + " WHERE counter = ? AND bucket >= ? AND bucket < ?",
-			listAllBuckets: "SELECT bucket FROM " + bk + " WHERE counter = ? AND bucket < ?",
-			sumBucket:      "SELECT sum(delta) FROM " + ev + " WHERE counter = ? AND bucket = ?",
-			readRollup:     "SELECT watermark, total FROM " + ru + " WHERE counter = ?",
-			insertRollup:   "INSERT INTO " + ru + " (counter, watermark, total, updated_at) VALUES (?, ?, ?, ?) IF NOT EXISTS",
-			updateRollup:   "UPDATE " + ru + " SET watermark = ?, total = ?, updated_at = ? WHERE counter = ? IF watermark = ?",
+			insertEvent:  "INSERT INTO " + we + " (counter, bucket, part, event_id, delta, recorded_at) VALUES (?, ?, ?, ?, ?, ?)",
+			insertWindow: "INSERT INTO " + wi + " (counter, day, bucket, parts) VALUES (?, ?, ?, ?)",
+			listWindows:  "SELECT bucket, parts FROM " + wi + " WHERE counter = ? AND day = ? AND bucket >= ? AND bucket < ?",
+			sumPart:      "SELECT sum(delta) FROM " + we + " WHERE counter = ? AND bucket = ? AND part = ?",
+			readPart:     "SELECT event_id, delta FROM " + we + " WHERE counter = ? AND bucket = ? AND part = ?",
+			setSince:     "UPDATE " + ru + " SET since = ? WHERE counter = ? IF since = null",
+			listLegacy:   "SELECT bucket FROM " + bk + " WHERE counter = ? AND bucket > ? AND bucket < ?",
+			sumLegacy:    "SELECT sum(delta) FROM " + ev + " WHERE counter = ? AND bucket = ?",
+			readRollup:   "SELECT watermark, total, since FROM " + ru + " WHERE counter = ?",
+			insertRollup: "INSERT INTO " + ru + " (counter, watermark, total, updated_at) VALUES (?, ?, ?, ?) IF NOT EXISTS",
+			updateRollup: "UPDATE " + ru + " SET watermark = ?, total = ?, updated_at = ? WHERE counter = ? IF watermark = ?",
+			startRollup:  "UPDATE " + ru + " SET watermark = ?, total = ?, updated_at = ? WHERE counter = ? IF watermark = null",
 		},
 	}, nil
 }
 
-// bucketOf returns the start of the bucket holding t. Truncate counts from the zero time, so
-// every process computes the same bucket for the same instant.
-func (l *Log) bucketOf(t time.Time) time.Time { return t.UTC().Truncate(l.cfg.width) }
+// windowOf returns the start of the window holding t. Truncate counts from the zero time, so
+// every process computes the same window for the same instant.
+func (l *Log) windowOf(t time.Time) time.Time { return t.UTC().Truncate(l.cfg.width) }
 
-// horizon returns the start of the oldest bucket that is not closed at now: every bucket
+// dayOf returns the UTC day holding t: the partition of the window index. A window never
+// straddles two days, since its width divides 24 h.
+func dayOf(t time.Time) time.Time { return t.UTC().Truncate(24 * time.Hour) }
+
+// horizon returns the start of the oldest window that is not closed at now: every window
 // before it ended at least grace plus settle time ago and may be folded.
 func (l *Log) horizon(now time.Time) time.Time {
-	return l.bucketOf(now.Add(-l.cfg.grace - l.cfg.settle))
+	return l.windowOf(now.Add(-l.cfg.grace - l.cfg.settle))
 }
 
-// readEnd returns the exclusive end of the buckets a read must include at now.
+// readEnd returns the exclusive end of the windows a read must include at now.
 func (l *Log) readEnd(now time.Time) time.Time {
-	return l.bucketOf(now.Add(l.cfg.skew)).Add(l.cfg.width)
+	return l.windowOf(now.Add(l.cfg.skew)).Add(l.cfg.width)
+}
+
+// Lag returns how far behind the clock a rollup's watermark can be, with rollups run every
+// interval: a window is folded once its end plus the grace period and the settle time have
+// passed, at the next rollup after that. A total reads the events of that many seconds.
+func (l *Log) Lag(interval time.Duration) time.Duration {
+	return l.cfg.width + l.cfg.grace + l.cfg.settle + interval
 }
 
 // checkCall refuses a call on a nil *Log or with a nil context (lwt.ErrInvalidArgument).

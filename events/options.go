@@ -37,8 +37,11 @@ type config struct {
 	observer    lwt.Observer
 
 	// The Log's.
-	events, buckets, rollups   string
+	events, buckets, rollups   string // 003's layout, still read, and the rollups
+	windowEvents, windows      string // 008's spread layout, written
 	width, grace, settle, skew time.Duration
+	legacyWidth                time.Duration
+	parts                      int
 
 	// The Guard's.
 	records, byScope        string
@@ -59,13 +62,25 @@ const (
 	// partition, minute of message time and bucket (see WithBatchWindow).
 	DefaultBatchWindow  = time.Minute
 	DefaultBatchBuckets = 1
+	// DefaultWindow, DefaultParts, DefaultGracePeriod and DefaultSettleTime shape a Log: one
+	// counter's events of one window are spread over DefaultParts partitions, each holding at
+	// most rate x window / parts rows (2,500 at 10k events/s), and a window is folded once
+	// window + grace + settle time have passed, so a total reads about four seconds of events.
+	DefaultWindow      = time.Second
+	DefaultParts       = 4
+	DefaultGracePeriod = 2 * time.Second
+	DefaultSettleTime  = time.Second
+	// MaxParts bounds WithParts: a total reads every part of every unfolded window.
+	MaxParts = 256
 )
 
 func defaultConfig() config {
 	return config{
 		keyspace: schema.DefaultKeyspace, consistency: gocql.Quorum, serial: gocql.Serial, now: time.Now,
 		events: "counter_events", buckets: "counter_buckets", rollups: "counter_rollups",
-		width: time.Hour, grace: time.Hour, settle: 5 * time.Minute, skew: time.Minute,
+		windowEvents: "counter_window_events", windows: "counter_windows",
+		width: DefaultWindow, grace: DefaultGracePeriod, settle: DefaultSettleTime, skew: time.Minute,
+		legacyWidth: time.Hour, parts: DefaultParts,
 		records: "processed_messages", byScope: "processed_messages_by_scope",
 		bucketed: "processed_messages_bucketed", window: DefaultBatchWindow, batchBuckets: DefaultBatchBuckets,
 		retention: DefaultRetention, lease: DefaultLease,
@@ -136,30 +151,61 @@ func WithObserver(o lwt.Observer) Option {
 	return Option{"WithObserver", forBoth, func(c *config) { c.observer = o }}
 }
 
-// WithCounterTables names the event, bucket-index and rollup tables (defaults
-// "counter_events", "counter_buckets", "counter_rollups"). Log.
+// WithCounterTables names the tables of the first layout, which a Log still reads and folds but
+// no longer writes (defaults "counter_events", "counter_buckets"), and the rollup table
+// (default "counter_rollups"). Log.
 func WithCounterTables(events, buckets, rollups string) Option {
 	return Option{"WithCounterTables", forLog, func(c *config) { c.events, c.buckets, c.rollups = events, buckets, rollups }}
 }
 
-// WithBucketWidth sets the width of a time bucket (default 1 h; 1 min to 24 h, dividing 24 h).
-// The width is part of the data: an event's bucket is computed from it, so never change it for
-// a log that already holds events. Log.
+// WithWindowTables names the tables of the spread layout, which a Log writes: the events and the
+// window index (defaults "counter_window_events", "counter_windows"). Log.
+func WithWindowTables(events, windows string) Option {
+	return Option{"WithWindowTables", forLog, func(c *config) { c.windowEvents, c.windows = events, windows }}
+}
+
+// WithBucketWidth sets the width of a window (default 1 s; whole milliseconds, 1 s to 1 h,
+// dividing 24 h). A window's partitions hold rate x width / parts rows each, and a rollup folds
+// a window width + grace + settle after it starts. The width is part of the data: an event's
+// window is computed from it, so change it only while no event can be retried across the
+// change (a retry would land in another window and count twice). Log.
 func WithBucketWidth(d time.Duration) Option {
 	return Option{"WithBucketWidth", forLog, func(c *config) { c.width = d }}
 }
 
-// WithGracePeriod sets how long after its bucket ends an event is still accepted (default 1 h;
+// WithParts sets how many partitions one window of one counter is spread over (default 4; 1 to
+// MaxParts), by a hash of the event id. Pick it from the busiest counter's rate: a partition
+// holds rate x width / parts rows, to be kept under ~100,000 (the default holds 400k events/s
+// with 1 s windows); more parts also spread a hot counter's writes over more replicas, and cost
+// each total one more read per unfolded window. Parts may change at any time, also for counters
+// with data: each writer records the parts it used for a window in the window index and reads
+// follow every recorded value, and a window written with several values is summed by event id,
+// so an event retried across the change still counts once. Log.
+func WithParts(n int) Option {
+	return Option{"WithParts", forLog, func(c *config) { c.parts = n }}
+}
+
+// WithLegacyBucketWidth sets the bucket width that the first layout (counter_events) was
+// written with, before the spread layout (default 1 h, that layout's default; 1 min to 24 h,
+// dividing 24 h). Set it only if that log was made WithBucketWidth. Log.
+func WithLegacyBucketWidth(d time.Duration) Option {
+	return Option{"WithLegacyBucketWidth", forLog, func(c *config) { c.legacyWidth = d }}
+}
+
+// WithGracePeriod sets how long after its window ends an event is still accepted (default 2 s;
 // at least 1 s). Every retry of one event must be made within it; later ones fail with
-// ErrBucketClosed rather than be lost from the total. Log.
+// ErrBucketClosed rather than be lost from the total. A total reads every window not folded
+// yet, so it reads about rate x (width + grace + settle) events: raise the grace for callers
+// that retry late (a queue redelivering after minutes) and accept slower totals of hot
+// counters. Log.
 func WithGracePeriod(d time.Duration) Option {
 	return Option{"WithGracePeriod", forLog, func(c *config) { c.grace = d }}
 }
 
 // WithSettleTime sets how much longer than the grace period a rollup waits before it folds a
-// bucket (default 5 min; at least 1 s). It must exceed the clock skew between writers and
+// window (default 1 s; at least 1 s). It must exceed the clock skew between writers and
 // rollup workers plus the longest a write can take, so no write accepted at the end of the
-// grace period lands after the bucket was folded. Log.
+// grace period lands after the window was folded. Log.
 func WithSettleTime(d time.Duration) Option {
 	return Option{"WithSettleTime", forLog, func(c *config) { c.settle = d }}
 }
@@ -239,8 +285,12 @@ func (c *config) validateShared() error {
 
 func (c *config) validateLog() error {
 	switch {
-	case c.width < time.Minute || c.width > 24*time.Hour || (24*time.Hour)%c.width != 0:
-		return fmt.Errorf("%w: bucket width %v must be 1m..24h and divide 24h", ErrInvalidOption, c.width)
+	case c.width < time.Second || c.width > time.Hour || (24*time.Hour)%c.width != 0 || c.width%time.Millisecond != 0:
+		return fmt.Errorf("%w: window width %v must be whole milliseconds, 1s..1h and divide 24h", ErrInvalidOption, c.width)
+	case c.legacyWidth < time.Minute || c.legacyWidth > 24*time.Hour || (24*time.Hour)%c.legacyWidth != 0:
+		return fmt.Errorf("%w: legacy bucket width %v must be 1m..24h and divide 24h", ErrInvalidOption, c.legacyWidth)
+	case c.parts < 1 || c.parts > MaxParts:
+		return fmt.Errorf("%w: parts %d must be 1..%d", ErrInvalidOption, c.parts, MaxParts)
 	case c.grace < time.Second:
 		return fmt.Errorf("%w: grace period %v must be at least 1s", ErrInvalidOption, c.grace)
 	case c.settle < time.Second:

@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/cespare/xxhash/v2"
+
+	"github.com/cassdedup/cassdedup/internal/flights"
 	"github.com/cassdedup/cassdedup/lwt"
 )
 
@@ -18,29 +21,33 @@ type Event struct {
 	// Delta is added to the counter's total; it may be negative.
 	Delta int64
 	// Time is when the increment happened, as the caller knows it (a message timestamp, a
-	// request's arrival). It selects the bucket, so it must be the same on every retry.
+	// request's arrival). It selects the window, so it must be the same on every retry.
 	Time time.Time
 }
 
-// Record stores e. It needs no lightweight transaction: the row's key is (counter, bucket,
-// id), so recording the same event twice writes the same row twice.
+// Record stores e. It needs no lightweight transaction: the row's key is (counter, window,
+// part, id), with the part a hash of the id, so recording the same event twice writes the same
+// row twice.
 //
 // It fails with ErrInvalidCounter, ErrInvalidEventID, ErrMissingEventTime, ErrFutureEvent,
-// or ErrBucketClosed once the event's bucket ended more than the grace period ago. A failed
+// or ErrBucketClosed once the event's window ended more than the grace period ago. A failed
 // Record may or may not have stored the event; record it again within the grace period.
 func (l *Log) Record(ctx context.Context, e Event) error {
 	if err := l.checkCall(ctx); err != nil {
 		return err
 	}
-	bucket, err := l.check(e)
+	window, err := l.check(e)
 	if err != nil {
 		return err
 	}
-	if err := l.ensureIndexed(ctx, e.Counter, bucket); err != nil {
+	if err := l.ensureStarted(ctx, e.Counter, window); err != nil {
+		return err
+	}
+	if err := l.ensureIndexed(ctx, e.Counter, window); err != nil {
 		return err
 	}
 	start := time.Now()
-	err = l.session.Query(l.q.insertEvent, e.Counter, bucket, e.ID, e.Delta, l.cfg.now().UTC()).
+	err = l.session.Query(l.q.insertEvent, e.Counter, window, partOf(e.ID, l.cfg.parts), e.ID, e.Delta, l.cfg.now().UTC()).
 		WithContext(ctx).Consistency(l.cfg.consistency).Idempotent(true).Exec()
 	if l.cfg.observer != nil {
 		l.cfg.observer.Observe(lwt.Observation{Kind: lwt.ObservedWrite, Key: lwt.Key{e.Counter, e.ID}, Op: "record",
@@ -49,10 +56,14 @@ func (l *Log) Record(ctx context.Context, e Event) error {
 	if err != nil {
 		return fmt.Errorf("events: record %q in %q: %w", e.ID, e.Counter, err)
 	}
+	l.touch(e.Counter, window)
 	return nil
 }
 
-// check validates e against the clock and returns its bucket.
+// partOf picks the part of an event from its id alone, so every retry lands on the same row.
+func partOf(id string, parts int) int { return int(xxhash.Sum64String(id) % uint64(parts)) }
+
+// check validates e against the clock and returns its window.
 func (l *Log) check(e Event) (time.Time, error) {
 	if err := ValidateCounter(e.Counter); err != nil {
 		return time.Time{}, err
@@ -67,33 +78,99 @@ func (l *Log) check(e Event) (time.Time, error) {
 	if e.Time.After(now.Add(l.cfg.skew)) {
 		return time.Time{}, fmt.Errorf("%w: event %q at %v, clock %v", ErrFutureEvent, e.ID, e.Time, now)
 	}
-	bucket := l.bucketOf(e.Time)
-	if closes := bucket.Add(l.cfg.width + l.cfg.grace); !now.Before(closes) {
-		return time.Time{}, fmt.Errorf("%w: event %q in bucket %v closed at %v", ErrBucketClosed, e.ID, bucket, closes)
+	window := l.windowOf(e.Time)
+	if closes := window.Add(l.cfg.width + l.cfg.grace); !now.Before(closes) {
+		return time.Time{}, fmt.Errorf("%w: event %q in window %v closed at %v", ErrBucketClosed, e.ID, window, closes)
 	}
-	return bucket, nil
+	return window, nil
 }
 
-// ensureIndexed stores the bucket's index row before the bucket's first event, so an event
-// row never exists without the index row through which rollups and reads find it.
-func (l *Log) ensureIndexed(ctx context.Context, counter string, bucket time.Time) error {
-	k := bucketKey{counter, bucket.UnixMilli()}
-	l.mu.Lock()
-	_, ok := l.indexed[k]
-	l.mu.Unlock()
-	if ok {
+// ensureIndexed stores the window's index row, with this Log's parts, before the window's
+// first event, so an event row never exists without the index row through which rollups and
+// reads find it and learn how many parts to read.
+func (l *Log) ensureIndexed(ctx context.Context, counter string, window time.Time) error {
+	k := windowKey{counter, window.UnixMilli()}
+	return once(ctx, &l.indexing, k, func() bool { return has(l, l.indexed, k) }, func() error {
+		err := l.session.Query(l.q.insertWindow, counter, dayOf(window), window, l.cfg.parts).
+			WithContext(ctx).Consistency(l.cfg.consistency).Idempotent(true).Exec()
+		if err != nil {
+			return fmt.Errorf("events: index window %v of %q: %w", window, counter, err)
+		}
+		remember(l, l.indexed, k, indexedCacheSize)
 		return nil
+	})
+}
+
+// once runs do for k unless known() says it is done, one call of k at a time: the first
+// writers of a new window or counter would otherwise all send the same write (an LWT, for a
+// counter) at once and contend for it.
+func once[K comparable](ctx context.Context, set *flights.Set[K, struct{}], k K, known func() bool, do func() error) error {
+	for !known() {
+		running, done := set.Enter(k, struct{}{})
+		if !running {
+			err := do()
+			set.Leave(k)
+			return err
+		}
+		set.Leave(k)
+		select {
+		case <-done:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
-	err := l.session.Query(l.q.insertBucket, counter, bucket).
-		WithContext(ctx).Consistency(l.cfg.consistency).Idempotent(true).Exec()
-	if err != nil {
-		return fmt.Errorf("events: index bucket %v of %q: %w", bucket, counter, err)
-	}
-	l.mu.Lock()
-	if len(l.indexed) >= indexedCacheSize {
-		clear(l.indexed)
-	}
-	l.indexed[k] = struct{}{}
-	l.mu.Unlock()
 	return nil
+}
+
+// has reports whether k is in m.
+func has[K comparable](l *Log, m map[K]struct{}, k K) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	_, ok := m[k]
+	return ok
+}
+
+// remember adds k to m, emptying m first when it holds limit keys.
+func remember[K comparable](l *Log, m map[K]struct{}, k K, limit int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(m) >= limit {
+		clear(m)
+	}
+	m[k] = struct{}{}
+}
+
+// ensureStarted gives the counter's rollup row a since (the first day a read of a counter
+// without a watermark must slice) before this Log indexes a window of it. The day reaches back
+// past any window another writer can still accept, clock skew included, so no window of the
+// counter starts before it. Once per counter and process: an LWT that is not applied when the
+// row already has one.
+func (l *Log) ensureStarted(ctx context.Context, counter string, window time.Time) error {
+	return once(ctx, &l.starting, counter, func() bool { return has(l, l.started, counter) }, func() error {
+		earliest := l.cfg.now().Add(-l.cfg.width - l.cfg.grace - 2*l.cfg.skew)
+		since := dayOf(earliest)
+		if w := dayOf(window); w.Before(since) {
+			since = w
+		}
+		q := l.session.Query(l.q.setSince, since, counter).WithContext(ctx).
+			Consistency(l.cfg.consistency).SerialConsistency(l.cfg.serial)
+		if _, err := q.MapScanCAS(map[string]any{}); err != nil {
+			return fmt.Errorf("events: start counter %q: %w", counter, err)
+		}
+		remember(l, l.started, counter, startedCacheSize)
+		return nil
+	})
+}
+
+// touch remembers that counter has events in window, for RunRollups.
+func (l *Log) touch(counter string, window time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if last, ok := l.active[counter]; ok && !last.Before(window) {
+		return
+	}
+	if _, ok := l.active[counter]; !ok && len(l.active) >= activeMax {
+		return // RollupEvery or another process folds it; the total stays exact either way
+	}
+	l.active[counter] = window
 }

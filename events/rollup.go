@@ -10,12 +10,12 @@ import (
 
 // RollupResult reports what one Rollup call did.
 type RollupResult struct {
-	// Watermark is the counter's watermark afterwards: every bucket before it is in Total.
+	// Watermark is the counter's watermark afterwards: every window before it is in Total.
 	Watermark time.Time
 	// Total is the rolled-up total at Watermark.
 	Total int64
-	// Folded is the number of buckets this call folded; 0 when nothing was closed or another
-	// worker folded them first.
+	// Folded is the number of windows (and first-layout buckets) this call folded; 0 when
+	// nothing was closed or another worker folded them first.
 	Folded int
 }
 
@@ -23,12 +23,19 @@ type RollupResult struct {
 // worker moved the watermark, so a few rounds always suffice unless workers keep winning.
 const maxRollupRounds = 5
 
-// Rollup folds the counter's closed buckets into its rollup row, exactly once: it reads the
-// row at the serial consistency, sums the buckets from the watermark up to the closing
-// horizon (buckets that ended more than the grace period plus the settle time ago), and moves
+// The first layout's writers accepted events for an hour after a bucket ended and rollups
+// waited five minutes more (its defaults): a bucket of it is folded only after both, in case a
+// writer of an earlier release still writes to it.
+const legacyClose = time.Hour + 5*time.Minute
+
+// Rollup folds the counter's closed windows into its rollup row, exactly once: it reads the
+// row at the serial consistency, sums the windows from the watermark up to the closing
+// horizon (windows that ended more than the grace period plus the settle time ago), and moves
 // the watermark with a lightweight transaction conditional on the watermark it read. Two
 // workers racing compute the same total for the same horizon; the loser re-reads and finds
-// nothing left to fold. Rollup may run anywhere, any number of times.
+// nothing left to fold. A worker that stops between the sum and the watermark move leaves the
+// row as it was, so the next one folds the same windows. Rollup may run anywhere, any number of
+// times. Buckets of the first layout (counter_events) are folded by the same rule once closed.
 func (l *Log) Rollup(ctx context.Context, counter string) (RollupResult, error) {
 	if err := l.checkCall(ctx); err != nil {
 		return RollupResult{}, err
@@ -47,7 +54,7 @@ func (l *Log) Rollup(ctx context.Context, counter string) (RollupResult, error) 
 }
 
 // PlanRollup returns what Rollup would do now, and writes nothing: the watermark it would
-// move to, the total there and the number of buckets it would fold (0 when nothing is
+// move to, the total there and the number of windows it would fold (0 when nothing is
 // closed). Its reads are Rollup's, at the serial consistency.
 func (l *Log) PlanRollup(ctx context.Context, counter string) (RollupResult, error) {
 	if err := l.checkCall(ctx); err != nil {
@@ -60,22 +67,34 @@ func (l *Log) PlanRollup(ctx context.Context, counter string) (RollupResult, err
 	return res, err
 }
 
-// nextRollup reads the rollup row and sums the closed buckets after its watermark: the row
-// read, the result a fold would write, and whether there is nothing to fold.
+// nextRollup reads the rollup row and sums the closed windows after its watermark: the row
+// read, the result a fold would write, and done when there is nothing to fold.
 func (l *Log) nextRollup(ctx context.Context, counter string) (rollupState, RollupResult, bool, error) {
 	st, err := l.readRollup(ctx, counter, true)
 	if err != nil {
 		return st, RollupResult{}, false, err
 	}
-	h := l.horizon(l.cfg.now())
-	if st.exists && !st.watermark.Before(h) {
+	now := l.cfg.now()
+	h := l.horizon(now)
+	if st.marked && !st.watermark.Before(h) {
 		return st, RollupResult{Watermark: st.watermark, Total: st.total}, true, nil
 	}
-	sum, n, err := l.sumBuckets(ctx, counter, st, h)
+	legacy, windows, err := l.listTail(ctx, counter, st, h)
 	if err != nil {
 		return st, RollupResult{}, false, err
 	}
-	return st, RollupResult{Watermark: h, Total: st.total + sum, Folded: n}, false, nil
+	h, legacy = l.capLegacy(now, h, legacy)
+	if st.marked && !st.watermark.Before(h) {
+		return st, RollupResult{Watermark: st.watermark, Total: st.total}, true, nil
+	}
+	for len(windows) > 0 && !windows[len(windows)-1].start.Before(h) {
+		windows = windows[:len(windows)-1] // after a capped horizon
+	}
+	sum, err := l.sum(ctx, counter, legacy, windows)
+	if err != nil {
+		return st, RollupResult{}, false, err
+	}
+	return st, RollupResult{Watermark: h, Total: st.total + sum, Folded: len(legacy) + len(windows)}, false, nil
 }
 
 // rollupRound makes one attempt; done is false when another worker moved the watermark.
@@ -91,6 +110,22 @@ func (l *Log) rollupRound(ctx context.Context, counter string) (RollupResult, bo
 	return res, applied, nil
 }
 
+// capLegacy keeps the watermark below the first first-layout bucket that is not closed by
+// that layout's rules (or does not end before h), and returns the buckets to fold: a bucket
+// is in the rollup exactly when it ends at or before the watermark.
+func (l *Log) capLegacy(now, h time.Time, legacy []time.Time) (time.Time, []time.Time) {
+	for i, b := range legacy {
+		end := b.Add(l.cfg.legacyWidth)
+		if end.After(h) || now.Before(end.Add(legacyClose)) {
+			if b.Before(h) {
+				h = b
+			}
+			return h, legacy[:i]
+		}
+	}
+	return h, legacy
+}
+
 // rollupPatience bounds the serial reads that settle a watermark move whose outcome is unknown.
 const rollupPatience = 2 * time.Second
 
@@ -101,8 +136,11 @@ const rollupPatience = 2 * time.Second
 func (l *Log) moveWatermark(ctx context.Context, counter string, st rollupState, res RollupResult) (bool, error) {
 	now := l.cfg.now().UTC()
 	q := l.session.Query(l.q.insertRollup, counter, res.Watermark, res.Total, now)
-	if st.exists {
+	switch {
+	case st.marked:
 		q = l.session.Query(l.q.updateRollup, res.Watermark, res.Total, now, counter, st.watermark)
+	case st.exists:
+		q = l.session.Query(l.q.startRollup, res.Watermark, res.Total, now, counter)
 	}
 	reached := func(row lwt.Row, found bool) bool {
 		w, _ := row["watermark"].(time.Time)
@@ -116,30 +154,4 @@ func (l *Log) moveWatermark(ctx context.Context, counter string, st rollupState,
 		return false, fmt.Errorf("events: move watermark of %q to %v: %w", counter, res.Watermark, err)
 	}
 	return applied, nil
-}
-
-// RollupEvery calls Rollup for each counter every interval until ctx is done, and then
-// returns ctx.Err(). It runs in the caller's goroutine. A failed Rollup is retried at the
-// next tick; onError, if not nil, is told about it.
-func (l *Log) RollupEvery(ctx context.Context, interval time.Duration, onError func(counter string, err error), counters ...string) error {
-	if err := l.checkCall(ctx); err != nil {
-		return err
-	}
-	if interval <= 0 {
-		return fmt.Errorf("%w: rollup interval %v must be positive", ErrInvalidOption, interval)
-	}
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		for _, c := range counters {
-			if _, err := l.Rollup(ctx, c); err != nil && onError != nil && ctx.Err() == nil {
-				onError(c, err)
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-t.C:
-		}
-	}
 }

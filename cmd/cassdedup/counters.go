@@ -15,11 +15,13 @@ import (
 type counterFlags struct {
 	retention time.Duration
 	shards    int
+	bucket    time.Duration
 }
 
 func (c *counterFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&c.retention, "retention", 7*24*time.Hour, "the store's retention (counters.WithRetention)")
-	fs.IntVar(&c.shards, "shards", 16, "the store's index shards (counters.WithShards)")
+	fs.IntVar(&c.shards, "shards", counters.DefaultShards, "the store's index shards (counters.WithShards)")
+	fs.DurationVar(&c.bucket, "index-bucket", counters.DefaultIndexBucket, "the store's index bucket (counters.WithIndexBucket)")
 }
 
 func (e *env) counters(c *counterFlags) (*counters.Store, error) {
@@ -28,7 +30,8 @@ func (e *env) counters(c *counterFlags) (*counters.Store, error) {
 		return nil, err
 	}
 	return counters.New(e.session, counters.WithKeyspace(e.keyspace), counters.WithConsistency(cl),
-		counters.WithSerialConsistency(serial), counters.WithRetention(c.retention), counters.WithShards(c.shards))
+		counters.WithSerialConsistency(serial), counters.WithRetention(c.retention), counters.WithShards(c.shards),
+		counters.WithIndexBucket(c.bucket))
 }
 
 // claimView is an unconfirmed counter operation as printed.
@@ -151,9 +154,9 @@ type logFlags struct {
 }
 
 func (l *logFlags) register(fs *flag.FlagSet) {
-	fs.DurationVar(&l.width, "bucket-width", time.Hour, "the log's bucket width (events.WithBucketWidth)")
-	fs.DurationVar(&l.grace, "grace", time.Hour, "the log's grace period (events.WithGracePeriod)")
-	fs.DurationVar(&l.settle, "settle", 5*time.Minute, "the log's settle time (events.WithSettleTime)")
+	fs.DurationVar(&l.width, "bucket-width", events.DefaultWindow, "the log's window width (events.WithBucketWidth)")
+	fs.DurationVar(&l.grace, "grace", events.DefaultGracePeriod, "the log's grace period (events.WithGracePeriod)")
+	fs.DurationVar(&l.settle, "settle", events.DefaultSettleTime, "the log's settle time (events.WithSettleTime)")
 }
 
 func (e *env) log(l *logFlags) (*events.Log, error) {

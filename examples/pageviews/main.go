@@ -40,7 +40,8 @@ func run(ctx context.Context, session *gocql.Session, keyspace string, out io.Wr
 	rollupCtx, stopRollups := context.WithCancel(ctx)
 	rollupDone := make(chan error, 1)
 	go func() {
-		rollupDone <- log.RollupEvery(rollupCtx, 200*time.Millisecond, nil, counter)
+		// Folds every counter this Log records, a few seconds behind the clock (log.Lag).
+		rollupDone <- log.RunRollups(rollupCtx, 200*time.Millisecond, nil)
 	}()
 
 	var sends atomic.Int64

@@ -33,6 +33,10 @@ type Config struct {
 	RequestTimeout time.Duration
 	ConnectTimeout time.Duration
 	DriverDefaults bool // gocql's own session settings instead of cqlsession's recommended ones
+	// HotCounter runs the event-log counter benchmark (hotcounter.go) instead of the operations.
+	HotCounter bool
+	Writers    int // its writing goroutines
+	Counters   int // counters of its second case
 }
 
 // preset is the part of Config that -long changes.

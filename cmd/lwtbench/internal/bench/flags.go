@@ -62,6 +62,9 @@ func newFlagSet(c *Config, raw *rawFlags, getenv func(string) string, catalog []
 	fs.DurationVar(&c.RequestTimeout, "timeout", 5*time.Second, "client-side timeout of one request")
 	fs.DurationVar(&c.ConnectTimeout, "connect-timeout", 5*time.Second, "timeout to reach the cluster")
 	fs.BoolVar(&c.DriverDefaults, "driver-defaults", false, "run with gocql's default session (200µs write coalescing, round-robin) instead of the recommended one (cqlsession)")
+	fs.BoolVar(&c.HotCounter, "hot-counter", false, "instead of the operations: one event-log counter written as fast as -writers can for -duration while a reader reads its total, then -counters counters at once")
+	fs.IntVar(&c.Writers, "writers", 32, "-hot-counter: goroutines recording events")
+	fs.IntVar(&c.Counters, "counters", 10000, "-hot-counter: counters of the second case")
 	return fs
 }
 
@@ -163,6 +166,10 @@ func (c *Config) validateNumbers() error {
 		return usageErrorf("-timeout %s: must be positive", c.RequestTimeout)
 	case c.ConnectTimeout <= 0:
 		return usageErrorf("-connect-timeout %s: must be positive", c.ConnectTimeout)
+	case c.Writers < 1 || c.Writers > maxWorkers:
+		return usageErrorf("-writers %d: want 1..%d", c.Writers, maxWorkers)
+	case c.Counters < 1 || c.Counters > 1_000_000:
+		return usageErrorf("-counters %d: want 1..1000000", c.Counters)
 	}
 	return nil
 }

@@ -5,12 +5,12 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/gocql/gocql"
 
 	"github.com/cassdedup/cassdedup/lwt"
+	"github.com/cassdedup/cassdedup/internal/parallel"
 	"github.com/cassdedup/cassdedup/schema"
 )
 
@@ -130,7 +130,7 @@ func poolIndex(req Request) int {
 // Setup claims every key of the pool with the same LWT the requests will repeat, so the rows
 // and their Paxos state look like those of real first attempts.
 func (d lwtDuplicate) Setup(ctx context.Context) error {
-	return forEachParallel(ctx, duplicatePool, 16, func(ctx context.Context, i int) error {
+	return parallel.ForEach(ctx, duplicatePool, 16, func(ctx context.Context, i int) error {
 		_, err := d.cas(ctx, duplicateKey(i))
 		return err
 	})
@@ -143,38 +143,4 @@ func (d lwtDuplicate) Do(ctx context.Context, req Request) error {
 		err = fmt.Errorf("%w: IF NOT EXISTS on an existing key was applied", errUnexpectedOutcome)
 	}
 	return err
-}
-
-// forEachParallel runs fn for 0..n-1 on at most par goroutines and returns the first error.
-// Every goroutine it starts has returned when it returns.
-func forEachParallel(ctx context.Context, n, par int, fn func(ctx context.Context, i int) error) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	next := make(chan int)
-	var (
-		wg       sync.WaitGroup
-		once     sync.Once
-		firstErr error
-	)
-	for range min(par, n) {
-		wg.Go(func() {
-			for i := range next {
-				if err := fn(ctx, i); err != nil {
-					once.Do(func() { firstErr = err; cancel() })
-				}
-			}
-		})
-	}
-	for i := 0; i < n && ctx.Err() == nil; i++ {
-		select {
-		case next <- i:
-		case <-ctx.Done():
-		}
-	}
-	close(next)
-	wg.Wait()
-	if firstErr == nil && ctx.Err() != nil {
-		return ctx.Err()
-	}
-	return firstErr
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/cassdedup/cassdedup/httpidem"
+	"github.com/cassdedup/cassdedup/internal/parallel"
 )
 
 // The three operations below measure httpidem's middleware as an HTTP client sees it: a POST
@@ -177,7 +178,7 @@ func newHTTPDup(env Env) (Operation, error) {
 
 // Setup completes every key of the pool with a first request, as a client's first attempt does.
 func (d httpDuplicate) Setup(ctx context.Context) error {
-	return forEachParallel(ctx, duplicatePool, 16, func(ctx context.Context, i int) error {
+	return parallel.ForEach(ctx, duplicatePool, 16, func(ctx context.Context, i int) error {
 		return d.post(ctx, duplicateKey(i), false)
 	})
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/cassdedup/cassdedup/internal/parallel"
 	"github.com/cassdedup/cassdedup/lwt"
 )
 
@@ -117,7 +118,7 @@ func newOnceDupCache(env Env) (Operation, error) {
 // cache, completing a key also caches it; a second call per key checks that it did, so no
 // timed request pays for a cache miss.
 func (d onceDuplicate) Setup(ctx context.Context) error {
-	return forEachParallel(ctx, duplicatePool, 16, func(ctx context.Context, i int) error {
+	return parallel.ForEach(ctx, duplicatePool, 16, func(ctx context.Context, i int) error {
 		res, err := d.execute(ctx, duplicateKey(i))
 		if err == nil {
 			err = checkFirstRun(res)

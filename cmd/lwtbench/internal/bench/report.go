@@ -18,6 +18,8 @@ type Report struct {
 	Client     ClientConfig  `json:"client"`
 	Operations []OpInfo      `json:"operation_info"`
 	Phases     []PhaseResult `json:"phases"`
+	// HotCounter holds the -hot-counter cases; their latencies are in Phases too.
+	HotCounter []HotCounterCase `json:"hot_counter,omitempty"`
 }
 
 // OpInfo describes one operation of the run.

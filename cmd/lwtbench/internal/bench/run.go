@@ -108,6 +108,11 @@ func Execute(ctx context.Context, c Config, catalog []Spec, stderr io.Writer) (*
 		Tool: "lwtbench", Started: started, Keyspace: keyspace, RunID: runID, Baseline: Baseline,
 		Node: node, Client: clientConfig(c, cluster, info),
 	}
+	if c.HotCounter {
+		r.Baseline = opRecord
+		r.Phases, r.HotCounter, err = hotCounter(ctx, c, session, keyspace, stderr)
+		return r, err
+	}
 	env := Env{Session: session, Keyspace: keyspace, RunID: runID, Consistency: c.Consistency,
 		Serial: c.Serial, BatchSize: c.BatchSize, MaxWorkers: maxPhaseWorkers(c.phases()), WorkerSpans: workerSpans(c.phases())}
 	if r.Phases, r.Operations, err = measure(ctx, c, catalog, env, stderr); err != nil {

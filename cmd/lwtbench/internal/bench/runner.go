@@ -37,7 +37,8 @@ func (p phasePlan) label() string {
 
 // PhaseResult is what one measured phase recorded.
 type PhaseResult struct {
-	Mode        string    `json:"mode"` // "closed" or "open"
+	Name        string    `json:"name,omitempty"` // a -hot-counter case
+	Mode        string    `json:"mode"`           // "closed" or "open"
 	Workers     int       `json:"workers"`
 	RatePerS    float64   `json:"rate_per_s,omitempty"` // open loop: the intended total rate
 	DurationS   float64   `json:"duration_s"`           // planned
@@ -49,6 +50,9 @@ type PhaseResult struct {
 
 // Label names the phase in the table and the chart.
 func (p PhaseResult) Label() string {
+	if p.Name != "" {
+		return p.Name
+	}
 	if p.Mode == ModeOpen {
 		return fmt.Sprintf("open loop, %g req/s, %d workers", p.RatePerS, p.Workers)
 	}

@@ -43,6 +43,17 @@ func WriteTable(w io.Writer, r *Report) error {
 			}
 		}
 	}
+	for _, hc := range r.HotCounter {
+		fmt.Fprintf(w, "\n%s: %.0f events/s acknowledged (%d, %d unconfirmed), total p50 %s p99 %s over %d reads, exact %t (%d of %d counters wrong)\n",
+			hc.Name, hc.EventsPerS, hc.Events, hc.Unconfirmed, ms(hc.TotalP50Ms), ms(hc.TotalP99Ms), hc.TotalReads, hc.TotalExact,
+			hc.CountersWrong, hc.CountersChecked)
+		fmt.Fprintf(w, "  largest event partition %d rows (projected to 10k events/s: %.0f), largest index partition %d rows (projected to 1 h: %.0f); window %s, %d parts, grace %s, settle %s, rollups every %s, lag %s\n",
+			hc.MaxPartitionRows, hc.MaxPartitionRowsProjected1h10k, hc.MaxIndexRows, hc.MaxIndexRowsProjected1h,
+			hc.Window, hc.Parts, hc.Grace, hc.Settle, hc.RollupEvery, hc.Lag)
+		if hc.FirstError != "" {
+			fmt.Fprintf(w, "  first failure: %s\n", oneLine(hc.FirstError))
+		}
+	}
 	fmt.Fprintf(w, "\nlatencies in ms, per request; msg/s is messages (rows) per second of the workers' time spent on the op (closed loop: what it sustains alone at that concurrency); × is the ratio to %s in the same phase\n", r.Baseline)
 	return nil
 }

@@ -1,0 +1,301 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gocql/gocql"
+
+	"github.com/cassdedup/cassdedup/events"
+	"github.com/cassdedup/cassdedup/internal/parallel"
+	"github.com/cassdedup/cassdedup/schema"
+)
+
+// The -hot-counter operations, as they appear in the phases' summaries.
+const (
+	ModeHotCounter = "hot-counter"
+	opRecord       = "record"
+	opTotal        = "total"
+	// rollupInterval is how often the run's RunRollups folds closed windows.
+	rollupInterval = 500 * time.Millisecond
+	// projectedRate is the rate, all counters of a case together, the partition counts are
+	// projected to.
+	projectedRate = 10_000
+)
+
+// HotCounterCase is one case of -hot-counter: events recorded into Counters counters by
+// Writers goroutines for DurationS while one goroutine reads totals, and what the tables held
+// afterwards.
+type HotCounterCase struct {
+	Name      string  `json:"name"`
+	Counters  int     `json:"counters"`
+	Writers   int     `json:"writers"`
+	DurationS float64 `json:"duration_s"`
+	// Acknowledged events (Record returned nil), per second of the run.
+	Events     int64   `json:"events"`
+	EventsPerS float64 `json:"events_per_s"`
+	// Unconfirmed events failed every attempt: each may or may not be stored.
+	Unconfirmed int64 `json:"unconfirmed"`
+	// Totals read while writing: reads of the hot counter (a random one in the second case).
+	TotalReads int64   `json:"total_reads"`
+	TotalP50Ms float64 `json:"total_p50_ms"`
+	TotalP99Ms float64 `json:"total_p99_ms"`
+	// MaxPartitionRows is the most rows one partition of counter_window_events (one part of
+	// one window of one counter) holds after the run, and MaxIndexRows the most of
+	// counter_windows (one counter's day). The projections scale them to one hour at 10k
+	// events/s per counter: the event partition by the rate (it lives one window), the index
+	// partition by the time (it gains a row per window, whatever the rate).
+	MaxPartitionRows               int64   `json:"max_partition_rows"`
+	MaxPartitionRowsProjected1h10k float64 `json:"max_partition_rows_projected_1h_10k"`
+	MaxIndexRows                   int64   `json:"max_index_rows"`
+	MaxIndexRowsProjected1h        float64 `json:"max_index_rows_projected_1h"`
+	PartitionsCounted              int     `json:"partitions_counted"`
+	TotalExact                     bool    `json:"total_exact"`
+	CountersChecked                int     `json:"counters_checked"`
+	CountersWrong                  int     `json:"counters_wrong"`
+	WindowS, GraceS, SettleS, LagS float64 `json:"-"`
+	Parts                          int     `json:"parts"`
+	Window                         string  `json:"window"`
+	Grace                          string  `json:"grace"`
+	Settle                         string  `json:"settle"`
+	RollupEvery                    string  `json:"rollup_every"`
+	Lag                            string  `json:"lag"`
+	ProjectionNote                 string  `json:"projection_note"`
+	FirstError                     string  `json:"first_error,omitempty"`
+}
+
+// hotCounter runs the two cases: one hot counter, then c.Counters counters at once.
+func hotCounter(ctx context.Context, c Config, session *gocql.Session, keyspace string, stderr io.Writer) ([]PhaseResult, []HotCounterCase, error) {
+	var phases []PhaseResult
+	var cases []HotCounterCase
+	for _, n := range []int{1, c.Counters} {
+		name := "one hot counter"
+		if n > 1 {
+			name = fmt.Sprintf("%d counters at once", n)
+		}
+		fmt.Fprintf(stderr, "lwtbench: %s for %s ...\n", name, c.Duration)
+		p, hc, err := hotCounterCase(ctx, c, session, keyspace, name, n)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", name, err)
+		}
+		phases, cases = append(phases, p), append(cases, hc)
+	}
+	return phases, cases, nil
+}
+
+// hotRun is the state of one case while it runs.
+type hotRun struct {
+	log      *events.Log
+	counters []string
+	acked    []atomic.Int64 // per counter
+	unconf   atomic.Int64
+	writes   []*opStats // per writer
+	reads    *opStats
+	firstErr atomic.Pointer[string]
+}
+
+func (h *hotRun) fail(err error) {
+	s := err.Error()
+	h.firstErr.CompareAndSwap(nil, &s)
+}
+
+func hotCounterCase(ctx context.Context, c Config, session *gocql.Session, keyspace, name string, n int) (PhaseResult, HotCounterCase, error) {
+	log, err := events.NewLog(session, events.WithKeyspace(keyspace), events.WithConsistency(c.Consistency),
+		events.WithSerialConsistency(c.Serial))
+	if err != nil {
+		return PhaseResult{}, HotCounterCase{}, err
+	}
+	h := &hotRun{log: log, counters: make([]string, n), acked: make([]atomic.Int64, n), reads: newOpStats()}
+	prefix := fmt.Sprintf("hot-%d-", n)
+	for i := range n {
+		h.counters[i] = fmt.Sprint(prefix, i)
+	}
+	for range c.Writers {
+		h.writes = append(h.writes, newOpStats())
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	var bg sync.WaitGroup
+	bg.Go(func() { _ = log.RunRollups(runCtx, rollupInterval, func(_ string, err error) { h.fail(err) }) })
+	bg.Go(func() { h.read(runCtx) })
+	start := time.Now()
+	end := start.Add(c.Duration)
+	var wg sync.WaitGroup
+	for w := range c.Writers {
+		wg.Go(func() { h.write(runCtx, w, end) })
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	stop()
+	bg.Wait()
+	if ctx.Err() != nil {
+		return PhaseResult{}, HotCounterCase{}, ctx.Err()
+	}
+	hc := h.result(name, c, elapsed)
+	if err := h.check(ctx, &hc); err != nil {
+		return PhaseResult{}, HotCounterCase{}, err
+	}
+	if err := h.countPartitions(ctx, session, keyspace, &hc); err != nil {
+		return PhaseResult{}, HotCounterCase{}, err
+	}
+	return h.phase(name, c, elapsed), hc, nil
+}
+
+// write records events into the counters round-robin until end, each retried on failure as a
+// caller would: the same id and time.
+func (h *hotRun) write(ctx context.Context, w int, end time.Time) {
+	stats := h.writes[w]
+	for i := 0; ctx.Err() == nil && time.Now().Before(end); i++ {
+		k := (w + i*len(h.writes)) % len(h.counters)
+		e := events.Event{Counter: h.counters[k], ID: fmt.Sprintf("w%d-%d", w, i), Delta: 1, Time: time.Now()}
+		var err error
+		for range 3 {
+			t := time.Now()
+			err = h.log.Record(ctx, e)
+			stats.record(time.Since(t), err)
+			if err == nil || errors.Is(err, events.ErrBucketClosed) {
+				break
+			}
+		}
+		switch {
+		case err == nil:
+			h.acked[k].Add(1)
+		case ctx.Err() == nil:
+			h.unconf.Add(1)
+			h.fail(err)
+		}
+	}
+}
+
+// read reads totals until ctx ends: the hot counter, or a random one of many.
+func (h *hotRun) read(ctx context.Context) {
+	for ctx.Err() == nil {
+		counter := h.counters[rand.IntN(len(h.counters))]
+		t := time.Now()
+		_, err := h.log.Total(ctx, counter)
+		if ctx.Err() != nil {
+			return
+		}
+		h.reads.record(time.Since(t), err)
+		if err != nil {
+			h.fail(err)
+		}
+	}
+}
+
+func (h *hotRun) result(name string, c Config, elapsed time.Duration) HotCounterCase {
+	var acked int64
+	for i := range h.acked {
+		acked += h.acked[i].Load()
+	}
+	reads := summarize(opTotal, h.reads, elapsed)
+	hc := HotCounterCase{
+		Name: name, Counters: len(h.counters), Writers: c.Writers, DurationS: elapsed.Seconds(),
+		Events: acked, EventsPerS: float64(acked) / elapsed.Seconds(), Unconfirmed: h.unconf.Load(),
+		TotalReads: reads.Requests, TotalP50Ms: reads.P50Ms, TotalP99Ms: reads.P99Ms,
+		Parts: events.DefaultParts, Window: events.DefaultWindow.String(), Grace: events.DefaultGracePeriod.String(),
+		Settle: events.DefaultSettleTime.String(), RollupEvery: rollupInterval.String(), Lag: h.log.Lag(rollupInterval).String(),
+	}
+	if p := h.firstErr.Load(); p != nil {
+		hc.FirstError = *p
+	}
+	return hc
+}
+
+// check waits until every window of the run is closed, folds it, and compares each counter's
+// total with the events acknowledged (between them and the unconfirmed ones, when some are).
+func (h *hotRun) check(ctx context.Context, hc *HotCounterCase) error {
+	select {
+	case <-time.After(h.log.Lag(0)):
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	var wrong atomic.Int64
+	err := parallel.ForEach(ctx, len(h.counters), 16, func(ctx context.Context, i int) error {
+		if _, err := h.log.Rollup(ctx, h.counters[i]); err != nil {
+			return err
+		}
+		total, err := h.log.Total(ctx, h.counters[i])
+		if err != nil {
+			return err
+		}
+		if total != h.acked[i].Load() {
+			wrong.Add(1)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("check totals: %w", err)
+	}
+	hc.CountersChecked, hc.CountersWrong = len(h.counters), int(wrong.Load())
+	hc.TotalExact = wrong.Load() == 0 && hc.Unconfirmed == 0
+	return nil
+}
+
+// countedCounters bounds how many counters of a case have their partitions counted.
+const countedCounters = 50
+
+// countPartitions counts the rows of every part of every window of (up to 50 of) the case's
+// counters, and of their index partitions, and projects the largest to an hour at 10k/s.
+func (h *hotRun) countPartitions(ctx context.Context, session *gocql.Session, keyspace string, hc *HotCounterCase) error {
+	windows, err := schema.QualifiedName(keyspace, "counter_windows")
+	if err != nil {
+		return err
+	}
+	rows, err := schema.QualifiedName(keyspace, "counter_window_events")
+	if err != nil {
+		return err
+	}
+	day := time.Now().UTC().Truncate(24 * time.Hour)
+	for _, counter := range h.counters[:min(len(h.counters), countedCounters)] {
+		for _, d := range []time.Time{day.Add(-24 * time.Hour), day} {
+			iter := session.Query(`SELECT bucket, parts FROM `+windows+` WHERE counter = ? AND day = ?`, counter, d).
+				WithContext(ctx).Iter()
+			var window time.Time
+			var parts, indexRows int
+			for iter.Scan(&window, &parts) {
+				indexRows++
+				for p := range parts {
+					var n int64
+					if err := session.Query(`SELECT count(*) FROM `+rows+` WHERE counter = ? AND bucket = ? AND part = ?`,
+						counter, window, p).WithContext(ctx).Scan(&n); err != nil {
+						_ = iter.Close()
+						return fmt.Errorf("count %s %v part %d: %w", counter, window, p, err)
+					}
+					hc.MaxPartitionRows = max(hc.MaxPartitionRows, n)
+					hc.PartitionsCounted++
+				}
+			}
+			if err := iter.Close(); err != nil {
+				return fmt.Errorf("list windows of %s: %w", counter, err)
+			}
+			hc.MaxIndexRows = max(hc.MaxIndexRows, int64(indexRows))
+		}
+	}
+	if hc.EventsPerS > 0 {
+		hc.MaxPartitionRowsProjected1h10k = float64(hc.MaxPartitionRows) * projectedRate / hc.EventsPerS
+	}
+	hc.MaxIndexRowsProjected1h = float64(hc.MaxIndexRows) * float64(time.Hour) / (hc.DurationS * float64(time.Second))
+	hc.ProjectionNote = "an event partition holds one part of one window, so its rows scale with the rate (x 10,000 / events per s); an index partition holds one counter's day and gains at most one row per window whatever the rate (x 3,600 s / run)"
+	return nil
+}
+
+// phase returns the case's latencies as a phase, for the table and the chart.
+func (h *hotRun) phase(name string, c Config, elapsed time.Duration) PhaseResult {
+	writes := newOpStats()
+	for _, s := range h.writes {
+		writes.merge(s)
+	}
+	sums := []Summary{summarize(opRecord, writes, elapsed), summarize(opTotal, h.reads, elapsed)}
+	setRatios(sums, opRecord)
+	return PhaseResult{
+		Name: fmt.Sprintf("%s, %d writers and one reader", name, c.Writers), Mode: ModeHotCounter, Workers: c.Writers + 1,
+		DurationS: c.Duration.Seconds(), ElapsedS: elapsed.Seconds(), Throughput: sums[0].Throughput,
+		Operations: sums, LatencyFrom: "send",
+	}
+}
