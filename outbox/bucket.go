@@ -52,11 +52,11 @@ type settled struct {
 // settleWorkers bounds the record reads in flight per bucket.
 const settleWorkers = 8
 
-// bucket works one bucket partition of sh: it settles the pending intents, publishes the
+// bucket works one bucket partition of sh, read as rd: it settles the pending intents, publishes the
 // committed ones in staging order, and marks them. It returns how many intents stay pending.
-func (r *Relay) bucket(ctx context.Context, sh *shard, b int64) (Stats, int, error) {
+func (r *Relay) bucket(ctx context.Context, sh *shard, b int64, rd bucketRead) (Stats, int, error) {
 	st := Stats{Buckets: 1}
-	rows, relayFence, err := r.readBucket(ctx, b, sh.id)
+	rows, relayFence, err := rd.rows, rd.fence, rd.err
 	if err != nil || len(rows) == 0 {
 		return st, len(rows), err
 	}

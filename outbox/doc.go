@@ -78,9 +78,10 @@
 //
 // An intents partition holds rate × bucket / shards rows and stops growing when its minute ends:
 // 375, 3,750 and 37,500 rows at 100, 1k and 10k staging operations per second with the defaults.
-// A relay reads per shard the open buckets (two with the defaults) and its pending ones each
-// pass, and sweeps up to 120 closed buckets a pass; a relay that starts afresh sweeps back one
-// retention. Events of one run are limited to 100 and about 256 KiB: they ride in one Paxos round.
+// A relay reads per shard the open buckets (two with the defaults) first, then its pending ones,
+// then up to 60 closed buckets from its frontier, 8 reads at a time; a relay that starts afresh
+// sweeps back one retention that way. Events of one run are limited to 100 and about 256 KiB:
+// they ride in one Paxos round.
 //
 // # Limits
 //

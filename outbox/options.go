@@ -19,7 +19,7 @@ const (
 	DefaultRetention    = 24 * time.Hour   // the records' retention (lwt.DefaultRetention)
 	DefaultRelayLease   = 10 * time.Second // how long a relay holds a shard without renewal
 	DefaultPollInterval = 200 * time.Millisecond
-	DefaultMaxSweep     = 120 // closed buckets a relay sweeps per shard and poll
+	DefaultMaxSweep     = 60  // closed buckets a relay sweeps per shard and pass
 	DefaultPublishBatch = 500 // messages per Publish call
 	DefaultRelayName    = "outbox"
 	ColumnName          = "outbox" // the records' column that carries a run's events

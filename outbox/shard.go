@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/cassdedup/cassdedup/lwt"
@@ -68,32 +69,32 @@ func (r *Relay) work(ctx context.Context, sh *shard) (Stats, error) {
 	now := r.cfg.now()
 	width := int64(r.cfg.bucket / time.Second)
 	nowBucket := r.cfg.bucketOf(now)
-	var buckets []int64
+	// Open buckets first, so fresh commits are published at once even while a relay catches up
+	// on closed ones; then the pending ones; then up to maxSweep closed ones from the frontier.
+	var open, sweep, buckets []int64
+	for b := sh.frontier; b <= nowBucket; b += width {
+		switch {
+		case !r.closed(b, now):
+			open = append(open, b)
+		case len(sweep) < r.cfg.maxSweep:
+			sweep = append(sweep, b)
+		}
+	}
 	for b := range sh.pending {
 		buckets = append(buckets, b)
 	}
 	sort.Slice(buckets, func(i, j int) bool { return buckets[i] < buckets[j] })
-	swept := 0
-	for b := sh.frontier; b <= nowBucket; b += width {
-		if r.closed(b, now) {
-			if swept == r.cfg.maxSweep {
-				continue // the rest on later passes; open buckets are still read now
-			}
-			swept++
-		}
-		if !sh.pending[b] {
-			buckets = append(buckets, b)
-		}
-	}
+	buckets = append(append(open, buckets...), sweep...)
+	reads := r.readAll(ctx, sh.id, buckets)
 	var st Stats
 	remaining := map[int64]int{}
 	var werr error
-	for _, b := range buckets {
+	for i, b := range buckets {
 		if err := r.renewIfDue(ctx, sh); err != nil {
 			werr = err
 			break
 		}
-		bs, n, err := r.bucket(ctx, sh, b)
+		bs, n, err := r.bucket(ctx, sh, b, reads[i])
 		st.add(bs)
 		if err != nil {
 			werr = err
@@ -141,6 +142,32 @@ func (r *Relay) renewIfDue(ctx context.Context, sh *shard) error {
 		return r.leases.Renew(ctx, sh.claim)
 	}
 	return nil
+}
+
+// bucketRead is one partition's pending intents and relay fence, or the error reading it.
+type bucketRead struct {
+	rows  []intent
+	fence int64
+	err   error
+}
+
+// readAll reads the partitions of shard s in buckets, a few at a time: most are empty, and a
+// relay catching up reads many.
+func (r *Relay) readAll(ctx context.Context, s int, buckets []int64) []bucketRead {
+	out := make([]bucketRead, len(buckets))
+	sem := make(chan struct{}, settleWorkers)
+	var wg sync.WaitGroup
+	for i, b := range buckets {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			out[i].rows, out[i].fence, out[i].err = r.readBucket(ctx, b, s)
+		}()
+	}
+	wg.Wait()
+	return out
 }
 
 // saveCursor writes the shard's cursor, fenced on the relay's claim.
