@@ -22,9 +22,9 @@ OUT          := out
 
 # The repository's Go modules: the library (what a service imports), the exported test helper
 # (Docker through testcontainers), the benchmark (plots, progress bar), the Kafka example (a Kafka
-# client) and the metrics adapters (the Prometheus client, OpenTelemetry). Every check, test and
-# fuzz target runs over all of them.
-MODULES      := . cassandratest cmd/lwtbench examples/kafka metrics/promobs metrics/otelobs
+# client), the metrics adapters (the Prometheus client, OpenTelemetry), the outbox's Kafka
+# publisher (franz-go) and the outbox example. Every check, test and fuzz target runs over all of them.
+MODULES      := . cassandratest cmd/lwtbench examples/kafka metrics/promobs metrics/otelobs outbox/kafkapub examples/outbox
 # The library module's direct requirements: the driver, the filter, the hash, and two test
 # libraries. A new one must earn its place: every importer of the library downloads it.
 LIB_REQUIRES := github.com/bits-and-blooms/bloom/v3 github.com/cespare/xxhash/v2 github.com/gocql/gocql \
@@ -42,7 +42,7 @@ BENCH_NODE   := CASSANDRA_DURABLE=1 CASSANDRA_COMMITLOG=$(BENCH_COMMITLOG) CASSA
 
 .PHONY: test test-faults check fmt-check vet tidy-check deps-check go-test cqlsh cassandra-up cassandra-down cassandra-restart cassandra-kill \
         go-test-with-kafka kafka-up kafka-down schema fuzz bench bench-long cluster-up cluster-down test-cluster bench-saturation \
-        bench-hot-counter vulncheck
+        bench-hot-counter vulncheck bench-e2e bench-e2e-run
 
 ## bench: the LWT latency benchmark (about a minute) against CASSANDRA_HOSTS, or against a
 ## durable local node started for the run and stopped after it. Results go to out/.
@@ -86,6 +86,23 @@ bench-hot-counter:
 	$(GO) -C cmd/lwtbench build -o $(CURDIR)/bin/lwtbench .
 	@$(call with_bench_cassandra,bin/lwtbench -hot-counter -hosts "$$hosts" -rf $(BENCH_RF) -out $(OUT) \
 	  -duration $(HOT_DURATION) -writers $(HOT_WRITERS) -counters $(HOT_COUNTERS) $(BENCH_FLAGS))
+
+## bench-e2e: the outbox chain end to end (examples/outbox): clients that time out, retry and
+## double-submit → httpidem + outbox → relay → Kafka → batched guard → event-log counter, on the
+## node of bench (or CASSANDRA_HOSTS) and a broker (KAFKA_BROKERS, else one started for the run).
+## Writes out/bench-e2e.json: requests, effects_exact, lost, duplicated_effects, msgs_per_s,
+## p50_ms and p99_ms (request accepted → effect applied).
+E2E_ORDERS  ?= 5000
+E2E_CLIENTS ?= 32
+bench-e2e:
+	@mkdir -p $(OUT)
+	$(GO) -C examples/outbox build -o $(CURDIR)/bin/outbox-e2e .
+	@$(call with_bench_cassandra,$(MAKE) --no-print-directory bench-e2e-run E2E_HOSTS="$$hosts")
+
+# bench-e2e-run runs in its own make so the broker's trap and the node's do not replace each other.
+bench-e2e-run:
+	@$(call with_kafka,bin/outbox-e2e -hosts "$(E2E_HOSTS)" -keyspace outbox_e2e \
+	  -orders $(E2E_ORDERS) -clients $(E2E_CLIENTS) -json $(OUT)/bench-e2e.json | tail -25)
 
 ## bench-long: the same with the -long preset (about ten minutes, concurrency up to 64).
 bench-long:

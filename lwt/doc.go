@@ -35,6 +35,11 @@
 //   - every write of a record computes its TTL from the record's one expiry, so no cell
 //     outlives the others.
 //
+// A table may declare CompletionColumns: cells that the function adds through
+// CompletionFromContext(ctx) and that are written by the same conditional update that stores
+// its result, or not at all (a failed, released or fenced-off run writes none; a new claim nulls
+// them). Package outbox carries a run's events that way; this package knows nothing of events.
+//
 // Store.Begin, Complete, Fail, Release and Renew expose the same state machine to callers
 // that cannot wrap their work in a function, such as a message consumer guard over the
 // processed_messages table (see Table).

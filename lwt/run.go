@@ -12,7 +12,8 @@ import (
 // by fn's outcome.
 func (s *Store) run(ctx context.Context, c *call, claim *Claim) (Result, error) {
 	holder := &claimHolder{claim: *claim}
-	fnCtx, cancel := context.WithCancelCause(context.WithValue(ctx, claimCtxKey{}, holder))
+	comp := s.newCompletion()
+	fnCtx, cancel := context.WithCancelCause(context.WithValue(context.WithValue(ctx, claimCtxKey{}, holder), completionCtxKey{}, comp))
 	defer cancel(nil)
 	// The renewal outlives the caller's ctx: the claim must stay ours while its end is written.
 	stop := s.renewLease(context.WithoutCancel(ctx), cancel, claim, holder)
@@ -51,7 +52,15 @@ func (s *Store) run(ctx context.Context, c *call, claim *Claim) (Result, error) 
 		}
 		return base, tooLarge
 	}
-	if err := s.Complete(endCtx, claim, value); err != nil {
+	cols, values, cellErr := comp.seal()
+	if cellErr != nil {
+		// As an error of fn: nothing was stored, so a retry runs fn again.
+		if err := s.Release(endCtx, claim, []byte(cellErr.Error())); err != nil {
+			return base, errors.Join(cellErr, err)
+		}
+		return base, cellErr
+	}
+	if err := s.complete(endCtx, claim, value, completionCells{cols: cols, values: values}); err != nil {
 		return base, err
 	}
 	if s.cache != nil {

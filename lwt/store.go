@@ -25,6 +25,10 @@ type Store struct {
 	cache   *completedCache
 	stats   counters
 	fast    fastState
+	// completionCols are the table's CompletionColumns (a run's Completion may set them);
+	// completionQuoted maps each to its quoted name.
+	completionCols   map[string]bool
+	completionQuoted map[string]string
 }
 
 type statements struct {
@@ -46,7 +50,18 @@ func NewStore(session *gocql.Session, table Table, opts ...Option) (*Store, erro
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{session: session, cfg: cfg, keyCols: keyCols, stmt: buildStatements(qualified, keyCols)}
+	extra, err := table.completionColumns()
+	if err != nil {
+		return nil, err
+	}
+	s := &Store{session: session, cfg: cfg, keyCols: keyCols, stmt: buildStatements(qualified, keyCols), completionQuoted: extra,
+		completionCols: map[string]bool{}}
+	for c, q := range extra {
+		s.completionCols[c] = true
+		// A new claim nulls the completion cells with the result, so none outlives its completion.
+		s.stmt.takeover = strings.Replace(s.stmt.takeover, "result = null,", "result = null, "+q+" = null,", 1)
+		s.stmt.reclaim = strings.Replace(s.stmt.reclaim, "result = null,", "result = null, "+q+" = null,", 1)
+	}
 	s.adm = buildAdminStatements(qualified, keyCols, s.stmt.read)
 	if cfg.cacheSize > 0 {
 		var clock func() time.Time // nil: the cache times entries on the monotonic clock

@@ -18,6 +18,10 @@ type Table struct {
 	Keyspace   string
 	Name       string
 	KeyColumns []string // the partition-key columns; a Key binds one value to each, in order
+	// CompletionColumns are optional columns that a run may set through its Completion: they
+	// are written only by the conditional update that completes a claim, and set to null by
+	// every new claim of the key, like the result. None by default.
+	CompletionColumns []string
 }
 
 // IdempotencyKeys is the table idempotency_keys in keyspace, keyed by (namespace, key).
@@ -75,6 +79,28 @@ func (t Table) validate() (qualified string, keyCols []string, err error) {
 		keyCols = append(keyCols, q)
 	}
 	return qualified, keyCols, nil
+}
+
+// completionColumns validates the completion columns against the key and record columns and
+// returns them quoted, by name.
+func (t Table) completionColumns() (map[string]string, error) {
+	taken := map[string]bool{}
+	for _, c := range append(append([]string{}, recordColumns...), t.KeyColumns...) {
+		taken[c] = true
+	}
+	out := map[string]string{}
+	for _, c := range t.CompletionColumns {
+		q, err := schema.QuoteIdentifier(c)
+		if err != nil {
+			return nil, fmt.Errorf("lwt: table %s: completion column: %w", t.Name, err)
+		}
+		if taken[c] {
+			return nil, fmt.Errorf("lwt: table %s: completion column %q repeated, a key or a record column", t.Name, c)
+		}
+		taken[c] = true
+		out[c] = q
+	}
+	return out, nil
 }
 
 // validateKey checks k against the table's key columns and the length limit in bytes.

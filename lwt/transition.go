@@ -53,10 +53,15 @@ func (s *Store) Complete(ctx context.Context, c *Claim, result []byte) error {
 	if len(result) > s.cfg.maxResult {
 		return fmt.Errorf("%w: %d bytes, limit %d", ErrResultTooLarge, len(result), s.cfg.maxResult)
 	}
+	return s.complete(ctx, c, result, completionCells{})
+}
+
+// complete is Complete with a run's completion cells written in the same conditional update.
+func (s *Store) complete(ctx context.Context, c *Claim, result []byte, cells completionCells) error {
 	if result == nil {
 		result = []byte{} // an empty blob, not a null cell (a tombstone)
 	}
-	if err := s.finish(ctx, c, StatusCompleted, result); err != nil {
+	if err := s.finishCells(ctx, c, StatusCompleted, result, cells); err != nil {
 		return err
 	}
 	s.record(Observation{Kind: ObservedComplete, Key: c.Key})
@@ -100,11 +105,17 @@ func (s *Store) clip(b []byte) []byte {
 var finishOps = map[Status]string{StatusCompleted: "complete", StatusFailed: "fail", StatusReleased: "release"}
 
 func (s *Store) finish(ctx context.Context, c *Claim, to Status, result []byte) error {
+	return s.finishCells(ctx, c, to, result, completionCells{})
+}
+
+// finishCells is finish with extra cells set beside the result (only a completion has any).
+func (s *Store) finishCells(ctx context.Context, c *Claim, to Status, result []byte, cells completionCells) error {
 	if c == nil {
 		return fmt.Errorf("%w: nil claim", ErrInvalidArgument)
 	}
-	return s.transition(ctx, c, finishOps[to], s.stmt.finish, holds(c, to), func(now time.Time, ttl int) []any {
-		return append(append([]any{ttl, string(to), result, now}, c.Key...), c.Owner, c.Fence)
+	return s.transition(ctx, c, finishOps[to], s.finishWith(cells), holds(c, to), func(now time.Time, ttl int) []any {
+		args := append([]any{ttl, string(to), result, now}, cells.values...)
+		return append(append(args, c.Key...), c.Owner, c.Fence)
 	})
 }
 

@@ -142,6 +142,8 @@ var documentedTTL = map[string]int{
 	"processed_messages_bucketed": 7 * 86400,
 	"counter_ops_by_hour":         7 * 86400,
 	"counter_values":              0,
+	"outbox_intents":              49 * 3600,
+	"outbox_relays":               0,
 	schema.MigrationsTable:        0,
 }
 

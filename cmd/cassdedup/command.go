@@ -16,6 +16,7 @@ import (
 	"github.com/cassdedup/cassdedup/events"
 	"github.com/cassdedup/cassdedup/internal/connect"
 	"github.com/cassdedup/cassdedup/lwt"
+	"github.com/cassdedup/cassdedup/outbox"
 	"github.com/cassdedup/cassdedup/schema"
 )
 
@@ -38,6 +39,7 @@ var commands = []*command{
 	keyGetCommand, keyReleaseCommand, keyPurgeCommand, keysStuckCommand,
 	messageGetCommand, messageReleaseCommand, messagePurgeCommand, messagesListCommand, messagesStuckCommand,
 	countersUnappliedCommand, countersRepairCommand, counterTotalCommand, counterRollupCommand,
+	outboxPendingCommand, outboxReplayCommand,
 }
 
 // lookup finds the command named by the first one or two words of args.
@@ -181,6 +183,7 @@ var usageErrors = []error{
 	lwt.ErrInvalidKey, lwt.ErrInvalidOption, lwt.ErrInvalidArgument,
 	events.ErrInvalidMessage, events.ErrInvalidCounter, events.ErrInvalidOption,
 	counters.ErrInvalidCounter, counters.ErrInvalidOpID, counters.ErrInvalidOption,
+	outbox.ErrInvalidOption,
 }
 
 // errUsage marks a command's own argument errors.

@@ -10,6 +10,8 @@
 //	cassdedup counters unapplied
 //	cassdedup counters repair COUNTER OP_ID -outcome applied|missing
 //	cassdedup counter total | rollup COUNTER
+//	cassdedup outbox pending
+//	cassdedup outbox replay NAMESPACE KEY -dry-run | -yes
 //
 // Every subcommand takes -h, the connection flags (-hosts, -port, -keyspace, -username,
 // -password, -tls-*, -local-dc, -consistency, -serial, -timeout; CASSANDRA_HOSTS,

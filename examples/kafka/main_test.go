@@ -24,15 +24,6 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m) // the test binary's own goroutines must not outlive the tests
 }
 
-func kafkaBrokers(t *testing.T) []string {
-	t.Helper()
-	b := os.Getenv("KAFKA_BROKERS")
-	if b == "" {
-		t.Fatal("no Kafka: KAFKA_BROKERS is unset; run `make kafka-up` and set KAFKA_BROKERS=127.0.0.1:19092 (make test does both)")
-	}
-	return strings.Split(b, ",")
-}
-
 // TestRunEveryPaymentTakesEffectOnceAcrossAKill runs the example on the real broker and node
 // with 3,000 payments, 300 of them produced twice: one of the two consumers is killed with
 // SIGKILL inside a handler of a poll whose claims it holds, the group rebalances, and the
@@ -54,7 +45,7 @@ func TestRunBloomFastPath(t *testing.T) {
 // runExample runs the example with 3,000 payments and checks what every run must show.
 func runExample(t *testing.T, useBloom bool) summary {
 	t.Helper()
-	brokers := kafkaBrokers(t)
+	brokers := testnode.KafkaBrokers(t)
 	session, ks := testnode.NewSession(t)
 	hosts, err := testnode.Hosts()
 	require.NoError(t, err)

@@ -157,3 +157,14 @@ func connect(t testing.TB, c *gocql.ClusterConfig) *gocql.Session {
 	}
 	return s
 }
+
+// KafkaBrokers returns the brokers listed in KAFKA_BROKERS (comma-separated host:port), for the
+// tests that need a real Kafka; with none it fails the test, naming the remedy.
+func KafkaBrokers(t testing.TB) []string {
+	t.Helper()
+	b := os.Getenv("KAFKA_BROKERS")
+	if b == "" {
+		t.Fatal("testnode: no Kafka: KAFKA_BROKERS is unset; run `make kafka-up` and set KAFKA_BROKERS=127.0.0.1:19092 (make test does both)")
+	}
+	return strings.Split(b, ",")
+}

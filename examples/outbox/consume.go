@@ -1,0 +1,107 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/cassdedup/cassdedup/events"
+	"github.com/cassdedup/cassdedup/outbox/kafkapub"
+)
+
+// consume reads the topic as one member of group and runs each partition's records of a poll
+// through the batched guard, keyed by the event id, committing offsets only once every record
+// was processed or found a duplicate.
+func (c *chain) consume(ctx context.Context, topic, group string, guard *events.Guard, logc *events.Log) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.cfg.brokers...), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
+		kgo.DisableAutoCommit(), kgo.BlockRebalanceOnPoll(), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchMaxWait(100*time.Millisecond))
+	if err != nil {
+		return err
+	}
+	defer cl.CloseAllowingRebalance()
+	handle := func(ctx context.Context, m events.Message) error {
+		var o order
+		if err := json.Unmarshal(m.Payload, &o); err != nil {
+			return err
+		}
+		// The effect: the order's amount on an event-log counter, under the event's id.
+		if err := logc.Record(ctx, events.Event{Counter: c.counter, ID: m.ID, Delta: o.Amount, Time: m.Time}); err != nil {
+			return err
+		}
+		c.mu.Lock()
+		c.runs[o.ID]++
+		if _, ok := c.applied[o.ID]; !ok {
+			c.applied[o.ID] = time.Now()
+		}
+		c.mu.Unlock()
+		return nil
+	}
+	for ctx.Err() == nil {
+		fetches := cl.PollRecords(ctx, 500)
+		if fetches.IsClientClosed() || ctx.Err() != nil {
+			return nil
+		}
+		var ferr error
+		fetches.EachError(func(t string, p int32, err error) { ferr = errors.Join(ferr, fmt.Errorf("fetch %s/%d: %w", t, p, err)) })
+		if ferr != nil {
+			return ferr
+		}
+		var perr error
+		fetches.EachPartition(func(p kgo.FetchTopicPartition) {
+			if perr == nil && len(p.Records) > 0 {
+				perr = c.process(ctx, group, p.Records, guard, handle)
+			}
+		})
+		if perr != nil {
+			return perr
+		}
+		if err := cl.CommitUncommittedOffsets(ctx); err != nil && ctx.Err() == nil {
+			return err
+		}
+		cl.AllowRebalance()
+	}
+	return nil
+}
+
+// process delivers records until each is processed or a duplicate.
+func (c *chain) process(ctx context.Context, group string, records []*kgo.Record, guard *events.Guard, handle events.Handler) error {
+	c.consumed.Add(int64(len(records)))
+	msgs := make([]events.Message, 0, len(records))
+	for _, r := range records {
+		m := events.Message{Scope: events.Scope{Group: group, Topic: r.Topic, Partition: r.Partition}, Payload: r.Value, Time: r.Timestamp}
+		for _, h := range r.Headers {
+			if h.Key == kafkapub.IDHeader {
+				m.ID = string(h.Value)
+			}
+		}
+		if m.ID == "" {
+			return fmt.Errorf("%w: %s/%d@%d", errNoID, r.Topic, r.Partition, r.Offset)
+		}
+		msgs = append(msgs, m)
+	}
+	for len(msgs) > 0 && ctx.Err() == nil {
+		res, err := guard.ProcessBatch(ctx, msgs, handle)
+		if err != nil {
+			return err
+		}
+		var again []events.Message
+		for i, r := range res {
+			if r.Outcome != events.Processed && r.Outcome != events.Duplicate {
+				again = append(again, msgs[i])
+			}
+		}
+		msgs = again
+		if len(msgs) > 0 {
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	return nil
+}
+
+func bytesReader(b []byte) *bytes.Reader { return bytes.NewReader(b) }

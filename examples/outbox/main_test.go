@@ -1,0 +1,37 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/cassdedup/cassdedup/internal/testnode"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// TestChainEveryAcceptedOrderTakesEffectOnce runs the chain on the real node and broker: 300
+// orders from 8 clients that time out, retry and double-submit; every accepted order's event
+// reaches the consumer and takes effect exactly once.
+func TestChainEveryAcceptedOrderTakesEffectOnce(t *testing.T) {
+	brokers := testnode.KafkaBrokers(t)
+	session, ks := testnode.NewSession(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	var out bytes.Buffer
+	s, err := run(ctx, session, config{brokers: brokers, keyspace: ks, orders: 300, clients: 8}, &out)
+	t.Log(out.String())
+	require.NoError(t, err)
+	assert.Equal(t, 300, s.Accepted, "every order was acknowledged in the end")
+	assert.Greater(t, s.Requests, int64(300), "retries and duplicates were sent")
+	assert.Zero(t, s.Lost)
+	assert.Zero(t, s.DuplicatedEffects)
+	assert.True(t, s.EffectsExact, "the counter's total is the sum of the accepted orders")
+	assert.Equal(t, 300, s.Applied)
+	assert.GreaterOrEqual(t, s.Published, int64(300))
+}

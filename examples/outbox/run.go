@@ -1,0 +1,320 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gocql/gocql"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/cassdedup/cassdedup/events"
+	"github.com/cassdedup/cassdedup/httpidem"
+	"github.com/cassdedup/cassdedup/lwt"
+	"github.com/cassdedup/cassdedup/outbox"
+	"github.com/cassdedup/cassdedup/outbox/kafkapub"
+)
+
+// config is what run needs to know.
+type config struct {
+	brokers  []string
+	keyspace string
+	orders   int
+	clients  int
+}
+
+// Summary is what the chain delivered, as make bench-e2e writes it.
+type Summary struct {
+	Requests          int64   `json:"requests"`           // HTTP requests sent: retries and duplicates included
+	Accepted          int     `json:"accepted"`           // distinct orders acknowledged with a 2xx
+	Published         int64   `json:"published"`          // messages the relay published, copies included
+	Consumed          int64   `json:"consumed"`           // records the consumer polled
+	Applied           int     `json:"applied"`            // distinct orders whose effect the consumer applied
+	HandlerRuns       int64   `json:"handler_runs"`       // consumer handler runs
+	Lost              int     `json:"lost"`               // accepted orders with no effect
+	DuplicatedEffects int     `json:"duplicated_effects"` // orders whose effect ran more than once
+	EffectsExact      bool    `json:"effects_exact"`      // the counter's total is the sum of the accepted amounts
+	Total             int64   `json:"total"`
+	Expected          int64   `json:"expected"`
+	MsgsPerS          float64 `json:"msgs_per_s"` // orders applied per second, first request to last effect
+	P50Ms             float64 `json:"p50_ms"`     // request accepted → effect applied
+	P99Ms             float64 `json:"p99_ms"`
+	Seconds           float64 `json:"seconds"`
+}
+
+// chain is one run's shared state.
+type chain struct {
+	cfg      config
+	session  *gocql.Session
+	box      *outbox.Outbox
+	counter  string
+	requests atomic.Int64
+	mu       sync.Mutex
+	accepted map[string]time.Time // order → when its first 2xx came back
+	applied  map[string]time.Time // order → when its effect was applied
+	runs     map[string]int       // order → handler runs that applied it
+	consumed atomic.Int64
+}
+
+// run places the orders through the whole chain and waits until every accepted one took effect
+// (or ctx ends), then reports.
+func run(ctx context.Context, session *gocql.Session, cfg config, out io.Writer) (Summary, error) {
+	suffix := time.Now().Format("150405.000000")
+	topic := "orders-" + suffix
+	c := &chain{cfg: cfg, session: session, counter: "orders-placed-" + suffix,
+		accepted: map[string]time.Time{}, applied: map[string]time.Time{}, runs: map[string]int{}}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(cfg.brokers...))
+	if err != nil {
+		return Summary{}, err
+	}
+	defer cl.Close()
+	if _, err := kadm.NewClient(cl).CreateTopic(ctx, 4, 1, nil, topic); err != nil {
+		return Summary{}, fmt.Errorf("create topic: %w", err)
+	}
+	srv, addr, err := c.serve()
+	if err != nil {
+		return Summary{}, err
+	}
+	defer srv.Close()
+
+	bg, stop := context.WithCancel(ctx)
+	defer stop()
+	var wg sync.WaitGroup
+	var published atomic.Int64
+	pub, err := kafkapub.New(cl, topic)
+	if err != nil {
+		return Summary{}, err
+	}
+	relay, err := outbox.NewRelay(session, outbox.PublisherFunc(func(ctx context.Context, msgs []outbox.Message) error {
+		err := pub.Publish(ctx, msgs)
+		if err == nil {
+			published.Add(int64(len(msgs)))
+		}
+		return err
+	}), outbox.WithKeyspace(cfg.keyspace), outbox.WithPollInterval(50*time.Millisecond))
+	if err != nil {
+		return Summary{}, err
+	}
+	logc, err := events.NewLog(session, events.WithKeyspace(cfg.keyspace))
+	if err != nil {
+		return Summary{}, err
+	}
+	guard, err := events.NewGuard(session, events.WithKeyspace(cfg.keyspace), events.WithLease(5*time.Second))
+	if err != nil {
+		return Summary{}, err
+	}
+	errs := make(chan error, 2)
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		_ = relay.Run(bg, func(_ outbox.Stats, err error) {
+			if err != nil {
+				fmt.Fprintln(out, "relay:", err)
+			}
+		})
+	}()
+	go func() {
+		defer wg.Done()
+		if err := c.consume(bg, topic, "billing-"+suffix, guard, logc); err != nil && bg.Err() == nil {
+			errs <- err
+		}
+	}()
+
+	start := time.Now()
+	c.place(bg, addr)
+	err = c.waitApplied(bg, errs)
+	stop()
+	wg.Wait()
+	if err != nil {
+		return Summary{}, err
+	}
+	s := c.summary(ctx, logc, start)
+	s.Published = published.Load()
+	b, _ := json.MarshalIndent(s, "", "  ")
+	fmt.Fprintln(out, string(b))
+	return s, nil
+}
+
+// order is the request body, and the payload of its event.
+type order struct {
+	ID     string `json:"order"`
+	Amount int64  `json:"amount"`
+}
+
+// serve starts the order service on a loopback port.
+func (c *chain) serve() (*http.Server, string, error) {
+	store, err := lwt.NewStore(c.session, outbox.Table(c.cfg.keyspace), lwt.WithLease(5*time.Second))
+	if err != nil {
+		return nil, "", err
+	}
+	c.box, err = outbox.New(c.session, outbox.WithKeyspace(c.cfg.keyspace))
+	if err != nil {
+		return nil, "", err
+	}
+	mw, err := httpidem.New(store)
+	if err != nil {
+		return nil, "", err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, "", err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("POST /orders", mw.Handler(http.HandlerFunc(c.placeOrder)))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	return srv, "http://" + ln.Addr().String(), nil
+}
+
+// placeOrder is the business handler: it stages "order.placed", which commits with the
+// response the middleware stores, or not at all. Every tenth order is slow, so its client
+// times out and retries while it runs.
+func (c *chain) placeOrder(w http.ResponseWriter, r *http.Request) {
+	var o order
+	body, err := io.ReadAll(r.Body)
+	if err == nil {
+		err = json.Unmarshal(body, &o)
+	}
+	if err != nil || o.ID == "" {
+		http.Error(w, "bad order", http.StatusBadRequest)
+		return
+	}
+	if o.Amount%10 == 0 {
+		time.Sleep(400 * time.Millisecond)
+	}
+	if err := c.box.Stage(r.Context(), outbox.Event{Type: "order.placed", Key: o.ID, Payload: body}); err != nil {
+		http.Error(w, err.Error(), http.StatusServiceUnavailable) // 5xx: released, not stored
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusCreated)
+	_, _ = fmt.Fprintf(w, `{"order":%q,"status":"placed"}`, o.ID)
+}
+
+// place sends every order from the clients, each until it is acknowledged; every fifth order is
+// also sent a second time at once, as a client that double-submits.
+func (c *chain) place(ctx context.Context, addr string) {
+	hc := &http.Client{Timeout: 250 * time.Millisecond}
+	next := atomic.Int64{}
+	var wg sync.WaitGroup
+	for range c.cfg.clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := next.Add(1)
+				if int(i) > c.cfg.orders || ctx.Err() != nil {
+					return
+				}
+				o := order{ID: fmt.Sprintf("o-%d", i), Amount: i}
+				if i%5 == 0 {
+					go c.send(ctx, hc, addr, o)
+				}
+				c.send(ctx, hc, addr, o)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// send posts o under its idempotency key until a 2xx answer, retrying timeouts, 409s and 5xx.
+func (c *chain) send(ctx context.Context, hc *http.Client, addr string, o order) {
+	body, _ := json.Marshal(o)
+	for ctx.Err() == nil {
+		c.requests.Add(1)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, addr+"/orders", bytesReader(body))
+		req.Header.Set(httpidem.DefaultHeader, o.ID)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := hc.Do(req)
+		if err == nil {
+			_, _ = io.Copy(io.Discard, resp.Body)
+			_ = resp.Body.Close()
+			if resp.StatusCode/100 == 2 {
+				c.mu.Lock()
+				if _, ok := c.accepted[o.ID]; !ok {
+					c.accepted[o.ID] = time.Now()
+				}
+				c.mu.Unlock()
+				return
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// waitApplied waits until every accepted order took effect, the consumer failed, or ctx ended.
+func (c *chain) waitApplied(ctx context.Context, errs <-chan error) error {
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	for {
+		c.mu.Lock()
+		missing := 0
+		for id := range c.accepted {
+			if _, ok := c.applied[id]; !ok {
+				missing++
+			}
+		}
+		c.mu.Unlock()
+		if missing == 0 {
+			return nil
+		}
+		select {
+		case err := <-errs:
+			return err
+		case <-ctx.Done():
+			return fmt.Errorf("%d accepted orders never took effect: %w", missing, ctx.Err())
+		case <-t.C:
+		}
+	}
+}
+
+// summary compares what was accepted with what took effect.
+func (c *chain) summary(ctx context.Context, logc *events.Log, start time.Time) Summary {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := Summary{Requests: c.requests.Load(), Accepted: len(c.accepted), Applied: len(c.applied), Consumed: c.consumed.Load()}
+	var lat []time.Duration
+	var last time.Time
+	for id, at := range c.accepted {
+		var o int64
+		_, _ = fmt.Sscanf(id, "o-%d", &o)
+		s.Expected += o
+		done, ok := c.applied[id]
+		if !ok {
+			s.Lost++
+			continue
+		}
+		lat = append(lat, max(0, done.Sub(at)))
+		if done.After(last) {
+			last = done
+		}
+	}
+	for _, n := range c.runs {
+		s.HandlerRuns += int64(n)
+		if n > 1 {
+			s.DuplicatedEffects++
+		}
+	}
+	var err error
+	s.Total, err = logc.Total(ctx, c.counter)
+	s.EffectsExact = err == nil && s.Total == s.Expected && s.Lost == 0 && s.DuplicatedEffects == 0
+	if len(lat) > 0 {
+		slices.Sort(lat)
+		s.P50Ms = float64(lat[len(lat)/2]) / float64(time.Millisecond)
+		s.P99Ms = float64(lat[min(len(lat)-1, len(lat)*99/100)]) / float64(time.Millisecond)
+		s.Seconds = last.Sub(start).Seconds()
+		s.MsgsPerS = float64(s.Applied) / s.Seconds
+	}
+	return s
+}
+
+var errNoID = errors.New("record without an event id")

@@ -1,0 +1,77 @@
+package outbox_test
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"os/signal"
+	"syscall"
+
+	"github.com/gocql/gocql"
+
+	"github.com/cassdedup/cassdedup/lwt"
+	"github.com/cassdedup/cassdedup/outbox"
+)
+
+// The examples need a node with the schema applied (schema.Apply or cqlsh -f schema/cql/*.cql),
+// so they are compiled but not run by go test.
+
+func connect() *gocql.Session {
+	cluster := gocql.NewCluster("127.0.0.1")
+	cluster.Keyspace = "cassdedup"
+	cluster.Consistency = gocql.Quorum
+	session, err := cluster.CreateSession()
+	if err != nil {
+		log.Fatal(err)
+	}
+	return session
+}
+
+func ExampleOutbox_Stage() {
+	session := connect()
+	defer session.Close()
+	// The store's table declares the outbox column, so runs can carry events.
+	store, err := lwt.NewStore(session, outbox.Table("cassdedup"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	box, err := outbox.New(session)
+	if err != nil {
+		log.Fatal(err)
+	}
+	res, err := store.ExecuteOnce(context.Background(), lwt.IdempotencyKey("shop", "order-7f3a"), func(ctx context.Context) ([]byte, error) {
+		// Write the order, then announce it: the event commits with the result or not at all.
+		if err := box.Stage(ctx, outbox.Event{Type: "order.placed", Key: "order-7f3a", Payload: []byte(`{"total":1000}`)}); err != nil {
+			return nil, err
+		}
+		return []byte(`{"order":"order-7f3a"}`), nil
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Printf("%s replay=%v\n", res.Value, res.Replay)
+}
+
+func ExampleRelay_Run() {
+	session := connect()
+	defer session.Close()
+	pub := outbox.PublisherFunc(func(ctx context.Context, msgs []outbox.Message) error {
+		for _, m := range msgs {
+			// Send m with m.ID as a header, and return only once the broker acknowledged it.
+			fmt.Println(m.ID, m.Type, m.Key)
+		}
+		return nil
+	})
+	// Run two or more relays with WithMaxShards(ceil(16/n)) to share the shards.
+	relay, err := outbox.NewRelay(session, pub)
+	if err != nil {
+		log.Fatal(err)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+	defer stop()
+	_ = relay.Run(ctx, func(st outbox.Stats, err error) {
+		if err != nil {
+			log.Printf("outbox relay: %v", err)
+		}
+	})
+}

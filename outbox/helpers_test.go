@@ -1,0 +1,106 @@
+package outbox
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gocql/gocql"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cassdedup/cassdedup/internal/testnode"
+	"github.com/cassdedup/cassdedup/lwt"
+)
+
+// env is a fresh keyspace with a store whose runs may stage events, an outbox, and fast
+// buckets: one second wide, closed two seconds after their end.
+type env struct {
+	session *gocql.Session
+	ks      string
+	store   *lwt.Store
+	box     *Outbox
+	opts    []Option
+}
+
+func newEnv(t *testing.T, storeOpts ...lwt.Option) *env {
+	t.Helper()
+	session, ks := testnode.NewSession(t)
+	store, err := lwt.NewStore(session, Table(ks), storeOpts...)
+	require.NoError(t, err)
+	opts := []Option{WithKeyspace(ks), WithBucket(time.Second), WithHorizon(2 * time.Second), WithRetention(30 * time.Second),
+		WithShards(4), WithRelayLease(4 * time.Second)}
+	box, err := New(session, opts...)
+	require.NoError(t, err)
+	return &env{session: session, ks: ks, store: store, box: box, opts: opts}
+}
+
+func (e *env) relay(t *testing.T, pub Publisher, opts ...Option) *Relay {
+	t.Helper()
+	r, err := NewRelay(e.session, pub, append(append([]Option{}, e.opts...), opts...)...)
+	require.NoError(t, err)
+	t.Cleanup(func() { r.Release(context.Background()) })
+	return r
+}
+
+// placeOrder runs key under ExecuteOnce and stages n events of it.
+func (e *env) placeOrder(ctx context.Context, key string, n int) (lwt.Result, error) {
+	return e.store.ExecuteOnce(ctx, lwt.IdempotencyKey("orders", key), func(ctx context.Context) ([]byte, error) {
+		for i := range n {
+			if err := e.box.Stage(ctx, Event{Type: "order.placed", Key: key, Payload: []byte{byte(i)}, Headers: map[string]string{"n": "x"}}); err != nil {
+				return nil, err
+			}
+		}
+		return []byte("ok"), nil
+	})
+}
+
+// recorder is a Publisher that keeps every message it accepted.
+type recorder struct {
+	mu   sync.Mutex
+	msgs []Message
+	fail error // returned after recording, as a relay that crashed after the broker accepted
+}
+
+func (p *recorder) Publish(_ context.Context, msgs []Message) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.msgs = append(p.msgs, msgs...)
+	return p.fail
+}
+
+func (p *recorder) ids() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]string, len(p.msgs))
+	for i, m := range p.msgs {
+		out[i] = m.ID
+	}
+	return out
+}
+
+// drain polls r until every intent has settled (none waiting) and the buckets closed, or fails.
+func drain(t *testing.T, ctx context.Context, r *Relay) Stats {
+	t.Helper()
+	var total Stats
+	deadline := time.Now().Add(30 * time.Second)
+	for quiet := 0; quiet < 2; {
+		require.True(t, time.Now().Before(deadline), "the relay never settled")
+		st, err := r.Poll(ctx)
+		require.NoError(t, err)
+		total.add(st)
+		if st.Waiting == 0 && st.Published == 0 && st.Settled == 0 {
+			quiet++
+		} else {
+			quiet = 0
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return total
+}
+
+func ctxT(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}

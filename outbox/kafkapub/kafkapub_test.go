@@ -1,0 +1,91 @@
+package kafkapub
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"go.uber.org/goleak"
+
+	"github.com/cassdedup/cassdedup/internal/testnode"
+	"github.com/cassdedup/cassdedup/outbox"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// TestPublishToTheBroker publishes a committed operation's events, and again (a relay's crash
+// between publish and mark): the broker holds both copies with the same ids, keys and times.
+func TestPublishToTheBroker(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	seeds := testnode.KafkaBrokers(t)
+	topic := fmt.Sprintf("kafkapub-%d", time.Now().UnixNano())
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+	require.NoError(t, err)
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	_, err = adm.CreateTopic(ctx, 2, 1, nil, topic)
+	require.NoError(t, err)
+	defer func() { _, _ = adm.DeleteTopics(context.Background(), topic) }()
+
+	pub, err := New(cl, topic)
+	require.NoError(t, err)
+	at := time.Now().Truncate(time.Millisecond)
+	msgs := []outbox.Message{
+		{ID: outbox.EventID("shop", "o-1", 0), Sequence: 0, Type: "order.placed", Key: "o-1", Payload: []byte("a"), StagedAt: at, Headers: map[string]string{"tenant": "t1"}},
+		{ID: outbox.EventID("shop", "o-1", 1), Sequence: 1, Type: "order.paid", Payload: []byte("b"), StagedAt: at},
+	}
+	require.NoError(t, pub.Publish(ctx, msgs))
+	require.NoError(t, pub.Publish(ctx, msgs))
+
+	cons, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	require.NoError(t, err)
+	defer cons.Close()
+	var got []*kgo.Record
+	for len(got) < 4 {
+		fs := cons.PollFetches(ctx)
+		require.NoError(t, fs.Err0())
+		got = append(got, fs.Records()...)
+	}
+	seen := map[string]int{}
+	for _, r := range got {
+		h := map[string]string{}
+		for _, x := range r.Headers {
+			h[x.Key] = string(x.Value)
+		}
+		seen[h[IDHeader]]++
+		assert.True(t, r.Timestamp.Equal(at), "the staging time, on every copy")
+		switch h[IDHeader] {
+		case msgs[0].ID:
+			assert.Equal(t, "o-1", string(r.Key))
+			assert.Equal(t, "order.placed", h[TypeHeader])
+			assert.Equal(t, "t1", h["tenant"])
+			assert.Equal(t, "0", h[SeqHeader])
+		case msgs[1].ID:
+			assert.Equal(t, msgs[1].ID, string(r.Key), "no event key: the id partitions")
+		}
+	}
+	assert.Equal(t, map[string]int{msgs[0].ID: 2, msgs[1].ID: 2}, seen)
+}
+
+// TestUnsafeClientRefused: a client without idempotent writes (which franz-go also requires
+// for any acks but all) is refused.
+func TestUnsafeClientRefused(t *testing.T) {
+	for _, opts := range [][]kgo.Opt{
+		{kgo.DisableIdempotentWrite()},
+		{kgo.DisableIdempotentWrite(), kgo.RequiredAcks(kgo.LeaderAck())},
+	} {
+		cl, err := kgo.NewClient(append(opts, kgo.SeedBrokers("127.0.0.1:1"))...)
+		require.NoError(t, err)
+		_, err = New(cl, "t")
+		assert.ErrorIs(t, err, ErrUnsafeClient)
+		cl.Close()
+	}
+	_, err := New(nil, "t")
+	assert.Error(t, err)
+}

@@ -1,0 +1,173 @@
+package outbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/cespare/xxhash/v2"
+	"github.com/gocql/gocql"
+
+	"github.com/cassdedup/cassdedup/lwt"
+	"github.com/cassdedup/cassdedup/schema"
+)
+
+// Outbox stages events in claimed runs of an lwt.Store built over Table. It is safe for
+// concurrent use and starts no goroutines.
+type Outbox struct {
+	session *gocql.Session
+	cfg     config
+	insert  string
+}
+
+// New returns an Outbox over session. The tables of schema/cql/010_outbox.cql must exist.
+func New(session *gocql.Session, opts ...Option) (*Outbox, error) {
+	if session == nil {
+		return nil, fmt.Errorf("%w: nil session", ErrInvalidOption)
+	}
+	cfg, err := newConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	intents, err := schema.QualifiedName(cfg.keyspace, "outbox_intents")
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidOption, err)
+	}
+	return &Outbox{session: session, cfg: cfg,
+		insert: "INSERT INTO " + intents + " (bucket, shard, namespace, key, fence, owner, staged_at) VALUES (?, ?, ?, ?, ?, ?, ?) USING TTL ?",
+	}, nil
+}
+
+// Table is lwt.IdempotencyKeys(keyspace) with the outbox column declared as a completion
+// column: build the lwt.Store of the runs that stage events (and httpidem's) over it.
+func Table(keyspace string) lwt.Table {
+	t := lwt.IdempotencyKeys(keyspace)
+	t.CompletionColumns = []string{ColumnName}
+	return t
+}
+
+// Stage adds events to the run whose ctx this is: the function passed to ExecuteOnce, an
+// httpidem handler (r.Context()), or anything they call with that ctx. The events are committed
+// in the same conditional write that stores the run's result, or not at all: if the run fails,
+// is released, or loses its lease, nothing is published. The first Stage of a run writes the
+// run's intent row (one plain write) so the relay will look for the commit.
+//
+// Errors: ErrNoRun, ErrUnsupportedKey, ErrInvalidEvent, ErrIntentLate, or the driver's error of
+// the intent write. Return them from the run: a run that goes on to commit after a failed Stage
+// has its completion refused (ErrNoIntent) and is released instead.
+func (o *Outbox) Stage(ctx context.Context, events ...Event) error {
+	comp, ok := lwt.CompletionFromContext(ctx)
+	claim, ok2 := lwt.ClaimFromContext(ctx)
+	if !ok || !ok2 {
+		return ErrNoRun
+	}
+	ns, key, err := recordKey(claim.Key)
+	if err != nil {
+		return err
+	}
+	for i, e := range events {
+		if err := e.validate(); err != nil {
+			return fmt.Errorf("event %d: %w", i, err)
+		}
+	}
+	v, err := comp.LoadOrStore(ColumnName, &staged{o: o, ns: ns, key: key, claim: *claim})
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrNoRun, err)
+	}
+	return v.(*staged).add(ctx, events)
+}
+
+func recordKey(k lwt.Key) (string, string, error) {
+	if len(k) != 2 {
+		return "", "", ErrUnsupportedKey
+	}
+	ns, ok1 := k[0].(string)
+	key, ok2 := k[1].(string)
+	if !ok1 || !ok2 {
+		return "", "", ErrUnsupportedKey
+	}
+	return ns, key, nil
+}
+
+// shardOf is the shard of the operation (namespace, key).
+func shardOf(namespace, key string, shards int) int {
+	h := xxhash.New()
+	_, _ = h.WriteString(namespace)
+	_, _ = h.Write([]byte{0})
+	_, _ = h.WriteString(key)
+	return int(h.Sum64() % uint64(shards))
+}
+
+// staged is a run's events: the value of its outbox completion cell.
+type staged struct {
+	o        *Outbox
+	ns, key  string
+	claim    lwt.Claim
+	mu       sync.Mutex
+	events   []Event
+	size     int
+	intent   bool
+	stagedAt time.Time
+}
+
+func (s *staged) add(ctx context.Context, events []Event) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.events)+len(events) > MaxEvents {
+		return fmt.Errorf("%w: %d events, limit %d", ErrInvalidEvent, len(s.events)+len(events), MaxEvents)
+	}
+	size := s.size
+	for _, e := range events {
+		size += len(e.Type) + len(e.Key) + len(e.Payload)*4/3 + 64
+		for k, v := range e.Headers {
+			size += len(k) + len(v) + 8
+		}
+	}
+	if size > s.o.cfg.maxSize {
+		return fmt.Errorf("%w: about %d bytes staged, limit %d", ErrInvalidEvent, size, s.o.cfg.maxSize)
+	}
+	if !s.intent {
+		if err := s.writeIntent(ctx); err != nil {
+			return err
+		}
+	}
+	s.events = append(s.events, events...)
+	s.size = size
+	return nil
+}
+
+// writeIntent writes the run's intent row in the bucket of now. It must land before a relay
+// closes that bucket: a write that took more than half the horizon may not have, so it fails.
+func (s *staged) writeIntent(ctx context.Context) error {
+	cfg := s.o.cfg
+	start := time.Now() // monotonic: the writer's own elapsed time, whatever its wall clock says
+	now := cfg.now()
+	ttl := int(math.Ceil((s.claim.ExpiresAt.Sub(now) + cfg.bucket + cfg.horizon + time.Hour).Seconds()))
+	err := s.o.session.Query(s.o.insert, cfg.bucketOf(now), shardOf(s.ns, s.key, cfg.shards), s.ns, s.key,
+		s.claim.Fence, s.claim.Owner, now, max(ttl, cfg.intentTTL())).
+		WithContext(ctx).Consistency(cfg.consistency).Idempotent(true).Exec()
+	if err != nil {
+		return fmt.Errorf("outbox: write intent: %w", err)
+	}
+	if elapsed := time.Since(start); elapsed > cfg.horizon/2 {
+		return fmt.Errorf("%w: %v, limit %v", ErrIntentLate, elapsed, cfg.horizon/2)
+	}
+	s.intent, s.stagedAt = true, now
+	return nil
+}
+
+// CellValue encodes the staged events for the completion (lwt.CellValue).
+func (s *staged) CellValue() (any, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.intent {
+		if len(s.events) == 0 {
+			return nil, errors.Join(ErrNoIntent, errors.New("outbox: a Stage of this run failed"))
+		}
+		return nil, ErrNoIntent
+	}
+	return encodeCell(cell{StagedAt: s.stagedAt, Events: s.events})
+}

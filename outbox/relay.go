@@ -1,0 +1,199 @@
+package outbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/gocql/gocql"
+
+	"github.com/cassdedup/cassdedup/lwt"
+	"github.com/cassdedup/cassdedup/schema"
+)
+
+// Publisher sends messages to a broker. Publish returns nil only when every message is durably
+// accepted (for Kafka: acknowledged by all in-sync replicas); the relay marks nothing otherwise
+// and sends them again. It is called from one goroutine per Relay at a time.
+type Publisher interface {
+	Publish(ctx context.Context, msgs []Message) error
+}
+
+// PublisherFunc adapts a function to Publisher.
+type PublisherFunc func(ctx context.Context, msgs []Message) error
+
+// Publish calls f.
+func (f PublisherFunc) Publish(ctx context.Context, msgs []Message) error { return f(ctx, msgs) }
+
+// Stats counts what a relay's passes did.
+type Stats struct {
+	Shards    int // shards held after the pass
+	Buckets   int // bucket partitions read
+	Published int // messages published
+	Settled   int // intents marked (published or dropped)
+	Dropped   int // intents whose run did not commit
+	Waiting   int // intents whose run is still in flight
+	Fenced    int // shards lost to a newer relay
+}
+
+func (s *Stats) add(o Stats) {
+	s.Buckets += o.Buckets
+	s.Published += o.Published
+	s.Settled += o.Settled
+	s.Dropped += o.Dropped
+	s.Waiting += o.Waiting
+	s.Fenced += o.Fenced
+}
+
+// Relay finds committed events through the intents index and publishes them at least once,
+// marking each intent when its events were accepted. Relays of one name share the shards under
+// fenced leases. A Relay is safe for concurrent use, but its passes run one at a time; it starts
+// no goroutines (Run blocks its caller).
+type Relay struct {
+	judge  // the session, the config and the record reads
+	pub    Publisher
+	leases *lwt.Store
+	st     relayStatements
+	mu     sync.Mutex // one pass at a time
+	held   map[int]*shard
+}
+
+type relayStatements struct {
+	raise, raiseNull, mark, readCursor, writeCursor string
+}
+
+// NewRelay returns a relay that publishes through pub. The tables of schema/cql/010_outbox.cql
+// must exist.
+func NewRelay(session *gocql.Session, pub Publisher, opts ...Option) (*Relay, error) {
+	if session == nil || pub == nil {
+		return nil, fmt.Errorf("%w: nil session or publisher", ErrInvalidOption)
+	}
+	cfg, err := newConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	intents, err1 := schema.QualifiedName(cfg.keyspace, "outbox_intents")
+	relays, err2 := schema.QualifiedName(cfg.keyspace, "outbox_relays")
+	j, err3 := newJudge(session, cfg)
+	if err := errors.Join(err1, err2, err3); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidOption, err)
+	}
+	// A shard's lease is an exactly-once record of lwt that is never completed: lwt's claim,
+	// renewal, server-judged expiry and fencing, kept for a year so its fence never restarts.
+	leases, err := lwt.NewStore(session, lwt.Table{Keyspace: cfg.keyspace, Name: "outbox_relays", KeyColumns: []string{"relay", "shard"}},
+		lwt.WithLease(cfg.lease), lwt.WithRetention(365*24*time.Hour), lwt.WithClock(cfg.now),
+		lwt.WithConsistency(cfg.consistency), lwt.WithSerialConsistency(cfg.serial))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidOption, err)
+	}
+	part := " WHERE bucket = ? AND shard = ?"
+	return &Relay{judge: j, pub: pub, leases: leases, held: map[int]*shard{}, st: relayStatements{
+		raise:     "UPDATE " + intents + " USING TTL ? SET relay_fence = ?" + part + " IF relay_fence < ?",
+		raiseNull: "UPDATE " + intents + " USING TTL ? SET relay_fence = ?" + part + " IF relay_fence = null",
+		mark: "UPDATE " + intents + " USING TTL ? SET state = ?, settled_at = ?" + part +
+			" AND namespace = ? AND key = ? AND fence = ? IF relay_fence = ?",
+		readCursor:  "SELECT shards, frontier, pending FROM " + relays + " WHERE relay = ? AND shard = ?",
+		writeCursor: "UPDATE " + relays + " USING TTL ? SET shards = ?, frontier = ?, pending = ? WHERE relay = ? AND shard = ? IF owner = ? AND fence = ? AND status = 'STARTED'",
+	}}, nil
+}
+
+// Run makes a pass every poll interval until ctx ends, then gives its shards up so another relay
+// takes them at once, and returns ctx.Err(). A pass's error is not fatal: what it left is
+// retried on the next pass. onPass, if not nil, sees each pass's stats and error.
+func (r *Relay) Run(ctx context.Context, onPass func(Stats, error)) error {
+	t := time.NewTicker(r.cfg.poll)
+	defer t.Stop()
+	for {
+		st, err := r.Poll(ctx)
+		if onPass != nil {
+			onPass(st, err)
+		}
+		select {
+		case <-ctx.Done():
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			r.Release(rctx)
+			cancel()
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// Poll makes one pass: it claims free shards (up to WithMaxShards), then for each held shard
+// reads its open buckets, its pending buckets and the next closed ones, publishes what
+// committed, marks it and moves the shard's cursor. Errors of single shards are joined; the
+// shards stay held unless fenced.
+func (r *Relay) Poll(ctx context.Context) (Stats, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var total Stats
+	var errs []error
+	lost := func(s int, err error) bool {
+		if errors.Is(err, ErrFenced) || errors.Is(err, lwt.ErrLeaseLost) {
+			total.Fenced++
+			delete(r.held, s)
+			return true
+		}
+		return false
+	}
+	// Every lease is renewed first, so a slow shard does not let the others' leases run out. A
+	// lease that ran out since the last pass (a pass that came late) is given up quietly: the
+	// shard is claimed again below if no other relay took it.
+	for s, sh := range r.held {
+		if err := r.renewIfDue(ctx, sh); err != nil && !lost(s, err) {
+			errs = append(errs, fmt.Errorf("outbox: shard %d: renew: %w", s, err))
+		}
+	}
+	for s := 0; s < r.cfg.shards && len(r.held) < r.cfg.maxShards; s++ {
+		if r.held[s] != nil {
+			continue
+		}
+		sh, err := r.acquire(ctx, s)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if sh != nil {
+			r.held[s] = sh
+		}
+	}
+	ids := make([]int, 0, len(r.held))
+	for s := range r.held {
+		ids = append(ids, s)
+	}
+	sort.Ints(ids)
+	for _, s := range ids {
+		st, err := r.work(ctx, r.held[s])
+		total.add(st)
+		lost(s, err)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("outbox: shard %d: %w", s, err))
+		}
+	}
+	total.Shards = len(r.held)
+	return total, errors.Join(errs...)
+}
+
+// Release gives up every held shard (RELEASED, so the next relay claims it without waiting
+// for the lease).
+func (r *Relay) Release(ctx context.Context) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for s, sh := range r.held {
+		_ = r.leases.Release(ctx, sh.claim, []byte("relay stopped"))
+		delete(r.held, s)
+	}
+}
+
+// Held returns the shards this relay holds and the fence of each.
+func (r *Relay) Held() map[int]int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := map[int]int64{}
+	for s, sh := range r.held {
+		out[s] = sh.claim.Fence
+	}
+	return out
+}

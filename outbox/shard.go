@@ -1,0 +1,192 @@
+package outbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/cassdedup/cassdedup/lwt"
+)
+
+// shard is a shard this relay holds: its lease claim and its cursor.
+type shard struct {
+	id       int
+	claim    *lwt.Claim
+	frontier int64          // the first bucket not yet swept
+	pending  map[int64]bool // swept buckets that still hold pending intents
+}
+
+// acquire claims shard s if it is free, and loads its cursor; nil when another relay holds it.
+func (r *Relay) acquire(ctx context.Context, s int) (*shard, error) {
+	claim, rec, err := r.leases.Begin(ctx, lwt.Key{r.cfg.name, s}, nil)
+	switch {
+	case errors.Is(err, lwt.ErrInProgress):
+		return nil, nil
+	case err != nil:
+		return nil, err
+	case rec != nil:
+		return nil, fmt.Errorf("outbox: shard %d: lease record is %s", s, rec.Status)
+	}
+	row, _, err := lwt.ReadSerial(ctx, r.session.Query(r.st.readCursor, r.cfg.name, s), r.cfg.serial)
+	if err != nil {
+		_ = r.leases.Release(ctx, claim, []byte("cursor unreadable"))
+		return nil, err
+	}
+	sh := &shard{id: s, claim: claim, pending: map[int64]bool{}}
+	if n, _ := row["shards"].(int); n != 0 && n != r.cfg.shards {
+		_ = r.leases.Release(ctx, claim, []byte("shard count changed"))
+		return nil, fmt.Errorf("%w: stored %d, configured %d", ErrShardCountChanged, n, r.cfg.shards)
+	}
+	if f, ok := row["frontier"].(int64); ok && f != 0 {
+		sh.frontier = f
+	} else {
+		// A fresh shard: anything older than the retention has no record left to settle by.
+		sh.frontier = r.cfg.bucketOf(r.cfg.now().Add(-r.cfg.retention - r.cfg.horizon))
+	}
+	if p, ok := row["pending"].([]int64); ok {
+		for _, b := range p {
+			sh.pending[b] = true
+		}
+	}
+	return sh, nil
+}
+
+// closed reports whether bucket b has ended more than the horizon ago: no intent can still
+// land in it (see WithHorizon), so once swept only its pending intents need reading again.
+func (r *Relay) closed(b int64, now time.Time) bool {
+	end := time.Unix(b, 0).Add(r.cfg.bucket + r.cfg.horizon)
+	return !now.Before(end)
+}
+
+// work renews the shard's lease if due, then works its buckets and moves its cursor.
+func (r *Relay) work(ctx context.Context, sh *shard) (Stats, error) {
+	if err := r.renewIfDue(ctx, sh); err != nil {
+		return Stats{}, err
+	}
+	now := r.cfg.now()
+	width := int64(r.cfg.bucket / time.Second)
+	nowBucket := r.cfg.bucketOf(now)
+	// Open buckets first, so fresh commits are published at once even while a relay catches up
+	// on closed ones; then the pending ones; then up to maxSweep closed ones from the frontier.
+	var open, sweep, buckets []int64
+	for b := sh.frontier; b <= nowBucket; b += width {
+		switch {
+		case !r.closed(b, now):
+			open = append(open, b)
+		case len(sweep) < r.cfg.maxSweep:
+			sweep = append(sweep, b)
+		}
+	}
+	for b := range sh.pending {
+		buckets = append(buckets, b)
+	}
+	sort.Slice(buckets, func(i, j int) bool { return buckets[i] < buckets[j] })
+	buckets = append(append(open, buckets...), sweep...)
+	reads := r.readAll(ctx, sh.id, buckets)
+	var st Stats
+	remaining := map[int64]int{}
+	var werr error
+	for i, b := range buckets {
+		if err := r.renewIfDue(ctx, sh); err != nil {
+			werr = err
+			break
+		}
+		bs, n, err := r.bucket(ctx, sh, b, reads[i])
+		st.add(bs)
+		if err != nil {
+			werr = err
+			break
+		}
+		remaining[b] = n
+	}
+	changed := false
+	for b, n := range remaining {
+		if !r.closed(b, now) {
+			continue
+		}
+		if keep := n > 0; keep != sh.pending[b] {
+			changed = true
+			if keep {
+				sh.pending[b] = true
+			} else {
+				delete(sh.pending, b)
+			}
+		}
+	}
+	for {
+		if _, done := remaining[sh.frontier]; !done || !r.closed(sh.frontier, now) {
+			break
+		}
+		sh.frontier += width
+		changed = true
+	}
+	if changed {
+		if err := r.saveCursor(ctx, sh); err != nil {
+			return st, errors.Join(werr, err)
+		}
+	}
+	return st, werr
+}
+
+// renewIfDue renews the shard's lease once a third of it has passed, and fails with ErrFenced
+// when it has run out by this relay's clock: a successor may hold the shard by now.
+func (r *Relay) renewIfDue(ctx context.Context, sh *shard) error {
+	now := r.cfg.now()
+	if !now.Before(sh.claim.LeaseUntil) {
+		return fmt.Errorf("%w: lease ran out at %v", ErrFenced, sh.claim.LeaseUntil)
+	}
+	if sh.claim.LeaseUntil.Sub(now) < r.cfg.lease*2/3 {
+		return r.leases.Renew(ctx, sh.claim)
+	}
+	return nil
+}
+
+// bucketRead is one partition's pending intents and relay fence, or the error reading it.
+type bucketRead struct {
+	rows  []intent
+	fence int64
+	err   error
+}
+
+// readAll reads the partitions of shard s in buckets, a few at a time: most are empty, and a
+// relay catching up reads many.
+func (r *Relay) readAll(ctx context.Context, s int, buckets []int64) []bucketRead {
+	out := make([]bucketRead, len(buckets))
+	sem := make(chan struct{}, settleWorkers)
+	var wg sync.WaitGroup
+	for i, b := range buckets {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			out[i].rows, out[i].fence, out[i].err = r.readBucket(ctx, b, s)
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+// saveCursor writes the shard's cursor, fenced on the relay's claim.
+func (r *Relay) saveCursor(ctx context.Context, sh *shard) error {
+	pending := make([]int64, 0, len(sh.pending))
+	for b := range sh.pending {
+		pending = append(pending, b)
+	}
+	ttl := int(sh.claim.ExpiresAt.Sub(r.cfg.now()).Seconds())
+	if ttl < 1 {
+		return lwt.ErrLeaseLost
+	}
+	applied, _, err := lwt.UpdateIf(ctx, r.session.Query(r.st.writeCursor, ttl, r.cfg.shards, sh.frontier, pending,
+		r.cfg.name, sh.id, sh.claim.Owner, sh.claim.Fence).Consistency(r.cfg.consistency), r.cfg.serial)
+	if err != nil {
+		return fmt.Errorf("outbox: save cursor: %w", err)
+	}
+	if !applied {
+		return ErrFenced
+	}
+	return nil
+}
