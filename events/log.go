@@ -9,8 +9,8 @@ import (
 	"github.com/gocql/gocql"
 
 	"github.com/cassdedup/cassdedup/internal/argcheck"
-	"github.com/cassdedup/cassdedup/lwt"
 	"github.com/cassdedup/cassdedup/internal/flights"
+	"github.com/cassdedup/cassdedup/lwt"
 	"github.com/cassdedup/cassdedup/schema"
 )
 

@@ -9,8 +9,8 @@ import (
 
 	"github.com/gocql/gocql"
 
-	"github.com/cassdedup/cassdedup/lwt"
 	"github.com/cassdedup/cassdedup/internal/parallel"
+	"github.com/cassdedup/cassdedup/lwt"
 	"github.com/cassdedup/cassdedup/schema"
 )
 
