@@ -111,7 +111,11 @@ func parseCreateTable(stmt string, words []string, migration string) *tableModel
 			continue
 		}
 		if strings.EqualFold(f[0], "PRIMARY") {
-			inner, _ := balanced(def[strings.Index(def, "("):])
+			open := strings.Index(def, "(")
+			if open < 0 {
+				continue
+			}
+			inner, _ := balanced(def[open:])
 			keys = append(keys, strings.FieldsFunc(inner, func(r rune) bool { return r == ',' || r == '(' || r == ')' || r == ' ' || r == '\n' })...)
 			continue
 		}

@@ -160,6 +160,7 @@ func FuzzMigrationFile(f *testing.F) {
 	f.Add("keyspace.cql", "SELECT 1")
 	f.Add("-1_x.cql", "")
 	f.Add("007_x.cql", "SELECT 'open")
+	f.Add("008_x.cql", "CREATE TABLE cassdedup.t (a text, PRIMARY KEY); ALTER TABLE cassdedup.t ADD (b int, c map<text, int>); ALTER TABLE t DROP IF EXISTS b; DROP TABLE IF EXISTS t")
 	f.Fuzz(func(t *testing.T, name, src string) {
 		version, err := versionOf(name)
 		if err != nil {
