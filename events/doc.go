@@ -109,7 +109,7 @@
 // message delivered to both is processed by both: in TestFastPathOwnershipViolatedDuplicates,
 // 100% of the messages delivered to two fast-path owners ran twice, as did 100% of those
 // redelivered to the second after the first finished; with one fast-path owner and one strict
-// consumer, 14.7% ran twice in the recorded run (it depends on timing) and the strict consumer saw its lease lost on some of them. With the
+// consumer, 71.0% ran twice in the last recorded run (it depends on timing) and the strict consumer saw its lease lost on some of them. With the
 // default settings the same test shows no duplicate and no fast path. A fast-path handler has
 // no lease and no fencing token, and its failed run is not counted against WithMaxAttempts.
 //
