@@ -35,7 +35,6 @@ func run(ctx context.Context, session *gocql.Session, keyspace string, out io.Wr
 		return 0, err
 	}
 	counter := fmt.Sprintf("views:home:%d", time.Now().UnixNano())
-	arrived := time.Now() // the time the request first arrived; retries carry the same one
 
 	rollupCtx, stopRollups := context.WithCancel(ctx)
 	rollupDone := make(chan error, 1)
@@ -53,7 +52,8 @@ func run(ctx context.Context, session *gocql.Session, keyspace string, out io.Wr
 		go func() {
 			defer wg.Done()
 			for i := range views {
-				e := events.Event{Counter: counter, ID: fmt.Sprintf("req-%d", i), Delta: 1, Time: arrived}
+				// The time the request first arrived; its retries carry the same one.
+				e := events.Event{Counter: counter, ID: fmt.Sprintf("req-%d", i), Delta: 1, Time: time.Now()}
 				for attempt := 0; attempt <= i%3; attempt++ { // 1, 2 or 3 sends of the same view
 					sends.Add(1)
 					if err := log.Record(ctx, e); err != nil {

@@ -75,7 +75,9 @@ func consumerWork(t *testing.T, ks, counter string, clients []client, opts ...ev
 		for range 4 {
 			g, err := events.NewGuard(c.session, append(base, events.WithLease(testLease), events.WithMaxAttempts(1000))...)
 			require.NoError(t, err)
-			l, err := events.NewLog(c.session, base...)
+			// Every event carries the workload's start time and is recorded throughout the
+			// scenario: the grace period admits it for the whole run.
+			l, err := events.NewLog(c.session, append(base, events.WithGracePeriod(time.Hour))...)
 			require.NoError(t, err)
 			procs = append(procs, proc{c.via, g, l})
 		}

@@ -102,7 +102,9 @@ func newStores(t *testing.T, s *gocql.Session) stores {
 	once, err := lwt.NewStore(s, lwt.IdempotencyKeys(keyspace), lwt.WithLease(killLease),
 		lwt.WithCommitTimeout(5*time.Second))
 	require.NoError(t, err)
-	log, err := events.NewLog(s, events.WithKeyspace(keyspace))
+	// Every event carries the workload's start time and is recorded minutes later, across a
+	// kill: the grace period admits it for the whole run.
+	log, err := events.NewLog(s, events.WithKeyspace(keyspace), events.WithGracePeriod(time.Hour))
 	require.NoError(t, err)
 	ctr, err := counters.New(s, counters.WithKeyspace(keyspace))
 	require.NoError(t, err)
