@@ -49,7 +49,7 @@ type settled struct {
 	err  error
 }
 
-// settleWorkers bounds the record reads in flight per bucket.
+// settleWorkers bounds the reads (of records, or of bucket partitions) a relay has in flight.
 const settleWorkers = 8
 
 // bucket works one bucket partition of sh, read as rd: it settles the pending intents, publishes the
@@ -174,19 +174,24 @@ func newJudge(session *gocql.Session, cfg config) (judge, error) {
 // settleAll reads the records of rows, a few at a time, and returns their verdicts in order.
 func (r judge) settleAll(ctx context.Context, rows []intent) []settled {
 	out := make([]settled, len(rows))
+	inParallel(len(rows), func(i int) { out[i] = r.settle(ctx, rows[i]) })
+	return out
+}
+
+// inParallel calls fn(0) to fn(n-1), settleWorkers at a time, and returns when all returned.
+func inParallel(n int, fn func(i int)) {
 	sem := make(chan struct{}, settleWorkers)
 	var wg sync.WaitGroup
-	for i, in := range rows {
+	for i := range n {
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			out[i] = r.settle(ctx, in)
+			fn(i)
 		}()
 	}
 	wg.Wait()
-	return out
 }
 
 // settle decides an intent by its record. A QUORUM read that shows the intent's claim

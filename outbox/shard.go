@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"sync"
 	"time"
 
 	"github.com/cassdedup/cassdedup/lwt"
@@ -155,18 +154,7 @@ type bucketRead struct {
 // relay catching up reads many.
 func (r *Relay) readAll(ctx context.Context, s int, buckets []int64) []bucketRead {
 	out := make([]bucketRead, len(buckets))
-	sem := make(chan struct{}, settleWorkers)
-	var wg sync.WaitGroup
-	for i, b := range buckets {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			out[i].rows, out[i].fence, out[i].err = r.readBucket(ctx, b, s)
-		}()
-	}
-	wg.Wait()
+	inParallel(len(buckets), func(i int) { out[i].rows, out[i].fence, out[i].err = r.readBucket(ctx, buckets[i], s) })
 	return out
 }
 

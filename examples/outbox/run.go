@@ -204,6 +204,7 @@ func (c *chain) placeOrder(w http.ResponseWriter, r *http.Request) {
 // also sent a second time at once, as a client that double-submits.
 func (c *chain) place(ctx context.Context, addr string) {
 	hc := &http.Client{Timeout: 250 * time.Millisecond}
+	defer hc.CloseIdleConnections()
 	next := atomic.Int64{}
 	var wg sync.WaitGroup
 	for range c.cfg.clients {
@@ -217,7 +218,11 @@ func (c *chain) place(ctx context.Context, addr string) {
 				}
 				o := order{ID: fmt.Sprintf("o-%d", i), Amount: i}
 				if i%5 == 0 {
-					go c.send(ctx, hc, addr, o)
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						c.send(ctx, hc, addr, o)
+					}()
 				}
 				c.send(ctx, hc, addr, o)
 			}
