@@ -160,7 +160,9 @@ func (c *chain) serve() (*http.Server, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	mw, err := httpidem.New(store)
+	// Keys are scoped by the caller's credential, so one client can never replay another's
+	// order; every client of this example is the same shop front end.
+	mw, err := httpidem.New(store, httpidem.WithAuthorizationScope())
 	if err != nil {
 		return nil, "", err
 	}
@@ -216,7 +218,7 @@ func (c *chain) place(ctx context.Context, addr string) {
 				if int(i) > c.cfg.orders || ctx.Err() != nil {
 					return
 				}
-				o := order{ID: fmt.Sprintf("o-%d", i), Amount: i}
+				o := order{ID: fmt.Sprintf("order-%010d", i), Amount: i} // keys of at least 16 bytes
 				if i%5 == 0 {
 					wg.Add(1)
 					go func() {
@@ -238,6 +240,7 @@ func (c *chain) send(ctx context.Context, hc *http.Client, addr string, o order)
 		c.requests.Add(1)
 		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, addr+"/orders", bytesReader(body))
 		req.Header.Set(httpidem.DefaultHeader, o.ID)
+		req.Header.Set("Authorization", "Bearer shop-frontend")
 		req.Header.Set("Content-Type", "application/json")
 		resp, err := hc.Do(req)
 		if err == nil {
