@@ -294,7 +294,7 @@ func (c *chain) summary(ctx context.Context, logc *events.Log, start time.Time) 
 	var last time.Time
 	for id, at := range c.accepted {
 		var o int64
-		_, _ = fmt.Sscanf(id, "o-%d", &o)
+		_, _ = fmt.Sscanf(id, "order-%d", &o)
 		s.Expected += o
 		done, ok := c.applied[id]
 		if !ok {
