@@ -138,24 +138,33 @@ var outboxReplayCommand = &command{
 	flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 		var of outboxFlags
 		of.register(fs)
-		dry := fs.Bool("dry-run", false, "show the events a replay would publish; write nothing")
-		yes := fs.Bool("yes", false, "replay without asking: the events reach every consumer again")
+		var wf writeFlags
+		wf.register(fs)
 		return func(ctx context.Context, e *env, args []string) error {
 			a, err := e.outboxAdmin(&of)
 			if err != nil {
 				return err
 			}
-			if !*dry && !*yes {
-				return fmt.Errorf("%w: refused: a replay publishes the events of %s %s again to every consumer; pass -yes to do it, or -dry-run to see them",
-					errUsage, strconv.Quote(args[0]), strconv.Quote(args[1]))
-			}
-			res, err := a.Replay(ctx, args[0], args[1], *dry)
+			// Read what a replay would publish, show it, and write only once confirmed: the
+			// same plan-then-confirm rule as every other command that writes.
+			res, err := a.Replay(ctx, args[0], args[1], true)
 			if err != nil {
 				return err
 			}
+			lines := []string{fmt.Sprintf("replay %d events of %s %s (the relay publishes them again, with the same ids)", len(res.Messages), display(args[0]), display(args[1]))}
+			goOn, err := e.plan(&wf, lines, "the events reach every consumer again; consumers that applied them drop them by id")
+			if err != nil {
+				return err
+			}
+			dry := !goOn
+			if goOn {
+				if res, err = a.Replay(ctx, args[0], args[1], false); err != nil {
+					return err
+				}
+			}
 			action := "replayed"
 			switch {
-			case *dry:
+			case dry:
 				action = "would replay (dry run: nothing written)"
 			case !res.Changed:
 				action = "already pending: the relay publishes it on its next pass"
@@ -170,7 +179,7 @@ var outboxReplayCommand = &command{
 			for _, m := range res.Messages {
 				evs = append(evs, eventView{ID: m.ID, Type: m.Type, Key: m.Key, Size: len(m.Payload)})
 			}
-			return e.emit(map[string]any{"action": action, "dry_run": *dry, "changed": res.Changed, "namespace": args[0], "key": args[1],
+			return e.emit(map[string]any{"action": action, "dry_run": dry, "changed": res.Changed, "namespace": args[0], "key": args[1],
 				"bucket": res.Bucket, "shard": res.Shard, "events": evs}, func(w io.Writer) {
 				row(w, action, strconv.Quote(args[0]), strconv.Quote(args[1]))
 				row(w, "ID", "TYPE", "KEY", "PAYLOAD BYTES")
