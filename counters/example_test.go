@@ -6,15 +6,19 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/gocql/gocql"
-
 	"github.com/cassdedup/cassdedup/counters"
+	"github.com/cassdedup/cassdedup/cqlsession"
 )
 
 // A retried increment is applied once; an unconfirmed one is left for repair.
 func ExampleStore_Increment() {
-	cluster := gocql.NewCluster("127.0.0.1:9042")
-	cluster.RetryPolicy = nil // counter updates and LWTs must never be re-sent by the driver
+	// The recommended configuration sets no driver retries: counter updates and LWTs must
+	// never be re-sent by the driver.
+	cluster, err := cqlsession.NewCluster([]string{"127.0.0.1:9042"})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	session, err := cluster.CreateSession()
 	if err != nil {
 		fmt.Println(err)

@@ -9,12 +9,17 @@ import (
 	"github.com/gocql/gocql"
 
 	"github.com/cassdedup/cassdedup/bloom"
+	"github.com/cassdedup/cassdedup/cqlsession"
 	"github.com/cassdedup/cassdedup/events"
 )
 
 func exampleSession() *gocql.Session {
-	cluster := gocql.NewCluster("127.0.0.1:9042")
-	cluster.RetryPolicy = nil // conditional writes must never be re-sent by the driver
+	// The recommended configuration sets no driver retries: conditional writes must never be
+	// re-sent by the driver.
+	cluster, err := cqlsession.NewCluster([]string{"127.0.0.1:9042"})
+	if err != nil {
+		panic(err)
+	}
 	session, err := cluster.CreateSession()
 	if err != nil {
 		panic(err)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gocql/gocql"
 
+	"github.com/cassdedup/cassdedup/cqlsession"
 	"github.com/cassdedup/cassdedup/httpidem"
 	"github.com/cassdedup/cassdedup/lwt"
 )
@@ -45,9 +46,13 @@ func createCharge(w http.ResponseWriter, r *http.Request) {
 }
 
 func ExampleMiddleware_Handler() {
-	cluster := gocql.NewCluster("127.0.0.1")
+	// Start from the recommended configuration: no write coalescing, token-aware routing,
+	// the consistencies the stores need.
+	cluster, err := cqlsession.NewCluster([]string{"127.0.0.1"})
+	if err != nil {
+		log.Fatal(err)
+	}
 	cluster.Keyspace = "cassdedup"
-	cluster.Consistency = gocql.Quorum
 	cluster.RetryPolicy = nil // an LWT must never be re-sent by the driver
 	session, err := cluster.CreateSession()
 	if err != nil {

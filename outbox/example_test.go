@@ -9,6 +9,7 @@ import (
 
 	"github.com/gocql/gocql"
 
+	"github.com/cassdedup/cassdedup/cqlsession"
 	"github.com/cassdedup/cassdedup/lwt"
 	"github.com/cassdedup/cassdedup/outbox"
 )
@@ -17,9 +18,13 @@ import (
 // so they are compiled but not run by go test.
 
 func connect() *gocql.Session {
-	cluster := gocql.NewCluster("127.0.0.1")
+	// Start from the recommended configuration: no write coalescing, token-aware routing,
+	// the consistencies the stores need.
+	cluster, err := cqlsession.NewCluster([]string{"127.0.0.1"})
+	if err != nil {
+		log.Fatal(err)
+	}
 	cluster.Keyspace = "cassdedup"
-	cluster.Consistency = gocql.Quorum
 	session, err := cluster.CreateSession()
 	if err != nil {
 		log.Fatal(err)
