@@ -18,6 +18,9 @@ VENV         := $(CACHE)/venv
 CQLSH        := $(VENV)/bin/cqlsh
 CQLSH_VERSION := 6.2.2
 TEST_TIMEOUT ?= 25m
+# The test node's heap: every test makes a keyspace of its own, and a node of 1G ran out of heap
+# with about 130 of them alive at once (schema metadata); 2G leaves room on a machine of 24 GiB.
+TEST_HEAP    ?= $(or $(CASSANDRA_HEAP),2G)
 OUT          := out
 
 # The repository's Go modules: the library (what a service imports), the exported test helper
@@ -238,7 +241,7 @@ elif ! command -v java >/dev/null; then \
   if [ -z "$$(docker compose ps -q cassandra)" ]; then trap 'docker compose down' EXIT; fi; \
   echo "no Java: docker compose up -d --wait"; docker compose up -d --wait; CASSANDRA_HOSTS=127.0.0.1:9042 $(1); \
 elif $(NODE) status 2>/dev/null; then CASSANDRA_HOSTS=$(LOCAL_HOSTS) $(1); \
-else trap '$(NODE) down' EXIT; $(NODE) up; CASSANDRA_HOSTS=$(LOCAL_HOSTS) $(1); fi
+else trap '$(NODE) down' EXIT; CASSANDRA_HEAP=$(TEST_HEAP) $(NODE) up; CASSANDRA_HOSTS=$(LOCAL_HOSTS) $(1); fi
 endef
 
 # with_kafka runs $(1) with KAFKA_BROKERS set, as with_cassandra does for Cassandra: a broker
