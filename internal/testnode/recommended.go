@@ -23,6 +23,7 @@ func RecommendedSession(t testing.TB, ks string) *gocql.Session {
 		t.Fatalf("testnode: %v", err)
 	}
 	cluster.Keyspace = ks
+	cluster.Events.DisableSchemaEvents = true // see ClusterFor
 	s := connect(t, cluster)
 	t.Cleanup(s.Close)
 	return s
