@@ -138,19 +138,28 @@ func (r *Relay) Poll(ctx context.Context) (Stats, error) {
 		}
 		return false
 	}
-	// Every lease is renewed first, so a slow shard does not let the others' leases run out. A
-	// lease that ran out since the last pass (a pass that came late) is given up quietly: the
-	// shard is claimed again below if no other relay took it.
-	for s, sh := range r.held {
-		if err := r.renewIfDue(ctx, sh); err != nil && !lost(s, err) {
-			errs = append(errs, fmt.Errorf("outbox: shard %d: renew: %w", s, err))
+	// Every held lease that is due is renewed before each step of the pass (a claim, a shard's
+	// work), not once at its start: on a loaded machine one step can take seconds, and a pass
+	// over many shards longer than a lease, so leases renewed only at the start ran out while
+	// earlier shards were worked, and the relay lost every later shard on every pass. A lease
+	// that ran out anyway (a pass that came late) is given up quietly: the shard is claimed
+	// again if no other relay took it.
+	renewed := map[int]bool{}
+	renewDue := func() {
+		for s, sh := range r.held {
+			if err := r.renewIfDue(ctx, sh); err != nil && !lost(s, err) && !renewed[s] {
+				renewed[s] = true // one error per shard and pass is enough
+				errs = append(errs, fmt.Errorf("outbox: shard %d: renew: %w", s, err))
+			}
 		}
 	}
+	renewDue()
 	for s := 0; s < r.cfg.shards && len(r.held) < r.cfg.maxShards; s++ {
 		if r.held[s] != nil {
 			continue
 		}
 		sh, err := r.acquire(ctx, s)
+		renewDue()
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -165,6 +174,10 @@ func (r *Relay) Poll(ctx context.Context) (Stats, error) {
 	}
 	sort.Ints(ids)
 	for _, s := range ids {
+		renewDue()
+		if r.held[s] == nil {
+			continue // lost while the shards before it were worked
+		}
 		st, err := r.work(ctx, r.held[s])
 		total.add(st)
 		lost(s, err)

@@ -53,16 +53,17 @@ type Summary struct {
 
 // chain is one run's shared state.
 type chain struct {
-	cfg      config
-	session  *gocql.Session
-	box      *outbox.Outbox
-	counter  string
-	requests atomic.Int64
-	mu       sync.Mutex
-	accepted map[string]time.Time // order → when its first 2xx came back
-	applied  map[string]time.Time // order → when its effect was applied
-	runs     map[string]int       // order → handler runs that applied it
-	consumed atomic.Int64
+	cfg       config
+	session   *gocql.Session
+	box       *outbox.Outbox
+	counter   string
+	requests  atomic.Int64
+	mu        sync.Mutex
+	accepted  map[string]time.Time // order → when its first 2xx came back
+	applied   map[string]time.Time // order → when its effect was applied
+	runs      map[string]int       // order → handler runs that applied it
+	consumed  atomic.Int64
+	published atomic.Int64 // messages the relay published, copies included
 }
 
 // run places the orders through the whole chain and waits until every accepted one took effect
@@ -89,7 +90,6 @@ func run(ctx context.Context, session *gocql.Session, cfg config, out io.Writer)
 	bg, stop := context.WithCancel(ctx)
 	defer stop()
 	var wg sync.WaitGroup
-	var published atomic.Int64
 	pub, err := kafkapub.New(cl, topic)
 	if err != nil {
 		return Summary{}, err
@@ -97,14 +97,18 @@ func run(ctx context.Context, session *gocql.Session, cfg config, out io.Writer)
 	relay, err := outbox.NewRelay(session, outbox.PublisherFunc(func(ctx context.Context, msgs []outbox.Message) error {
 		err := pub.Publish(ctx, msgs)
 		if err == nil {
-			published.Add(int64(len(msgs)))
+			c.published.Add(int64(len(msgs)))
 		}
 		return err
 	}), outbox.WithKeyspace(cfg.keyspace), outbox.WithPollInterval(50*time.Millisecond))
 	if err != nil {
 		return Summary{}, err
 	}
-	logc, err := events.NewLog(session, events.WithKeyspace(cfg.keyspace))
+	// The effect is recorded under the event's own time, so a redelivery lands on the same row
+	// of the counter; the grace period must then cover the consumer's lag, which reaches seconds
+	// on a loaded machine (with the default 2 s, an event consumed later is refused with
+	// ErrBucketClosed and its partition stops).
+	logc, err := events.NewLog(session, events.WithKeyspace(cfg.keyspace), events.WithGracePeriod(5*time.Minute))
 	if err != nil {
 		return Summary{}, err
 	}
@@ -138,7 +142,7 @@ func run(ctx context.Context, session *gocql.Session, cfg config, out io.Writer)
 		return Summary{}, err
 	}
 	s := c.summary(ctx, logc, start)
-	s.Published = published.Load()
+	s.Published = c.published.Load()
 	b, _ := json.MarshalIndent(s, "", "  ")
 	fmt.Fprintln(out, string(b))
 	return s, nil
@@ -279,7 +283,8 @@ func (c *chain) waitApplied(ctx context.Context, errs <-chan error) error {
 		case err := <-errs:
 			return err
 		case <-ctx.Done():
-			return fmt.Errorf("%d accepted orders never took effect: %w", missing, ctx.Err())
+			return fmt.Errorf("%d accepted orders never took effect (%d published, %d consumed): %w",
+				missing, c.published.Load(), c.consumed.Load(), ctx.Err())
 		case <-t.C:
 		}
 	}
