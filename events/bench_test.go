@@ -147,7 +147,8 @@ func BenchmarkWarmUp(b *testing.B) {
 	clock := testnode.NewClock(time.Now())
 	g := guardOn(b, session, ks, events.WithClock(clock.Now))
 	scope := events.Scope{Group: "bench", Topic: "warm", Partition: 0}
-	if err := g.ProcessedIDs(ctx, scope, func(string) error { return nil }); err != nil { // records the group
+	noop := func(context.Context, events.Message) error { return nil }
+	if _, err := g.Process(ctx, events.Message{Scope: scope, ID: "first"}, noop); err != nil { // records the group
 		b.Fatal(err)
 	}
 	clock.Advance(2 * time.Hour)
@@ -158,7 +159,6 @@ func BenchmarkWarmUp(b *testing.B) {
 	if err := g.Own(ctx, scope, 1, pre); err != nil {
 		b.Fatal(err)
 	}
-	noop := func(context.Context, events.Message) error { return nil }
 	now := clock.Now()
 	for p := range warmUpKeys / lwt.MaxBatchRows {
 		msgs := make([]events.Message, lwt.MaxBatchRows)

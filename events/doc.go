@@ -55,7 +55,7 @@
 // configured differently records its layout from a window boundary LayoutSwitchDelay ahead, and
 // guards reread the layouts before they look up a time their last read cannot vouch for, so a
 // change never moves a time already written. A group first seen by this release keeps the
-// earlier release's layout (1 min, 1 bucket; WithLegacyBatchLayout) for the times up to about two
+// earlier release's layout (1 min, 1 bucket; WithLegacyBatchLayout) for the times up to about three
 // minutes ahead, so its earlier records are still found; the hour-bucketed index of earlier
 // releases is still read by warm-ups and ProcessedIDs until its rows expire. ProcessBatch refuses
 // a message whose time is more than lwt.MaxClockSkew ahead of the clock (ErrFutureEvent).

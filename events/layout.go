@@ -23,10 +23,11 @@ import (
 const LayoutSwitchDelay = 10 * time.Minute
 
 // firstSwitchDelay is how far ahead of the clock the configured layout takes over from the
-// legacy one when a group is first recorded. No guard of this release has used the group yet,
-// so it only needs to cover the message times, up to lwt.MaxClockSkew ahead, that an earlier
-// release may have written with the legacy layout.
-const firstSwitchDelay = 2 * lwt.MaxClockSkew
+// legacy one when a group is first recorded. No guard of this release has written for the group
+// yet, so it only needs to cover the message times, up to lwt.MaxClockSkew ahead, that an
+// earlier release may have written with the legacy layout, and the walks of readers that found
+// no layout (up to the skew ahead of their clocks, which may run a skew ahead).
+const firstSwitchDelay = 3 * lwt.MaxClockSkew
 
 // layoutWriteTimeout bounds a layout change's LWT: the change is safe only if it commits well
 // within LayoutSwitchDelay/2 less the clock skew of its since being computed.
@@ -122,7 +123,7 @@ type layoutCache struct {
 // layoutOf returns the layout of m's group at t, reading the group's layouts first when the
 // ones read last cannot vouch for t.
 func (g *Guard) layoutOf(ctx context.Context, group string, t time.Time) (layout, error) {
-	gl, err := g.layoutsOf(ctx, group, t)
+	gl, err := g.layoutsOf(ctx, group, t, true)
 	if err != nil {
 		return layout{}, err
 	}
@@ -130,8 +131,10 @@ func (g *Guard) layoutOf(ctx context.Context, group string, t time.Time) (layout
 }
 
 // layoutsOf returns the group's layouts, read again if the last read cannot vouch for times up
-// to t.
-func (g *Guard) layoutsOf(ctx context.Context, group string, t time.Time) (*groupLayouts, error) {
+// to t. A caller that writes (write) records the group's layouts if it has none, and proposes
+// this guard's; a reader (a warm-up, a listing) writes nothing, and a group without layouts is
+// all in the legacy layout for it.
+func (g *Guard) layoutsOf(ctx context.Context, group string, t time.Time, write bool) (*groupLayouts, error) {
 	sec := t.Unix()
 	g.layouts.mu.Lock()
 	gl := g.layouts.groups[group]
@@ -139,7 +142,7 @@ func (g *Guard) layoutsOf(ctx context.Context, group string, t time.Time) (*grou
 	if gl != nil && sec < gl.validUntil {
 		return gl, nil
 	}
-	gl, err := g.loadLayouts(ctx, group)
+	gl, err := g.loadLayouts(ctx, group, write)
 	if err != nil {
 		return nil, err
 	}
@@ -149,14 +152,25 @@ func (g *Guard) layoutsOf(ctx context.Context, group string, t time.Time) (*grou
 	return gl, nil
 }
 
-// loadLayouts reads the group's layouts at the serial consistency, records the legacy and the
-// configured layout for a group that has none, and proposes the configured layout once if the
-// group's latest differs.
-func (g *Guard) loadLayouts(ctx context.Context, group string) (*groupLayouts, error) {
+// loadLayouts reads the group's layouts at the serial consistency and, for a writer, records
+// the legacy and the configured layout for a group that has none, and proposes the configured
+// layout once if the group's latest differs.
+func (g *Guard) loadLayouts(ctx context.Context, group string, write bool) (*groupLayouts, error) {
 	read := g.cfg.now()
 	entries, recorded, err := g.readLayouts(ctx, group)
 	if err != nil {
 		return nil, err
+	}
+	if len(entries) == 0 && !write {
+		// Nothing of this release was written for the group, and the first layout recorded
+		// applies from firstSwitchDelay ahead of its writer's clock: up to then, everything is
+		// in the legacy layout. Not cached, so the first writer's rows are read next time.
+		legacy := layout{window: int64(g.cfg.legacyWindow / time.Second), buckets: g.cfg.legacyBuckets}
+		return &groupLayouts{entries: []layoutEntry{{since: math.MinInt64, layout: legacy}}, recorded: read.Unix(),
+			validUntil: read.Add(firstSwitchDelay - lwt.MaxClockSkew).Unix()}, nil
+	}
+	if !write {
+		return g.cache(group, read, entries, recorded), nil
 	}
 	g.layouts.mu.Lock()
 	propose := !g.layouts.proposed[group]
@@ -175,12 +189,19 @@ func (g *Guard) loadLayouts(ctx context.Context, group string) (*groupLayouts, e
 			return nil, fmt.Errorf("events: group %q: no layout recorded", group)
 		}
 	}
+	return g.cache(group, read, entries, recorded), nil
+}
+
+// cache keeps the entries read at read for the times they can vouch for: a change recorded
+// after read applies from LayoutSwitchDelay after its writer's clock, which may run a skew
+// behind.
+func (g *Guard) cache(group string, read time.Time, entries []layoutEntry, recorded int64) *groupLayouts {
 	gl := &groupLayouts{entries: entries, recorded: recorded,
 		validUntil: read.Add(LayoutSwitchDelay/2 - lwt.MaxClockSkew).Unix()}
 	g.layouts.mu.Lock()
 	g.layouts.groups[group] = gl
 	g.layouts.mu.Unlock()
-	return gl, nil
+	return gl
 }
 
 // readLayouts reads the group's rows of guard_layouts, every one valid, and when the first was

@@ -42,13 +42,13 @@ func TestWarmUpSeesBothLayouts(t *testing.T) {
 		require.Equal(t, Processed, res[0].Outcome)
 	}
 	process("before")
-	gl, err := g.layoutsOf(ctx, scope.Group, clock.Now())
+	gl, err := g.layoutsOf(ctx, scope.Group, clock.Now(), true)
 	require.NoError(t, err)
 	require.Len(t, gl.entries, 2)
 	require.Equal(t, 1, gl.at(clock.Now().Unix()).buckets, "the earlier layout until the switch")
 	clock.Set(time.Unix(gl.entries[1].since, 0).Add(30 * time.Second))
 	process("after")
-	gl, err = g.layoutsOf(ctx, scope.Group, clock.Now())
+	gl, err = g.layoutsOf(ctx, scope.Group, clock.Now(), true)
 	require.NoError(t, err)
 	require.Equal(t, DefaultBatchBuckets, gl.at(clock.Now().Unix()).buckets)
 

@@ -320,6 +320,10 @@ func TestLayoutRefusals(t *testing.T) {
 	require.NoError(t, err, "1 bucket holds 1,000 messages/s")
 
 	g := guardOn(t, session, ks)
+	readOnly := events.Scope{Group: "read-only", Topic: "t"}
+	require.NoError(t, g.ProcessedIDs(ctx, readOnly, func(string) error { return nil }))
+	require.NoError(t, g.ListMessages(ctx, readOnly, time.Time{}, func(events.MessageRecord) error { return nil }))
+	assert.Empty(t, layoutRows(t, session, ks, readOnly.Group), "reads record no layout")
 	future := events.Message{Scope: events.Scope{Group: "g", Topic: "t"}, ID: "x", Time: time.Now().Add(time.Hour)}
 	res, err := g.ProcessBatch(ctx, []events.Message{future}, newRunCounter().handle)
 	require.NoError(t, err)

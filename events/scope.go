@@ -56,7 +56,7 @@ func (g *Guard) walkIndex(ctx context.Context, scope Scope, from time.Time, yiel
 	// The windowed index holds rows from the group's first layout on, written at their writers'
 	// clocks, which may be up to the skew apart.
 	to := now.Add(lwt.MaxClockSkew)
-	gl, err := g.layoutsOf(ctx, scope.Group, to)
+	gl, err := g.layoutsOf(ctx, scope.Group, to, false)
 	if err != nil {
 		return err
 	}

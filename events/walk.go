@@ -16,7 +16,7 @@ const walkParallel = 16
 // yield gets each id with its window's start and end and is never called concurrently.
 func (g *Guard) walkWindows(ctx context.Context, list string, scope Scope, from, to time.Time,
 	yield func(id string, start, end time.Time) error) error {
-	gl, err := g.layoutsOf(ctx, scope.Group, to)
+	gl, err := g.layoutsOf(ctx, scope.Group, to, false)
 	if err != nil {
 		return err
 	}
