@@ -67,7 +67,8 @@ func (g *Guard) ScanStuck(ctx context.Context, opts lwt.StuckOptions, yield func
 // MessageRecord is one message ListMessages found in the by-scope index.
 type MessageRecord struct {
 	ID string
-	// Hour is the hour bucket of the index in which the id was first found.
+	// Hour is the start of the index's hour bucket (earlier releases) or window in which the id
+	// was first found.
 	Hour time.Time
 	// Record is the message's record; nil when there is none (it expired, or its claim never
 	// applied: the index row is written while the claim is in flight).
@@ -76,7 +77,7 @@ type MessageRecord struct {
 
 // ListMessages calls yield with each message id in scope's by-scope index (see ProcessedIDs:
 // messages recorded in the bucketed table are not there) from the hour of since on
-// (within the retention), oldest hour first, each id once, with its record read at the serial
+// (within the retention), oldest hour or window first, each id once, with its record read at the serial
 // consistency. An error from yield stops the walk and is returned; return one to stop after
 // enough. Each message costs a serial read: bound the walk.
 func (g *Guard) ListMessages(ctx context.Context, scope Scope, since time.Time, yield func(MessageRecord) error) error {
@@ -87,7 +88,7 @@ func (g *Guard) ListMessages(ctx context.Context, scope Scope, since time.Time, 
 		return err
 	}
 	seen := map[string]bool{}
-	return g.walkScopeFrom(ctx, scope, since, func(id string, hour time.Time) error {
+	return g.walkIndex(ctx, scope, since, func(id string, hour, _ time.Time) error {
 		if seen[id] {
 			return nil
 		}

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/cespare/xxhash/v2"
-
 	"github.com/cassdedup/cassdedup/lwt"
 )
 
@@ -51,7 +49,7 @@ func (g *Guard) ProcessBatch(ctx context.Context, msgs []Message, handler Handle
 		return nil, fmt.Errorf("%w: nil handler", ErrInvalidOption)
 	}
 	results := make([]BatchResult, len(msgs))
-	groups, copies := g.group(msgs, results)
+	groups, copies := g.group(ctx, msgs, results)
 	for _, grp := range groups {
 		grp.admit(ctx, g)
 		defer grp.leave()
@@ -93,20 +91,22 @@ type batchGroup struct {
 	fastDone  []int       // the fast-path messages whose handler succeeded, to record
 }
 
-// partitionOf is m's partition in processed_messages_bucketed. It derives from m's scope, Time
-// and ID only, so every delivery and every producer duplicate of m computes the same one.
-func (g *Guard) partitionOf(m Message) lwt.Key {
-	w := int64(g.cfg.window.Seconds())
-	sec := m.Time.Unix()
-	start := sec - ((sec%w)+w)%w // floor to the window, for times before 1970 too
-	bucket := int(xxhash.Sum64String(m.ID) % uint64(g.cfg.batchBuckets))
-	return lwt.Key{m.Group, m.Topic, m.Partition, start, bucket}
+// partitionOf is m's partition in processed_messages_bucketed: its window and bucket in the
+// layout its group has for its Time. It derives from m's scope, Time and ID only, so every
+// delivery and every producer duplicate of m computes the same one.
+func (g *Guard) partitionOf(ctx context.Context, m Message) (lwt.Key, error) {
+	l, err := g.layoutOf(ctx, m.Group, m.Time)
+	if err != nil {
+		return nil, err
+	}
+	start, bucket := l.place(m.Time.Unix(), m.ID)
+	return lwt.Key{m.Group, m.Topic, m.Partition, start, bucket}, nil
 }
 
 // group validates msgs, fills results for the invalid ones, and splits the rest into groups of
 // at most lwt.MaxBatchRows messages of one partition, in order. copies maps each repeated
 // message's position to its first one's.
-func (g *Guard) group(msgs []Message, results []BatchResult) (groups []*batchGroup, copies map[int]int) {
+func (g *Guard) group(ctx context.Context, msgs []Message, results []BatchResult) (groups []*batchGroup, copies map[int]int) {
 	copies = map[int]int{}
 	first := map[string]int{}
 	open := map[string]*batchGroup{}
@@ -120,8 +120,12 @@ func (g *Guard) group(msgs []Message, results []BatchResult) (groups []*batchGro
 			copies[i] = f
 			continue
 		}
+		p, err := g.partitionOf(ctx, m)
+		if err != nil {
+			results[i] = BatchResult{Outcome: Failed, Err: fmt.Errorf("events: place %q: %w", m.ID, err)}
+			continue
+		}
 		first[scope+"/"+m.ID] = i
-		p := g.partitionOf(m)
 		pk := fmt.Sprintf("%s/%d/%d", scope, p[3], p[4])
 		grp := open[pk]
 		if grp == nil || len(grp.msgs) == lwt.MaxBatchRows {
@@ -141,6 +145,11 @@ func (g *Guard) validateBatchMessage(m Message) error {
 	}
 	if m.Time.IsZero() {
 		return fmt.Errorf("%w: %q has no time; ProcessBatch groups messages by it", ErrInvalidMessage, m.ID)
+	}
+	if ahead := m.Time.Sub(g.cfg.now()); ahead > lwt.MaxClockSkew {
+		// Its partition could still move with a layout change; Process takes such a message.
+		return fmt.Errorf("%w: %w: %q is %v ahead of the clock (the limit is %v)",
+			ErrInvalidMessage, ErrFutureEvent, m.ID, ahead, lwt.MaxClockSkew)
 	}
 	return nil
 }

@@ -227,7 +227,10 @@ func TestProcessBatchBucketsKeepDuplicatesTogether(t *testing.T) {
 	const n, buckets, window = 40, 4, 2 * time.Minute
 	ctx := context.Background()
 	session, ks := testnode.NewSession(t)
-	g, err := events.NewGuard(session, events.WithKeyspace(ks), events.WithBatchBuckets(buckets), events.WithBatchWindow(window))
+	// A group whose earlier release had this layout keeps it from its first message on; 4
+	// buckets of 2 min windows hold 3,000 messages/s per broker partition.
+	g, err := events.NewGuard(session, events.WithKeyspace(ks), events.WithBatchBuckets(buckets), events.WithBatchWindow(window),
+		events.WithLegacyBatchLayout(window, buckets), events.WithPartitionRate(3_000))
 	require.NoError(t, err)
 	at := time.Now()
 	var poll []events.Message

@@ -41,13 +41,30 @@
 // one message run the handler once: the others get Duplicate, or InProgress while the first
 // runs. After WithMaxAttempts handler runs the message is reported as Poison, for the caller
 // to dead-letter. Records live for the retention window (WithRetention, default 7 days).
-// Every message is its own partition; ProcessedIDs walks the hour-bucketed by-scope index.
+// Every message is its own partition; ProcessedIDs walks the by-scope index.
+//
+// # Layouts
+//
+// The bucketed table (by message time) and the by-scope index (by indexing time) split a broker
+// partition's messages into windows (WithBatchWindow, default 1 min) and buckets of a hash of the
+// id (WithBatchBuckets, default 8): a partition holds rate x window / buckets rows, 75,000 at
+// 10k messages/s, and NewGuard refuses settings that would pass MaxPartitionRows at the declared
+// rate (WithPartitionRate, ErrUnboundedPartition). Since a message is found only where its
+// layout put it, each consumer group's layouts are recorded in guard_layouts with the message
+// time they apply from, and every lookup follows the layout of the message's time. A guard
+// configured differently records its layout from a window boundary LayoutSwitchDelay ahead, and
+// guards reread the layouts before they look up a time their last read cannot vouch for, so a
+// change never moves a time already written. A group first seen by this release keeps the
+// earlier release's layout (1 min, 1 bucket; WithLegacyBatchLayout) for the times up to about three
+// minutes ahead, so its earlier records are still found; the hour-bucketed index of earlier
+// releases is still read by warm-ups and ProcessedIDs until its rows expire. ProcessBatch refuses
+// a message whose time is more than lwt.MaxClockSkew ahead of the clock (ErrFutureEvent).
 //
 // # Batched claims
 //
 // Guard.ProcessBatch takes the messages of one poll. Those that share a partition of
-// processed_messages_bucketed — the scope, a window of the message's own Time (WithBatchWindow,
-// default 1 min) and a bucket of its id (WithBatchBuckets, default 1) — are claimed with one
+// processed_messages_bucketed — the scope, a window of the message's own Time and a bucket of its
+// id, in the group's layout (default 1 min and 8 buckets) — are claimed with one
 // conditional batch, which Cassandra applies in one Paxos round, and their successes and
 // failures are recorded with one more: two LWTs per group of up to lwt.MaxBatchRows (100)
 // messages instead of about two per message. A rejected claim batch returns the rows that
@@ -56,7 +73,7 @@
 // the next round. Leases are cells with their own TTL, so Cassandra's clock decides when one
 // has passed. The partition derives from the scope, Time and ID alone, so a redelivery and a
 // producer duplicate (the same id and time at another offset) always meet the same row; a
-// partition holds at most rate x window / buckets rows. Measured on one local node with
+// partition holds at most rate x window / buckets rows (see Layouts). Measured on one local node with
 // lwtbench's guard-batch operation (polls of 100, one run): 43 times the messages per second of
 // Process at one worker and 49 times at sixteen, and 16 and 15 times one plain INSERT per
 // message (the README has the batch sizes from 10 to 400).
@@ -100,7 +117,8 @@
 // ProcessBatch answers every later delivery, whichever path it takes. Messages without a Time
 // keep the earlier shape: their by-scope index row is written and awaited before the handler,
 // then the record (two writes). Records written before this release keep working: the LWT
-// path reads processed_messages as before, and warm-ups read the by-scope index too.
+// path reads processed_messages as before, and warm-ups read the by-scope index (its windows
+// and the hour buckets of earlier releases) too.
 //
 // The fast path is exact only while ownership holds: every delivery of the scope's messages
 // reaches this guard (one consumer per partition), Own is called on assignment with an epoch

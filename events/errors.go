@@ -14,8 +14,8 @@ var (
 	// ErrMissingEventTime is returned for an event without a time: its bucket would depend on
 	// when it was written, and a retry could land in another bucket and be counted twice.
 	ErrMissingEventTime = errors.New("events: missing event time")
-	// ErrFutureEvent is returned for an event time further ahead of the clock than the
-	// allowed clock skew.
+	// ErrFutureEvent is returned for an event time, or a message time given to ProcessBatch,
+	// further ahead of the clock than the allowed clock skew.
 	ErrFutureEvent = errors.New("events: event time is in the future")
 	// ErrBucketClosed is returned for an event whose bucket closed (its end plus the grace
 	// period has passed): a rollup may already have folded the bucket, so the event would be
@@ -23,6 +23,13 @@ var (
 	ErrBucketClosed = errors.New("events: bucket closed")
 	// ErrInvalidOption is returned by the constructors for an option value out of range.
 	ErrInvalidOption = errors.New("events: invalid option")
+	// ErrUnboundedPartition is returned by NewGuard, with ErrInvalidOption, for a window and
+	// bucket count that would put more than MaxPartitionRows rows in one partition at the
+	// declared rate (WithPartitionRate).
+	ErrUnboundedPartition = errors.New("events: layout cannot bound its partitions at the declared rate")
+	// ErrInvalidLayout is returned when a consumer group's recorded layouts (guard_layouts) are
+	// out of range or lack the first one: the guard cannot tell where its messages are.
+	ErrInvalidLayout = errors.New("events: invalid layout recorded")
 	// ErrInvalidMessage is returned for a message with an empty or over-long group, topic or
 	// id, a negative partition, or text that is not UTF-8.
 	ErrInvalidMessage = errors.New("events: invalid message")

@@ -24,7 +24,11 @@ func (g *Guard) recordFast(ctx context.Context, key lwt.Key, fingerprint, result
 		return fmt.Errorf("%w: key %v is not a message's", ErrInvalidMessage, key)
 	}
 	m.Time = at
-	return g.batch.PutCompletedBatch(ctx, g.partitionOf(m), []lwt.BatchItem{{Key: m.ID, Fingerprint: fingerprint}},
+	p, err := g.partitionOf(ctx, m)
+	if err != nil {
+		return err
+	}
+	return g.batch.PutCompletedBatch(ctx, p, []lwt.BatchItem{{Key: m.ID, Fingerprint: fingerprint}},
 		[][]byte{result}, epoch)
 }
 
@@ -47,7 +51,11 @@ func messageOf(key lwt.Key) (Message, bool) {
 // one), and the handler does not run. It runs after the claim, so after this process's own
 // fast path of the id (if any) has written its record and left the calls running here.
 func (g *Guard) inBucketed(ctx context.Context, m Message) (done bool, err error) {
-	rec, err := g.batch.Get(ctx, g.partitionOf(m), m.ID)
+	p, err := g.partitionOf(ctx, m)
+	if err != nil {
+		return false, err
+	}
+	rec, err := g.batch.Get(ctx, p, m.ID)
 	switch {
 	case errors.Is(err, lwt.ErrNotFound):
 		return false, nil
@@ -60,29 +68,4 @@ func (g *Guard) inBucketed(ctx context.Context, m Message) (done bool, err error
 	}
 	// A claim of ProcessBatch still running, or released: its own path settles it.
 	return false, nil
-}
-
-// walkWindows yields the ids of every partition of the bucketed table of scope whose window
-// starts between from's window and to: the records written there by the fast path and
-// ProcessBatch for messages of those times.
-func (g *Guard) walkWindows(ctx context.Context, scope Scope, from, to time.Time, yield func(id string) error) error {
-	w := int64(g.cfg.window / time.Second)
-	sec := from.Unix()
-	for start := sec - ((sec%w)+w)%w; start <= to.Unix(); start += w {
-		for bucket := range g.cfg.batchBuckets {
-			iter := g.session.Query(g.listWindow, scope.Group, scope.Topic, scope.Partition, start, bucket).
-				WithContext(ctx).Consistency(g.cfg.consistency).PageSize(scopePageSize).Iter()
-			var id string
-			for iter.Scan(&id) {
-				if err := yield(id); err != nil {
-					_ = iter.Close()
-					return err
-				}
-			}
-			if err := iter.Close(); err != nil {
-				return fmt.Errorf("events: list window %d/%d of %v: %w", start, bucket, scope, err)
-			}
-		}
-	}
-	return nil
 }

@@ -24,8 +24,12 @@ type Guard struct {
 	store                  *lwt.Store
 	batch                  *lwt.BatchStore // ProcessBatch's records
 	cfg                    config
-	insertScope, listScope string
+	listScope              string // the hour-bucketed index of earlier releases, still read
 	listWindow             string // the ids of one partition of the bucketed table, for warm-ups
+	insertIndex, listIndex string // the windowed by-scope index
+	selectLayouts          string
+	insertLayout           string
+	layouts                layoutCache
 }
 
 // Handler processes one message. On the LWT path its ctx is canceled if the guard loses the
@@ -75,9 +79,14 @@ func NewGuard(session *gocql.Session, opts ...Option) (*Guard, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidOption, err)
 	}
-	bucketed, err := schema.QualifiedName(cfg.keyspace, cfg.bucketed)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidOption, err)
+	var bucketed, layouts, index string
+	for _, t := range []struct {
+		q    *string
+		name string
+	}{{&bucketed, cfg.bucketed}, {&layouts, cfg.layouts}, {&index, cfg.index}} {
+		if *t.q, err = schema.QualifiedName(cfg.keyspace, t.name); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrInvalidOption, err)
+		}
 	}
 	storeOpts := []lwt.Option{lwt.WithRetention(cfg.retention), lwt.WithLease(cfg.lease),
 		lwt.WithSerialConsistency(cfg.serial), lwt.WithConsistency(cfg.consistency), lwt.WithClock(cfg.now)}
@@ -92,10 +101,17 @@ func NewGuard(session *gocql.Session, opts ...Option) (*Guard, error) {
 	}
 	g := &Guard{
 		session: session, batch: batch, cfg: cfg,
-		insertScope: "INSERT INTO " + byScope + " (consumer_group, topic, partition, hour, message_id) VALUES (?, ?, ?, ?, ?) USING TTL ?",
-		listScope:   "SELECT message_id FROM " + byScope + " WHERE consumer_group = ? AND topic = ? AND partition = ? AND hour = ?",
+		listScope: "SELECT message_id FROM " + byScope + " WHERE consumer_group = ? AND topic = ? AND partition = ? AND hour = ?",
 		listWindow: "SELECT message_id FROM " + bucketed +
 			" WHERE consumer_group = ? AND topic = ? AND partition = ? AND window_start = ? AND bucket = ?",
+		insertIndex: "INSERT INTO " + index +
+			" (consumer_group, topic, partition, window_start, bucket, message_id) VALUES (?, ?, ?, ?, ?, ?) USING TTL ?",
+		listIndex: "SELECT message_id FROM " + index +
+			" WHERE consumer_group = ? AND topic = ? AND partition = ? AND window_start = ? AND bucket = ?",
+		selectLayouts: "SELECT since, window_seconds, buckets, recorded_at FROM " + layouts + " WHERE consumer_group = ?",
+		insertLayout: "INSERT INTO " + layouts +
+			" (consumer_group, since, window_seconds, buckets, recorded_at) VALUES (?, ?, ?, ?, ?) IF NOT EXISTS",
+		layouts: layoutCache{groups: map[string]*groupLayouts{}, proposed: map[string]bool{}},
 	}
 	table := lwt.Table{Keyspace: cfg.keyspace, Name: cfg.records,
 		KeyColumns: []string{"consumer_group", "topic", "partition", "message_id"}}
@@ -147,6 +163,10 @@ func (g *Guard) Process(ctx context.Context, m Message, handler Handler) (Outcom
 	timed := !m.Time.IsZero()
 	if timed {
 		opts = append(opts, lwt.WithTime(m.Time))
+		// A time further ahead than the skew has no layout yet that stays put (see
+		// LayoutSwitchDelay): such a message is not looked up in the bucketed table, which
+		// ProcessBatch and the fast path (both refuse it) have not written it to.
+		timed = !m.Time.After(g.cfg.now().Add(lwt.MaxClockSkew))
 	}
 	// The by-scope index row is written while the claim is in flight rather than after it, so
 	// a new message pays one round trip less, and the handler waits for it: the index holds
@@ -212,10 +232,16 @@ func (w *indexWrite) wait() error {
 	return w.err
 }
 
-// index writes m's row in the by-scope index, in the bucket of the current hour.
+// index writes m's row in the by-scope index, in the window and bucket that its group's layout
+// gives it now.
 func (g *Guard) index(ctx context.Context, m Message) error {
-	now := g.cfg.now().UTC()
-	err := g.session.Query(g.insertScope, m.Group, m.Topic, m.Partition, now.Truncate(time.Hour), m.ID,
+	now := g.cfg.now()
+	l, err := g.layoutOf(ctx, m.Group, now)
+	if err != nil {
+		return fmt.Errorf("events: index %q by scope: %w", m.ID, err)
+	}
+	start, bucket := l.place(now.Unix(), m.ID)
+	err = g.session.Query(g.insertIndex, m.Group, m.Topic, m.Partition, start, bucket, m.ID,
 		int(g.cfg.retention/time.Second)).WithContext(ctx).Consistency(g.cfg.consistency).Idempotent(true).Exec()
 	if err != nil {
 		return fmt.Errorf("events: index %q by scope: %w", m.ID, err)

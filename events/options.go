@@ -44,12 +44,16 @@ type config struct {
 	parts                      int
 
 	// The Guard's.
-	records, byScope        string
+	records, byScope        string // byScope: the hour-bucketed index of earlier releases, read
+	layouts, index          string // guard_layouts and the windowed by-scope index, written
 	retention, lease        time.Duration
 	maxAttempts, maxPayload int
 	bucketed                string // ProcessBatch's table
 	window                  time.Duration
 	batchBuckets            int
+	rate                    int // messages per second per broker partition the layout must hold
+	legacyWindow            time.Duration
+	legacyBuckets           int
 }
 
 // Defaults of the options.
@@ -58,10 +62,19 @@ const (
 	DefaultLease       = lwt.DefaultLease
 	DefaultMaxAttempts = 5
 	DefaultMaxPayload  = 4 << 20 // larger than common brokers' message size limits
-	// DefaultBatchWindow and DefaultBatchBuckets shape ProcessBatch's partitions: one per broker
-	// partition, minute of message time and bucket (see WithBatchWindow).
+	// DefaultBatchWindow and DefaultBatchBuckets shape a group's partitions of the bucketed
+	// table and of the by-scope index: one per broker partition, minute and bucket, holding
+	// 75,000 rows at DefaultPartitionRate (see WithBatchWindow).
 	DefaultBatchWindow  = time.Minute
-	DefaultBatchBuckets = 1
+	DefaultBatchBuckets = 8
+	// MaxBatchBuckets bounds WithBatchBuckets: a warm-up reads every bucket of every window.
+	MaxBatchBuckets = 1024
+	// DefaultPartitionRate is the rate, in messages per second per broker partition, that a
+	// guard's layout must hold under MaxPartitionRows (see WithPartitionRate).
+	DefaultPartitionRate = 10_000
+	// MaxPartitionRows is the most rows a guard's layout may put in one partition at its
+	// declared rate: Cassandra's guidance for a partition.
+	MaxPartitionRows = 100_000
 	// DefaultWindow, DefaultParts, DefaultGracePeriod and DefaultSettleTime shape a Log: one
 	// counter's events of one window are spread over DefaultParts partitions, each holding at
 	// most rate x window / parts rows (2,500 at 10k events/s), and a window is folded once
@@ -83,6 +96,8 @@ func defaultConfig() config {
 		legacyWidth: time.Hour, parts: DefaultParts,
 		records: "processed_messages", byScope: "processed_messages_by_scope",
 		bucketed: "processed_messages_bucketed", window: DefaultBatchWindow, batchBuckets: DefaultBatchBuckets,
+		layouts: "guard_layouts", index: "processed_messages_by_window", rate: DefaultPartitionRate,
+		legacyWindow: time.Minute, legacyBuckets: 1,
 		retention: DefaultRetention, lease: DefaultLease,
 		maxAttempts: DefaultMaxAttempts, maxPayload: DefaultMaxPayload,
 	}
@@ -216,10 +231,17 @@ func WithMaxClockSkew(d time.Duration) Option {
 	return Option{"WithMaxClockSkew", forLog, func(c *config) { c.skew = d }}
 }
 
-// WithMessageTables names the record table and the by-scope index (defaults
-// "processed_messages", "processed_messages_by_scope"). Guard.
+// WithMessageTables names the record table and the hour-bucketed by-scope index of earlier
+// releases, still read until its rows expire (defaults "processed_messages",
+// "processed_messages_by_scope"). Guard.
 func WithMessageTables(records, byScope string) Option {
 	return Option{"WithMessageTables", forGuard, func(c *config) { c.records, c.byScope = records, byScope }}
+}
+
+// WithLayoutTables names the table of the groups' layouts and the windowed by-scope index
+// (defaults "guard_layouts", "processed_messages_by_window"). Guard.
+func WithLayoutTables(layouts, index string) Option {
+	return Option{"WithLayoutTables", forGuard, func(c *config) { c.layouts, c.index = layouts, index }}
 }
 
 // WithBatchTable names ProcessBatch's record table (default "processed_messages_bucketed").
@@ -228,22 +250,54 @@ func WithBatchTable(name string) Option {
 	return Option{"WithBatchTable", forGuard, func(c *config) { c.bucketed = name }}
 }
 
-// WithBatchWindow sets the width of the message-time windows that ProcessBatch groups messages
-// by (default 1 min; whole seconds, 1 s to 24 h), and WithBatchBuckets how many buckets each
-// window of a broker partition is split into by a hash of the message id (default 1; 1 to
-// 1024). A Cassandra partition then holds rate x window / buckets messages, and a poll costs one
-// conditional batch per window and bucket it touches. Both are part of the data, like a Log's
-// bucket width: a message is found only in the partition they give it, so never change them for
-// a table that holds records within the retention (a redelivery would run its handler again).
+// WithBatchWindow sets the width of the windows that a consumer group's messages are grouped
+// by (default 1 min; whole seconds, 1 s to 24 h): by message time in
+// ProcessBatch's table, by indexing time in the by-scope index. WithBatchBuckets sets how many
+// buckets each window of a broker partition is split into by a hash of the message id (default
+// 8; 1 to MaxBatchBuckets). A Cassandra partition then holds rate x window / buckets messages,
+// and a poll costs one conditional batch per window and bucket it touches; NewGuard refuses a
+// window and buckets that would hold more than MaxPartitionRows at the declared rate
+// (WithPartitionRate).
+//
+// Both are part of the data: a message is found only in the partition they give it. So they
+// are recorded per consumer group, with the message time from which they apply, in
+// guard_layouts, and every lookup uses the layout recorded for the message's time. A guard
+// configured differently from its group's latest layout records its own from a window boundary
+// LayoutSwitchDelay ahead of the clock; earlier times keep the layout they were written with.
 // Guard.
 func WithBatchWindow(d time.Duration) Option {
 	return Option{"WithBatchWindow", forGuard, func(c *config) { c.window = d }}
 }
 
-// WithBatchBuckets sets the buckets per window of ProcessBatch's partitions; see
-// WithBatchWindow. Guard.
+// WithBatchBuckets sets the buckets per window of a group's partitions; see WithBatchWindow.
+// Guard.
 func WithBatchBuckets(n int) Option {
 	return Option{"WithBatchBuckets", forGuard, func(c *config) { c.batchBuckets = n }}
+}
+
+// WithPartitionRate declares the most messages per second one broker partition carries (default
+// DefaultPartitionRate, 10,000; 1 to 10,000,000). NewGuard refuses, with ErrUnboundedPartition, a
+// window and buckets that would put more than MaxPartitionRows in one partition at that rate;
+// MinBatchBuckets gives the buckets a rate needs. Guard.
+func WithPartitionRate(perSecond int) Option {
+	return Option{"WithPartitionRate", forGuard, func(c *config) { c.rate = perSecond }}
+}
+
+// WithLegacyBatchLayout sets the window and buckets that an earlier release wrote
+// processed_messages_bucketed with (default 1 min and 1 bucket, that release's defaults). A
+// consumer group that has no layout recorded yet keeps it for the message times up to a few
+// minutes after the guard first sees the group, so the messages processed before the upgrade
+// are still found. Set it only if that release was configured WithBatchWindow or
+// WithBatchBuckets. Guard.
+func WithLegacyBatchLayout(window time.Duration, buckets int) Option {
+	return Option{"WithLegacyBatchLayout", forGuard, func(c *config) { c.legacyWindow, c.legacyBuckets = window, buckets }}
+}
+
+// MinBatchBuckets returns the fewest buckets that keep a partition of window under
+// MaxPartitionRows rows at perSecond messages per broker partition.
+func MinBatchBuckets(perSecond int, window time.Duration) int {
+	rows := int64(perSecond) * int64(window/time.Second)
+	return int((rows + MaxPartitionRows - 1) / MaxPartitionRows)
 }
 
 // WithRetention sets how long a processed message is remembered (default 7 days; 1 min to 90
@@ -311,12 +365,27 @@ func (c *config) validateGuard() error {
 		return fmt.Errorf("%w: max attempts %d must be 1..1000", ErrInvalidOption, c.maxAttempts)
 	case c.maxPayload < 1 || c.maxPayload > 256<<20:
 		return fmt.Errorf("%w: max payload %d must be 1..256 MiB", ErrInvalidOption, c.maxPayload)
-	case c.window < time.Second || c.window > 24*time.Hour || c.window%time.Second != 0:
+	case !validWindow(c.window):
 		return fmt.Errorf("%w: batch window %v must be whole seconds, 1s..24h", ErrInvalidOption, c.window)
-	case c.batchBuckets < 1 || c.batchBuckets > 1024:
-		return fmt.Errorf("%w: batch buckets %d must be 1..1024", ErrInvalidOption, c.batchBuckets)
+	case c.batchBuckets < 1 || c.batchBuckets > MaxBatchBuckets:
+		return fmt.Errorf("%w: batch buckets %d must be 1..%d", ErrInvalidOption, c.batchBuckets, MaxBatchBuckets)
+	case !validWindow(c.legacyWindow) || c.legacyBuckets < 1 || c.legacyBuckets > MaxBatchBuckets:
+		return fmt.Errorf("%w: legacy batch layout %v x %d must be a batch window and 1..%d buckets",
+			ErrInvalidOption, c.legacyWindow, c.legacyBuckets, MaxBatchBuckets)
+	case c.rate < 1 || c.rate > 10_000_000:
+		return fmt.Errorf("%w: partition rate %d must be 1..10000000", ErrInvalidOption, c.rate)
+	case c.batchBuckets < MinBatchBuckets(c.rate, c.window):
+		return fmt.Errorf("%w: %w: %v windows x %d buckets put %d rows in a partition at %d messages/s; "+
+			"the limit is %d: use at least %d buckets or shorter windows", ErrInvalidOption, ErrUnboundedPartition,
+			c.window, c.batchBuckets, int64(c.rate)*int64(c.window/time.Second)/int64(c.batchBuckets), c.rate,
+			MaxPartitionRows, MinBatchBuckets(c.rate, c.window))
 	}
 	return nil
+}
+
+// validWindow reports whether d can be a guard's window: whole seconds, 1 s to 24 h.
+func validWindow(d time.Duration) bool {
+	return d >= time.Second && d <= 24*time.Hour && d%time.Second == 0
 }
 
 // serialRead returns the serial consistency as a read consistency: a SELECT at SERIAL sees

@@ -46,21 +46,20 @@ func (g *Guard) Disown(scope Scope) {
 
 // keySource is the warm-up of a pre-check with the given horizon: the ids written within the
 // horizon plus lwt.MaxClockSkew (never more than the retention), from the by-scope index (the
-// LWT path of Process, and the fast path of messages without a time) and from the bucketed
-// table's windows of those times up to now plus the skew (the fast path of messages with a
-// time, and ProcessBatch). An id of the index is written at the end of its hour bucket at the
-// latest; an id of the bucketed table is taken as written now, which only keeps it longer.
+// LWT path of Process, and the fast path of messages without a time; its hour buckets of earlier
+// releases and its windows) and from the bucketed table's windows of those times up to now plus
+// the skew (the fast path of messages with a time, and ProcessBatch), in every layout the group
+// had over them. An id of the index is written by the end of its hour or window; an id of the
+// bucketed table is taken as written now, which only keeps it longer.
 func (g *Guard) keySource(scope Scope, horizon time.Duration) lwt.KeySource {
 	return func(ctx context.Context, yield func(string, time.Time) error) error {
 		now := g.cfg.now()
 		from := now.Add(-min(horizon+lwt.MaxClockSkew, g.cfg.retention))
-		err := g.walkScopeFrom(ctx, scope, from, func(id string, hour time.Time) error {
-			return yield(id, hour.Add(time.Hour))
-		})
+		err := g.walkIndex(ctx, scope, from, func(id string, _, end time.Time) error { return yield(id, end) })
 		if err != nil {
 			return err
 		}
-		return g.walkWindows(ctx, scope, from, now.Add(lwt.MaxClockSkew), func(id string) error {
+		return g.walkWindows(ctx, g.listWindow, scope, from, now.Add(lwt.MaxClockSkew), func(id string, _, _ time.Time) error {
 			return yield(id, time.Time{})
 		})
 	}

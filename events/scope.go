@@ -4,19 +4,23 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/cassdedup/cassdedup/lwt"
 )
 
 // scopePageSize bounds the rows one round trip of ProcessedIDs returns.
 const scopePageSize = 1000
 
 // ProcessedIDs calls yield with the id of every message claimed for processing in scope within
-// the retention window, oldest hour first, reading one hour bucket at a time in pages of
-// scopePageSize, so memory stays bounded whatever the volume. The ids are a superset of the
-// ones processed through the by-scope index (the LWT path of Process, and the fast path of
-// messages without a Time). Messages recorded in processed_messages_bucketed (the fast path of
-// messages with a Time, and ProcessBatch) are not among them: a warm-up reads those from the
-// bucketed table's windows (see Own). An id may be yielded more than once. An error from yield
-// stops the walk and is returned.
+// the retention window: from the hour-bucketed index of earlier releases, oldest hour first,
+// then from the windowed index, oldest window first, in pages of scopePageSize, so memory stays
+// bounded whatever the volume. The ids are a superset of the ones processed through the by-scope
+// index (the LWT path of Process, and the fast path of messages without a Time). Messages
+// recorded in processed_messages_bucketed (the fast path of messages with a Time, and
+// ProcessBatch) are not among them: a warm-up reads those from the bucketed table's windows (see
+// Own). An id may be yielded more than once. An error from yield stops the walk and is returned.
+// The walk reads every window and bucket of the retention (80,640 partitions for 7 days with the
+// default layout, the buckets of a window in parallel): bound it with an error from yield.
 func (g *Guard) ProcessedIDs(ctx context.Context, scope Scope, yield func(id string) error) error {
 	if err := g.checkCall(ctx); err != nil {
 		return err
@@ -24,16 +28,13 @@ func (g *Guard) ProcessedIDs(ctx context.Context, scope Scope, yield func(id str
 	if err := (Message{Scope: scope, ID: "-"}).validate(0); err != nil {
 		return err
 	}
-	return g.walkScope(ctx, scope, func(id string, _ time.Time) error { return yield(id) })
+	return g.walkIndex(ctx, scope, time.Time{}, func(id string, _, _ time.Time) error { return yield(id) })
 }
 
-// walkScope is ProcessedIDs with each id's hour bucket.
-func (g *Guard) walkScope(ctx context.Context, scope Scope, yield func(id string, hour time.Time) error) error {
-	return g.walkScopeFrom(ctx, scope, g.cfg.now().Add(-g.cfg.retention), yield)
-}
-
-// walkScopeFrom is walkScope from the hour of from (within the retention) on.
-func (g *Guard) walkScopeFrom(ctx context.Context, scope Scope, from time.Time, yield func(id string, hour time.Time) error) error {
+// walkIndex yields the ids of scope's by-scope index from the window of from (within the
+// retention) on, each with the start and end of the hour or window it was indexed in: first the
+// hour buckets that earlier releases wrote, then the group's windowed layouts.
+func (g *Guard) walkIndex(ctx context.Context, scope Scope, from time.Time, yield func(id string, start, end time.Time) error) error {
 	now := g.cfg.now().UTC()
 	if oldest := now.Add(-g.cfg.retention); from.Before(oldest) {
 		from = oldest
@@ -43,7 +44,7 @@ func (g *Guard) walkScopeFrom(ctx context.Context, scope Scope, from time.Time, 
 			WithContext(ctx).Consistency(g.cfg.consistency).PageSize(scopePageSize).Iter()
 		var id string
 		for iter.Scan(&id) {
-			if err := yield(id, hour); err != nil {
+			if err := yield(id, hour, hour.Add(time.Hour)); err != nil {
 				_ = iter.Close()
 				return err
 			}
@@ -52,5 +53,15 @@ func (g *Guard) walkScopeFrom(ctx context.Context, scope Scope, from time.Time, 
 			return fmt.Errorf("events: list scope %v at %v: %w", scope, hour, err)
 		}
 	}
-	return nil
+	// The windowed index holds rows from the group's first layout on, written at their writers'
+	// clocks, which may be up to the skew apart.
+	to := now.Add(lwt.MaxClockSkew)
+	gl, err := g.layoutsOf(ctx, scope.Group, to, false)
+	if err != nil {
+		return err
+	}
+	if first := time.Unix(gl.recorded, 0).Add(-lwt.MaxClockSkew); from.Before(first) {
+		from = first
+	}
+	return g.walkWindows(ctx, g.listIndex, scope, from, to, yield)
 }

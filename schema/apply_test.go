@@ -130,21 +130,23 @@ func TestApplyCompletesAKeyspaceWithoutTables(t *testing.T) {
 
 // The TTLs the CQL files document; a change to a file's TTL must change this table too.
 var documentedTTL = map[string]int{
-	"idempotency_keys":            86400,
-	"processed_messages":          7 * 86400,
-	"processed_messages_by_scope": 7 * 86400,
-	"counter_events":              0,
-	"counter_rollups":             0,
-	"counter_buckets":             0,
-	"counter_window_events":       0,
-	"counter_windows":             0,
-	"counter_ops":                 7 * 86400,
-	"processed_messages_bucketed": 7 * 86400,
-	"counter_ops_by_hour":         7 * 86400,
-	"counter_values":              0,
-	"outbox_intents":              49 * 3600,
-	"outbox_relays":               0,
-	schema.MigrationsTable:        0,
+	"idempotency_keys":             86400,
+	"processed_messages":           7 * 86400,
+	"processed_messages_by_scope":  7 * 86400,
+	"counter_events":               0,
+	"counter_rollups":              0,
+	"counter_buckets":              0,
+	"counter_window_events":        0,
+	"counter_windows":              0,
+	"counter_ops":                  7 * 86400,
+	"processed_messages_bucketed":  7 * 86400,
+	"counter_ops_by_hour":          7 * 86400,
+	"counter_values":               0,
+	"outbox_intents":               49 * 3600,
+	"outbox_relays":                0,
+	"guard_layouts":                0,
+	"processed_messages_by_window": 7 * 86400,
+	schema.MigrationsTable:         0,
 }
 
 func TestTablesExistWithDocumentedTTLs(t *testing.T) {

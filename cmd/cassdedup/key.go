@@ -146,7 +146,7 @@ type guardFlags struct {
 
 func (g *guardFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&g.records, "table", "processed_messages", "the guard's record table")
-	fs.StringVar(&g.byScope, "index-table", "processed_messages_by_scope", "the guard's by-scope index table")
+	fs.StringVar(&g.byScope, "index-table", "processed_messages_by_scope", "the by-scope index table of earlier releases (still read)")
 	fs.DurationVar(&g.retention, "retention", events.DefaultRetention, "the guard's retention (events.WithRetention)")
 }
 

@@ -29,7 +29,7 @@ var messagesListCommand = &command{
 	flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 		var gf guardFlags
 		gf.register(fs)
-		since := fs.Duration("since", time.Hour, "list the hour buckets from this long ago on")
+		since := fs.Duration("since", time.Hour, "list the index windows (and earlier releases' hour buckets) from this long ago on")
 		limit := fs.Int("limit", 100, "stop after this many messages")
 		return func(ctx context.Context, e *env, args []string) error {
 			if *limit < 1 || *since <= 0 {
