@@ -43,6 +43,11 @@
 // to dead-letter. Records live for the retention window (WithRetention, default 7 days).
 // Every message is its own partition; ProcessedIDs walks the hour-bucketed by-scope index.
 //
+// A handler may set cells of the message's record that are written by the same conditional
+// update that marks it processed (WithCompletionColumns): package outbox stages the events of
+// a saga step that way, committed with the message or not at all. Such a guard has no fast
+// path, and ProcessBatch's records carry no such cells.
+//
 // # Batched claims
 //
 // Guard.ProcessBatch takes the messages of one poll. Those that share a partition of

@@ -98,7 +98,7 @@ func NewGuard(session *gocql.Session, opts ...Option) (*Guard, error) {
 			" WHERE consumer_group = ? AND topic = ? AND partition = ? AND window_start = ? AND bucket = ?",
 	}
 	table := lwt.Table{Keyspace: cfg.keyspace, Name: cfg.records,
-		KeyColumns: []string{"consumer_group", "topic", "partition", "message_id"}}
+		KeyColumns: []string{"consumer_group", "topic", "partition", "message_id"}, CompletionColumns: cfg.completionCols}
 	// A fast-path message with a time is recorded in the bucketed table, where its record is
 	// also its scope's index (see recordFast).
 	g.store, err = lwt.NewStore(session, table, append(storeOpts, lwt.WithRecorder(g.recordFast))...)

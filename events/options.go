@@ -50,6 +50,7 @@ type config struct {
 	bucketed                string // ProcessBatch's table
 	window                  time.Duration
 	batchBuckets            int
+	completionCols          []string // of the record table: cells a Process handler's run may set
 }
 
 // Defaults of the options.
@@ -220,6 +221,18 @@ func WithMaxClockSkew(d time.Duration) Option {
 // "processed_messages", "processed_messages_by_scope"). Guard.
 func WithMessageTables(records, byScope string) Option {
 	return Option{"WithMessageTables", forGuard, func(c *config) { c.records, c.byScope = records, byScope }}
+}
+
+// WithCompletionColumns declares columns of the record table (processed_messages) that a
+// handler of Process may set through its run's lwt.Completion: they are written by the same
+// conditional update that marks the message processed, or not at all (lwt.Table's
+// CompletionColumns). outbox.ColumnName lets handlers stage events with outbox.Stage; the
+// column must exist (schema/cql/012_guard_outbox.cql). A guard with completion columns has no
+// fast path: its Own fails with ErrInvalidOption, since a fast-path run has no conditional
+// write to carry the cells. ProcessBatch's records carry none (outbox.Stage there fails with
+// outbox.ErrNoCompletion). Guard.
+func WithCompletionColumns(cols ...string) Option {
+	return Option{"WithCompletionColumns", forGuard, func(c *config) { c.completionCols = append([]string(nil), cols...) }}
 }
 
 // WithBatchTable names ProcessBatch's record table (default "processed_messages_bucketed").
