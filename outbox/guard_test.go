@@ -59,6 +59,20 @@ func TestGuardProcessStagesWithMessage(t *testing.T) {
 		AND topic = 'orders' AND partition = 3 AND message_id = 'm-1'`).Scan(&cellBytes))
 	assert.NotEmpty(t, cellBytes, "the events are in the message's record")
 
+	admin, err := NewAdmin(e.session, e.opts...)
+	require.NoError(t, err)
+	var pending []Pending
+	require.NoError(t, admin.ListPending(ctx, time.Now().Add(-time.Minute), func(p Pending) error {
+		pending = append(pending, p)
+		return nil
+	}))
+	require.Len(t, pending, 1)
+	assert.Equal(t, "processed_messages", pending[0].Record)
+	assert.Equal(t, "committed", pending[0].Verdict)
+	assert.Equal(t, 2, pending[0].Events)
+	_, err = admin.Replay(ctx, pending[0].Namespace, "m-1", true)
+	require.ErrorIs(t, err, ErrUnsupportedKey, "replay reads operations only")
+
 	pub := &recorder{}
 	r := e.relay(t, pub)
 	st := drain(t, ctx, r)
