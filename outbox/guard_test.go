@@ -14,6 +14,7 @@ import (
 
 	"github.com/cassdedup/cassdedup/bloom"
 	"github.com/cassdedup/cassdedup/events"
+	"github.com/cassdedup/cassdedup/lwt"
 )
 
 // guard is a consumer guard of e's keyspace whose handlers may stage events.
@@ -207,4 +208,43 @@ func TestGuardBatchAndFastPathRefuseStaging(t *testing.T) {
 	pub := &recorder{}
 	drain(t, ctx, e.relay(t, pub))
 	assert.Empty(t, pub.msgs)
+}
+
+// TestGuardFencedOffHandlerPublishesNothing: while a handler that staged an event still runs, an
+// operator releases the message and another guard processes it; the first run's completion fails
+// its condition, and only the second run's event is published.
+func TestGuardFencedOffHandlerPublishesNothing(t *testing.T) {
+	e := newEnv(t)
+	ctx := ctxT(t)
+	first, second := e.guard(t), e.guard(t)
+	m := orderMessage("fenced")
+	staged, finish := make(chan struct{}), make(chan struct{})
+	var firstErr error
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		_, firstErr = first.Process(ctx, m, func(ctx context.Context, m events.Message) error {
+			err := e.box.Stage(ctx, Event{Type: "never"})
+			close(staged)
+			<-finish
+			return err
+		})
+	}()
+	<-staged
+	_, err := second.ReleaseMessage(ctx, m.Scope, m.ID, lwt.Force())
+	require.NoError(t, err)
+	out, err := second.Process(ctx, m, e.stageShipment(1))
+	require.NoError(t, err)
+	require.Equal(t, events.Processed, out)
+	close(finish)
+	wg.Wait()
+	require.ErrorIs(t, firstErr, lwt.ErrLeaseLost)
+
+	pub := &recorder{}
+	st := drain(t, ctx, e.relay(t, pub))
+	require.Len(t, pub.msgs, 1)
+	assert.Equal(t, "shipment.requested", pub.msgs[0].Type)
+	assert.Equal(t, int64(2), pub.msgs[0].Fence, "the second claim's")
+	assert.Equal(t, 1, st.Dropped, "the fenced-off run's intent")
 }
