@@ -60,6 +60,11 @@
 // releases is still read by warm-ups and ProcessedIDs until its rows expire. ProcessBatch refuses
 // a message whose time is more than lwt.MaxClockSkew ahead of the clock (ErrFutureEvent).
 //
+// A handler may set cells of the message's record that are written by the same conditional
+// update that marks it processed (WithCompletionColumns): package outbox stages the events of
+// a saga step that way, committed with the message or not at all. Such a guard has no fast
+// path, and ProcessBatch's records carry no such cells.
+//
 // # Batched claims
 //
 // Guard.ProcessBatch takes the messages of one poll. Those that share a partition of

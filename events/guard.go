@@ -114,7 +114,7 @@ func NewGuard(session *gocql.Session, opts ...Option) (*Guard, error) {
 		layouts: layoutCache{groups: map[string]*groupLayouts{}, proposed: map[string]bool{}},
 	}
 	table := lwt.Table{Keyspace: cfg.keyspace, Name: cfg.records,
-		KeyColumns: []string{"consumer_group", "topic", "partition", "message_id"}}
+		KeyColumns: []string{"consumer_group", "topic", "partition", "message_id"}, CompletionColumns: cfg.completionCols}
 	// A fast-path message with a time is recorded in the bucketed table, where its record is
 	// also its scope's index (see recordFast).
 	g.store, err = lwt.NewStore(session, table, append(storeOpts, lwt.WithRecorder(g.recordFast))...)

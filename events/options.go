@@ -54,6 +54,7 @@ type config struct {
 	rate                    int // messages per second per broker partition the layout must hold
 	legacyWindow            time.Duration
 	legacyBuckets           int
+	completionCols          []string // of the record table: cells a Process handler's run may set
 }
 
 // Defaults of the options.
@@ -242,6 +243,18 @@ func WithMessageTables(records, byScope string) Option {
 // (defaults "guard_layouts", "processed_messages_by_window"). Guard.
 func WithLayoutTables(layouts, index string) Option {
 	return Option{"WithLayoutTables", forGuard, func(c *config) { c.layouts, c.index = layouts, index }}
+}
+
+// WithCompletionColumns declares columns of the record table (processed_messages) that a
+// handler of Process may set through its run's lwt.Completion: they are written by the same
+// conditional update that marks the message processed, or not at all (lwt.Table's
+// CompletionColumns). outbox.ColumnName lets handlers stage events with outbox.Stage; the
+// column must exist (schema/cql/012_guard_outbox.cql). A guard with completion columns has no
+// fast path: its Own fails with ErrInvalidOption, since a fast-path run has no conditional
+// write to carry the cells. ProcessBatch's records carry none (outbox.Stage there fails with
+// outbox.ErrNoCompletion). Guard.
+func WithCompletionColumns(cols ...string) Option {
+	return Option{"WithCompletionColumns", forGuard, func(c *config) { c.completionCols = append([]string(nil), cols...) }}
 }
 
 // WithBatchTable names ProcessBatch's record table (default "processed_messages_bucketed").

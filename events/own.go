@@ -15,6 +15,9 @@ import (
 // epoch must be greater than any epoch pre has seen. Own returns when pre is warm, or with the
 // warm-up's error (pre is then cold and the scope takes the LWT path; call Own again to retry).
 //
+// A guard built WithCompletionColumns refuses Own (ErrInvalidOption): its handlers' cells ride
+// on the conditional write that a fast-path run does not make.
+//
 // Call Disown as soon as the assignment is revoked or in doubt: if two processes own one scope
 // at once, a message delivered to both is processed by both.
 func (g *Guard) Own(ctx context.Context, scope Scope, epoch uint64, pre lwt.PreCheck) error {
@@ -26,6 +29,11 @@ func (g *Guard) Own(ctx context.Context, scope Scope, epoch uint64, pre lwt.PreC
 	}
 	if pre == nil {
 		return fmt.Errorf("%w: nil pre-check", ErrInvalidOption)
+	}
+	if len(g.cfg.completionCols) > 0 {
+		// A fast-path run has no completion: the handler's cells (staged events) would be lost
+		// or refused, so every message of this guard takes the LWT path.
+		return fmt.Errorf("%w: a guard with completion columns %v has no fast path", ErrInvalidOption, g.cfg.completionCols)
 	}
 	err := g.store.Own(ctx, scope.key(), epoch, pre, g.keySource(scope, pre.Retention()))
 	if err != nil {

@@ -28,6 +28,7 @@ type Completion struct {
 	allowed map[string]bool
 	cells   map[string]CellValue
 	sealed  bool
+	table   Table
 }
 
 type completionCtxKey struct{}
@@ -62,6 +63,15 @@ func (c *Completion) LoadOrStore(column string, v CellValue) (CellValue, error) 
 	return v, nil
 }
 
+// Table describes the table whose record the run completes, so a cell's writer can tell
+// which record (and which key columns) its cells belong to.
+func (c *Completion) Table() Table {
+	t := c.table
+	t.KeyColumns = append([]string(nil), t.KeyColumns...)
+	t.CompletionColumns = append([]string(nil), t.CompletionColumns...)
+	return t
+}
+
 // seal stops further cells and computes the values of those set, in column order.
 func (c *Completion) seal() (cols []string, values []any, err error) {
 	c.mu.Lock()
@@ -84,7 +94,7 @@ func (c *Completion) seal() (cols []string, values []any, err error) {
 
 // newCompletion returns the completion of one run over the store's completion columns.
 func (s *Store) newCompletion() *Completion {
-	return &Completion{allowed: s.completionCols, cells: map[string]CellValue{}}
+	return &Completion{allowed: s.completionCols, cells: map[string]CellValue{}, table: s.table}
 }
 
 // completionCells are the extra cells of one completion: quoted columns and their values.

@@ -29,6 +29,7 @@ type Store struct {
 	// completionQuoted maps each to its quoted name.
 	completionCols   map[string]bool
 	completionQuoted map[string]string
+	table            Table // as given to NewStore, for a run's Completion.Table
 }
 
 type statements struct {
@@ -55,7 +56,7 @@ func NewStore(session *gocql.Session, table Table, opts ...Option) (*Store, erro
 		return nil, err
 	}
 	s := &Store{session: session, cfg: cfg, keyCols: keyCols, stmt: buildStatements(qualified, keyCols), completionQuoted: extra,
-		completionCols: map[string]bool{}}
+		completionCols: map[string]bool{}, table: table}
 	for c, q := range extra {
 		s.completionCols[c] = true
 		// A new claim nulls the completion cells with the result, so none outlives its completion.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/gocql/gocql"
@@ -16,6 +17,7 @@ import (
 // Pending is an intent not yet settled, with what its record says now.
 type Pending struct {
 	Namespace, Key string
+	Record         string // the record's table when not the records table: a guard's (Namespace is then GuardNamespace)
 	Fence          int64
 	Bucket         time.Time
 	Shard          int
@@ -133,7 +135,7 @@ func (a *Admin) ListPending(ctx context.Context, since time.Time, fn func(Pendin
 				return err
 			}
 			for _, v := range a.settleAll(ctx, rows) {
-				p := Pending{Namespace: v.in.namespace, Key: v.in.key, Fence: v.in.fence, Bucket: time.Unix(b, 0).UTC(),
+				p := Pending{Namespace: v.in.namespace, Key: v.in.key, Record: v.in.record, Fence: v.in.fence, Bucket: time.Unix(b, 0).UTC(),
 					Shard: s, StagedAt: v.in.stagedAt, Events: len(v.msgs), Err: v.err}
 				p.Verdict = map[decision]string{wait: "in flight", publish: "committed", drop: "not committed"}[v.dec]
 				if v.err != nil {
@@ -163,6 +165,9 @@ type Replayed struct {
 func (a *Admin) Replay(ctx context.Context, namespace, key string, dryRun bool) (Replayed, error) {
 	if err := errors.Join(checkName("namespace", namespace), checkName("key", key)); err != nil {
 		return Replayed{}, err
+	}
+	if strings.HasPrefix(namespace, guardPrefix) {
+		return Replayed{}, fmt.Errorf("%w: replay reads operations' records, not a guard's messages", ErrUnsupportedKey)
 	}
 	row, found, err := lwt.ReadSerial(ctx, a.session.Query(a.read, namespace, key), a.cfg.serial)
 	if err != nil {

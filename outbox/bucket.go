@@ -26,6 +26,7 @@ type intent struct {
 	shard     int
 	namespace string
 	key       string
+	record    string // the record's table when not the outbox's records table (a guard's)
 	fence     int64
 	owner     gocql.UUID
 	stagedAt  time.Time
@@ -113,10 +114,14 @@ func (r judge) readBucket(ctx context.Context, b int64, s int) ([]intent, int64,
 	var fence int64
 	var in intent
 	var rf *int64
-	var state *string
-	for iter.Scan(&in.namespace, &in.key, &in.fence, &in.owner, &in.stagedAt, &state, &rf) {
+	var state, rec *string
+	for iter.Scan(&in.namespace, &in.key, &in.fence, &in.owner, &in.stagedAt, &state, &rf, &rec) {
 		if rf != nil {
 			fence = *rf
+		}
+		in.record = ""
+		if rec != nil {
+			in.record = *rec
 		}
 		if in.namespace == "" || (state != nil && *state != "") {
 			continue // the static row alone, or settled
@@ -155,7 +160,7 @@ func (r *Relay) raise(ctx context.Context, sh *shard, b int64, cur int64) error 
 type judge struct {
 	session *gocql.Session
 	cfg     config
-	read    string // the record's status, owner, fence and outbox cell
+	read    string // an operation's record: its status, owner, fence and outbox cell (recordQuery)
 	bucket  string // the intents of one partition, and its relay fence
 }
 
@@ -167,7 +172,7 @@ func newJudge(session *gocql.Session, cfg config) (judge, error) {
 	}
 	return judge{session: session, cfg: cfg,
 		read:   "SELECT status, owner, fence, " + ColumnName + " FROM " + records + " WHERE namespace = ? AND key = ?",
-		bucket: "SELECT namespace, key, fence, owner, staged_at, state, relay_fence FROM " + intents + " WHERE bucket = ? AND shard = ?",
+		bucket: "SELECT namespace, key, fence, owner, staged_at, state, relay_fence, record FROM " + intents + " WHERE bucket = ? AND shard = ?",
 	}, nil
 }
 
@@ -198,12 +203,16 @@ func inParallel(n int, fn func(i int)) {
 // COMPLETED is final (a completed record never changes); anything else is read again at serial,
 // which completes a completion in flight, before a verdict.
 func (r judge) settle(ctx context.Context, in intent) settled {
-	q := r.session.Query(r.read, in.namespace, in.key)
+	q, err := r.recordQuery(in)
+	if err != nil {
+		return settled{in: in, err: err}
+	}
 	row, found, err := r.readRecord(ctx, q, false)
 	if err == nil && found && r.verdict(in, row) == publish {
 		return r.committed(in, row)
 	}
-	row, found, err = r.readRecord(ctx, r.session.Query(r.read, in.namespace, in.key), true)
+	q, _ = r.recordQuery(in) // a fresh query: the first one's consistency is set
+	row, found, err = r.readRecord(ctx, q, true)
 	if err != nil {
 		return settled{in: in, err: err}
 	}

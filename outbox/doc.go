@@ -1,6 +1,6 @@
 // Package outbox is a transactional outbox on Cassandra: events staged by an operation that runs
-// under lwt.Store.ExecuteOnce (or an httpidem handler) are committed in the same conditional
-// write that completes the operation, or not at all, and a relay publishes the committed ones to
+// under lwt.Store.ExecuteOnce (or an httpidem handler, or a handler of events.Guard.Process) are
+// committed in the same conditional write that completes the operation, or not at all, and a relay publishes the committed ones to
 // a broker at least once, each with a stable id that the consumer dedups on.
 //
 // # Staging
@@ -27,6 +27,22 @@
 //
 // Each event's id is EventID(namespace, key, sequence): an operation commits once per record, so
 // the id names one event, and every publication of it carries the same id.
+//
+// # Staging from a consumer guard's handler
+//
+// A consumer that reacts to a message by publishing another event (a saga step) stages it from
+// its events.Guard.Process handler, on a guard built with
+// events.WithCompletionColumns(ColumnName): the events ride in the outbox column of the
+// message's processed_messages row, written by the conditional update that marks the message
+// processed. A failed handler (released), a poison message (FAILED) or a run fenced off writes
+// none; a redelivery of a processed message does not run the handler. The intent names the
+// guard's table (its record column) and carries the message's scope as its namespace,
+// GuardNamespace(group, topic, partition), and the message id as its key, so the relay settles
+// it by that row and the ids are EventID(GuardNamespace(...), id, sequence). Two paths of the
+// guard have no conditional write of their own to ride on, so they stage nothing: the fast
+// path (a guard with completion columns refuses Own, so every message takes the LWT path) and
+// ProcessBatch (its records complete in one conditional batch per partition without per-message
+// cells; Stage fails with ErrNoCompletion and the message is left for redelivery).
 //
 // # Finding committed events without scanning
 //
@@ -85,8 +101,11 @@
 //
 // # Limits
 //
-// The record key must be (namespace, key) strings, as in idempotency_keys (httpidem and
-// ExecuteOnce); lwt's fast path has no conditional write to ride on, so Stage there is ErrNoRun.
+// The record must be an operation's in the outbox's records table (namespace and key strings,
+// as httpidem and ExecuteOnce write them; a namespace starting with NUL is reserved for
+// messages) or a message of a consumer guard's table, in the outbox's keyspace: a relay reads no
+// other, so Stage refuses them (ErrUnsupportedKey). lwt's fast path has no conditional write to
+// ride on, so Stage there is ErrNoRun. Admin.Replay replays operations' events, not messages'.
 // After an operator's lwt ReleaseKey of a completed key, the next run's events reuse the ids of
 // the released run's (the operation is the same); a consumer that already applied them drops them.
 // An intent that stays pending past its record's retention (no relay ran for a day) is dropped

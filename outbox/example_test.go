@@ -10,6 +10,7 @@ import (
 	"github.com/gocql/gocql"
 
 	"github.com/cassdedup/cassdedup/cqlsession"
+	"github.com/cassdedup/cassdedup/events"
 	"github.com/cassdedup/cassdedup/lwt"
 	"github.com/cassdedup/cassdedup/outbox"
 )
@@ -79,4 +80,30 @@ func ExampleRelay_Run() {
 			log.Printf("outbox relay: %v", err)
 		}
 	})
+}
+
+// A saga step: a consumer that reacts to an order by requesting its shipment. The event commits
+// with the message's processed mark or not at all, so a failed handler announces nothing and a
+// redelivery announces nothing twice.
+func Example_consumerGuard() {
+	session := connect()
+	defer session.Close()
+	// The guard's record table declares the outbox column; such a guard has no fast path.
+	guard, err := events.NewGuard(session, events.WithCompletionColumns(outbox.ColumnName))
+	if err != nil {
+		log.Fatal(err)
+	}
+	box, err := outbox.New(session)
+	if err != nil {
+		log.Fatal(err)
+	}
+	msg := events.Message{Scope: events.Scope{Group: "shipping", Topic: "orders", Partition: 3}, ID: "order-7f3a"}
+	out, err := guard.Process(context.Background(), msg, func(ctx context.Context, m events.Message) error {
+		return box.Stage(ctx, outbox.Event{Type: "shipment.requested", Key: m.ID, Payload: []byte(`{"order":"order-7f3a"}`)})
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	// The relay publishes the event with this id, on every publication.
+	fmt.Println(out, outbox.EventID(outbox.GuardNamespace("shipping", "orders", 3), "order-7f3a", 0))
 }

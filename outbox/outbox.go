@@ -20,10 +20,13 @@ import (
 type Outbox struct {
 	session *gocql.Session
 	cfg     config
-	insert  string
+	insert  string // the intent of an operation's run
+	// insertRecord is the intent of a run on another table (a guard's message), which names it.
+	insertRecord string
 }
 
-// New returns an Outbox over session. The tables of schema/cql/010_outbox.cql must exist.
+// New returns an Outbox over session. The tables of schema/cql/010_outbox.cql must exist; a
+// guard's handlers stage events once 012_guard_outbox.cql is applied too.
 func New(session *gocql.Session, opts ...Option) (*Outbox, error) {
 	if session == nil {
 		return nil, fmt.Errorf("%w: nil session", ErrInvalidOption)
@@ -37,7 +40,8 @@ func New(session *gocql.Session, opts ...Option) (*Outbox, error) {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidOption, err)
 	}
 	return &Outbox{session: session, cfg: cfg,
-		insert: "INSERT INTO " + intents + " (bucket, shard, namespace, key, fence, owner, staged_at) VALUES (?, ?, ?, ?, ?, ?, ?) USING TTL ?",
+		insert:       "INSERT INTO " + intents + " (bucket, shard, namespace, key, fence, owner, staged_at) VALUES (?, ?, ?, ?, ?, ?, ?) USING TTL ?",
+		insertRecord: "INSERT INTO " + intents + " (bucket, shard, namespace, key, fence, owner, staged_at, record) VALUES (?, ?, ?, ?, ?, ?, ?, ?) USING TTL ?",
 	}, nil
 }
 
@@ -50,21 +54,26 @@ func Table(keyspace string) lwt.Table {
 }
 
 // Stage adds events to the run whose ctx this is: the function passed to ExecuteOnce, an
-// httpidem handler (r.Context()), or anything they call with that ctx. The events are committed
+// httpidem handler (r.Context()), a handler of events.Guard.Process on a guard built with
+// events.WithCompletionColumns(ColumnName), or anything they call with that ctx. The events are committed
 // in the same conditional write that stores the run's result, or not at all: if the run fails,
 // is released, or loses its lease, nothing is published. The first Stage of a run writes the
 // run's intent row (one plain write) so the relay will look for the commit.
 //
-// Errors: ErrNoRun, ErrUnsupportedKey, ErrInvalidEvent, ErrIntentLate, or the driver's error of
-// the intent write. Return them from the run: a run that goes on to commit after a failed Stage
+// Errors: ErrNoRun (ErrNoCompletion under a claim that no completion of ExecuteOnce ends, such
+// as events.Guard.ProcessBatch's), ErrUnsupportedKey, ErrInvalidEvent, ErrIntentLate, or the
+// driver's error of the intent write. Return them from the run: a run that goes on to commit after a failed Stage
 // has its completion refused (ErrNoIntent) and is released instead.
 func (o *Outbox) Stage(ctx context.Context, events ...Event) error {
 	comp, ok := lwt.CompletionFromContext(ctx)
 	claim, ok2 := lwt.ClaimFromContext(ctx)
-	if !ok || !ok2 {
+	switch {
+	case ok2 && !ok:
+		return ErrNoCompletion
+	case !ok || !ok2:
 		return ErrNoRun
 	}
-	ns, key, err := recordKey(claim.Key)
+	rec, err := o.cfg.recordOf(comp.Table(), claim.Key)
 	if err != nil {
 		return err
 	}
@@ -73,23 +82,11 @@ func (o *Outbox) Stage(ctx context.Context, events ...Event) error {
 			return fmt.Errorf("event %d: %w", i, err)
 		}
 	}
-	v, err := comp.LoadOrStore(ColumnName, &staged{o: o, ns: ns, key: key, claim: *claim})
+	v, err := comp.LoadOrStore(ColumnName, &staged{o: o, rec: rec, claim: *claim})
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrNoRun, err)
 	}
 	return v.(*staged).add(ctx, events)
-}
-
-func recordKey(k lwt.Key) (string, string, error) {
-	if len(k) != 2 {
-		return "", "", ErrUnsupportedKey
-	}
-	ns, ok1 := k[0].(string)
-	key, ok2 := k[1].(string)
-	if !ok1 || !ok2 {
-		return "", "", ErrUnsupportedKey
-	}
-	return ns, key, nil
 }
 
 // shardOf is the shard of the operation (namespace, key).
@@ -104,7 +101,7 @@ func shardOf(namespace, key string, shards int) int {
 // staged is a run's events: the value of its outbox completion cell.
 type staged struct {
 	o        *Outbox
-	ns, key  string
+	rec      record
 	claim    lwt.Claim
 	mu       sync.Mutex
 	events   []Event
@@ -146,8 +143,12 @@ func (s *staged) writeIntent(ctx context.Context) error {
 	start := time.Now() // monotonic: the writer's own elapsed time, whatever its wall clock says
 	now := cfg.now()
 	ttl := int(math.Ceil((s.claim.ExpiresAt.Sub(now) + cfg.bucket + cfg.horizon + time.Hour).Seconds()))
-	err := s.o.session.Query(s.o.insert, cfg.bucketOf(now), shardOf(s.ns, s.key, cfg.shards), s.ns, s.key,
-		s.claim.Fence, s.claim.Owner, now, max(ttl, cfg.intentTTL())).
+	stmt, args := s.o.insert, []any{cfg.bucketOf(now), shardOf(s.rec.namespace, s.rec.key, cfg.shards), s.rec.namespace, s.rec.key,
+		s.claim.Fence, s.claim.Owner, now}
+	if s.rec.table != "" {
+		stmt, args = s.o.insertRecord, append(args, s.rec.table)
+	}
+	err := s.o.session.Query(stmt, append(args, max(ttl, cfg.intentTTL()))...).
 		WithContext(ctx).Consistency(cfg.consistency).Idempotent(true).Exec()
 	if err != nil {
 		return fmt.Errorf("outbox: write intent: %w", err)

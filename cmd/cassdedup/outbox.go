@@ -38,6 +38,7 @@ func (e *env) outboxAdmin(f *outboxFlags) (*outbox.Admin, error) {
 type pendingView struct {
 	Namespace string    `json:"namespace"`
 	Key       string    `json:"key"`
+	Record    string    `json:"record,omitempty"` // the guard's table of a message's intent
 	Fence     int64     `json:"fence"`
 	Verdict   string    `json:"verdict"`
 	Events    int       `json:"events"`
@@ -79,7 +80,7 @@ var outboxPendingCommand = &command{
 			}
 			var out []pendingView
 			err = a.ListPending(ctx, time.Now().Add(-*since), func(p outbox.Pending) error {
-				v := pendingView{Namespace: p.Namespace, Key: p.Key, Fence: p.Fence, Verdict: p.Verdict, Events: p.Events,
+				v := pendingView{Namespace: p.Namespace, Key: p.Key, Record: p.Record, Fence: p.Fence, Verdict: p.Verdict, Events: p.Events,
 					StagedAt: p.StagedAt.UTC(), Bucket: p.Bucket, Shard: p.Shard}
 				if p.Err != nil {
 					v.Error = p.Err.Error()
