@@ -26,6 +26,7 @@ type Log struct {
 	indexed map[windowKey]struct{} // windows whose index row (with cfg.parts) is known stored
 	started map[string]struct{}    // counters whose rollup row is known to have a since
 	active  map[string]time.Time   // counters recorded by this Log: the last window written
+	floors  map[string]time.Time   // the latest watermark seen per counter (see tail)
 
 	indexing flights.Set[windowKey, struct{}] // index writes in flight
 	starting flights.Set[string, struct{}]    // since writes in flight
@@ -46,8 +47,8 @@ const (
 
 type logQueries struct {
 	// The spread layout.
-	insertEvent, insertWindow, listWindows, sumPart, readPart string
-	setSince                                                  string
+	insertEvent, insertWindow, listWindows, sumParts, readPart string
+	setSince                                                   string
 	// The first layout: read and folded, never written.
 	listLegacy, sumLegacy string
 	// The rollup row.
@@ -78,11 +79,12 @@ func NewLog(session *gocql.Session, opts ...Option) (*Log, error) {
 		indexed: make(map[windowKey]struct{}),
 		started: make(map[string]struct{}),
 		active:  make(map[string]time.Time),
+		floors:  make(map[string]time.Time),
 		q: logQueries{
 			insertEvent:  "INSERT INTO " + we + " (counter, bucket, part, event_id, delta, recorded_at) VALUES (?, ?, ?, ?, ?, ?)",
 			insertWindow: "INSERT INTO " + wi + " (counter, day, bucket, parts) VALUES (?, ?, ?, ?)",
 			listWindows:  "SELECT bucket, parts FROM " + wi + " WHERE counter = ? AND day = ? AND bucket >= ? AND bucket < ?",
-			sumPart:      "SELECT sum(delta) FROM " + we + " WHERE counter = ? AND bucket = ? AND part = ?",
+			sumParts:     "SELECT sum(delta) FROM " + we + " WHERE counter = ? AND bucket IN ? AND part IN ?",
 			readPart:     "SELECT event_id, delta FROM " + we + " WHERE counter = ? AND bucket = ? AND part = ?",
 			setSince:     "UPDATE " + ru + " SET since = ? WHERE counter = ? IF since = null",
 			listLegacy:   "SELECT bucket FROM " + bk + " WHERE counter = ? AND bucket > ? AND bucket < ?",
