@@ -47,8 +47,8 @@ const (
 
 type logQueries struct {
 	// The spread layout.
-	insertEvent, insertWindow, listWindows, sumParts, readPart string
-	setSince                                                   string
+	insertEvent, insertWindow, listWindows, sumPart, readPart string
+	setSince                                                  string
 	// The first layout: read and folded, never written.
 	listLegacy, sumLegacy string
 	// The rollup row.
@@ -84,7 +84,7 @@ func NewLog(session *gocql.Session, opts ...Option) (*Log, error) {
 			insertEvent:  "INSERT INTO " + we + " (counter, bucket, part, event_id, delta, recorded_at) VALUES (?, ?, ?, ?, ?, ?)",
 			insertWindow: "INSERT INTO " + wi + " (counter, day, bucket, parts) VALUES (?, ?, ?, ?)",
 			listWindows:  "SELECT bucket, parts FROM " + wi + " WHERE counter = ? AND day = ? AND bucket >= ? AND bucket < ?",
-			sumParts:     "SELECT sum(delta) FROM " + we + " WHERE counter = ? AND bucket IN ? AND part IN ?",
+			sumPart:      "SELECT sum(delta) FROM " + we + " WHERE counter = ? AND bucket = ? AND part = ?",
 			readPart:     "SELECT event_id, delta FROM " + we + " WHERE counter = ? AND bucket = ? AND part = ?",
 			setSince:     "UPDATE " + ru + " SET since = ? WHERE counter = ? IF since = null",
 			listLegacy:   "SELECT bucket FROM " + bk + " WHERE counter = ? AND bucket > ? AND bucket < ?",

@@ -2,10 +2,8 @@ package events_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -33,8 +31,8 @@ func rowSum(t *testing.T, session *gocql.Session, counter string) int64 {
 	return sum
 }
 
-// TestAggregatedTotalMatchesRowSum checks the totals the node sums (one query over the parts
-// of several windows) against the event rows summed by id, while eight writers record every
+// TestAggregatedTotalMatchesRowSum checks the totals the node sums (one aggregate per part,
+// with the rollup row read beside the index) against the event rows summed by id, while eight writers record every
 // event two or three times, the injected clock closes a window a few events apart, two Logs
 // roll up side by side and two readers read. Windows whose second is 0 mod 3 are written with
 // 4 parts, 1 mod 3 with 7 parts, and 2 mod 3 with 4 parts and retried with 7: a window of each
@@ -54,68 +52,26 @@ func TestAggregatedTotalMatchesRowSum(t *testing.T) {
 			_ = l.RunRollups(ctx, 5*time.Millisecond, func(c string, err error) { t.Errorf("rollup %s: %v", c, err) })
 		})
 	}
-	var acked, attempted atomic.Int64 // distinct events: stored for sure, and tried at all
+	var counts writeCounts
 	for _, l := range []*events.Log{four, seven} {
-		bg.Go(func() {
-			var last int64
-			for ctx.Err() == nil {
-				floor := acked.Load()
-				total, err := l.Total(ctx, "views")
-				if ctx.Err() != nil {
-					return
-				}
-				if err != nil {
-					t.Errorf("total: %v", err)
-					return
-				}
-				if ceiling := attempted.Load(); total < floor || total > ceiling || total < last {
-					t.Errorf("total %d: want %d..%d and at least the last, %d", total, floor, ceiling, last)
-				}
-				last = total
-			}
-		})
+		bg.Go(func() { readTotals(ctx, t, l, "views", counts.stored.Load, counts.tried.Load) })
 	}
-	var wg sync.WaitGroup
-	for w := range 8 {
-		wg.Go(func() {
-			for i := range 60 {
-				e := events.Event{Counter: "views", ID: fmt.Sprint(w, "-", i), Delta: 1, Time: clock.Now()}
-				first, retry := four, four
-				switch e.Time.Unix() % 3 {
-				case 1:
-					first, retry = seven, seven
-				case 2:
-					retry = seven
-				}
-				attempted.Add(1)
-				stored := false
-				for _, l := range []*events.Log{first, retry, retry}[:2+i%2] {
-					err := l.Record(ctx, e)
-					switch {
-					case err == nil:
-						stored = true
-					case errors.Is(err, events.ErrBucketClosed): // the clock moved on: not stored
-					default:
-						t.Errorf("record %s: %v", e.ID, err)
-						return
-					}
-				}
-				if stored {
-					acked.Add(1)
-				}
-				if i%6 == 5 {
-					clock.Advance(time.Second)
-				}
-			}
-		})
-	}
-	wg.Wait()
+	writeEvents(ctx, t, clock, "views", 8, 60, 6, &counts, func(_, i int, e events.Event) []*events.Log {
+		first, retry := four, four
+		switch e.Time.Unix() % 3 {
+		case 1:
+			first, retry = seven, seven
+		case 2:
+			retry = seven
+		}
+		return []*events.Log{first, retry, retry}[:2+i%2]
+	})
 	cancel()
 	bg.Wait()
 
 	ctx = context.Background()
 	want := rowSum(t, session, "views")
-	require.EqualValues(t, acked.Load(), want, "every acknowledged event stored once")
+	require.EqualValues(t, counts.stored.Load(), want, "every acknowledged event stored once")
 	fresh := logOn(t, session, ks, clock) // no watermark seen: reads the row, then the tail
 	for _, l := range []*events.Log{four, seven, fresh} {
 		total, err := l.Total(ctx, "views")

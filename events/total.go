@@ -29,9 +29,9 @@ const readConcurrency = 8
 //
 // A counter without events has total 0. The cost, whatever the counter's history, is two
 // rounds: the rollup row read beside the index slice from the last watermark this Log saw
-// (see tail), then the unfolded windows summed by the node, one query for every 32 partitions
-// (parts x windows; in parallel, up to 8 at a time). With rollups running, about rate x
-// Lag(interval) events are summed, and none of them is sent to the client.
+// (see tail), then one read per part of each unfolded window, each summed by the node (in
+// parallel, up to 8 at a time). With rollups running, about rate x Lag(interval) events are
+// summed, and none of them is sent to the client.
 func (l *Log) Total(ctx context.Context, counter string) (int64, error) {
 	if err := l.checkCall(ctx); err != nil {
 		return 0, err
