@@ -16,10 +16,13 @@
 // Log.Rollup folds closed windows into one total per counter, moving a watermark with an LWT
 // (UPDATE ... IF watermark = ?), so racing rollup workers, and workers that stopped between
 // their steps, fold each window exactly once. Log.RunRollups does it continuously for every
-// counter the Log recorded; RollupEvery for named counters. Log.Total reads the rollup row and
-// the windows from that row's own watermark on, in parallel, so its cost does not grow with
-// history and a read racing a rollup neither misses nor double-counts. With RunRollups every
-// interval, a total reads at most Lag(interval) of events (4.5 s with the defaults and 500 ms).
+// counter the Log recorded; RollupEvery for named counters. Log.Total reads the rollup row and,
+// beside it, the window index from the last watermark the Log saw (a watermark never moves
+// back), then has the node sum each part of the windows from that row's own watermark on, in
+// parallel: two rounds, and no event row crosses the network. Its cost does not
+// grow with history, and a read racing a rollup neither misses nor double-counts. With
+// RunRollups every interval, a total sums at most Lag(interval) of events (4.5 s with the
+// defaults and 500 ms) on the node.
 //
 // A window closes when its end plus the grace period (WithGracePeriod, default 2 s) has
 // passed. Every retry of one event must be made within it: later ones fail with

@@ -26,6 +26,7 @@ type Log struct {
 	indexed map[windowKey]struct{} // windows whose index row (with cfg.parts) is known stored
 	started map[string]struct{}    // counters whose rollup row is known to have a since
 	active  map[string]time.Time   // counters recorded by this Log: the last window written
+	floors  map[string]time.Time   // the latest watermark seen per counter (see tail)
 
 	indexing flights.Set[windowKey, struct{}] // index writes in flight
 	starting flights.Set[string, struct{}]    // since writes in flight
@@ -78,6 +79,7 @@ func NewLog(session *gocql.Session, opts ...Option) (*Log, error) {
 		indexed: make(map[windowKey]struct{}),
 		started: make(map[string]struct{}),
 		active:  make(map[string]time.Time),
+		floors:  make(map[string]time.Time),
 		q: logQueries{
 			insertEvent:  "INSERT INTO " + we + " (counter, bucket, part, event_id, delta, recorded_at) VALUES (?, ?, ?, ?, ?, ?)",
 			insertWindow: "INSERT INTO " + wi + " (counter, day, bucket, parts) VALUES (?, ?, ?, ?)",

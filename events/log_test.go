@@ -157,26 +157,7 @@ func TestLogTotalsExactUnderDuplicatesAndRacingRollups(t *testing.T) {
 	}
 	var reads atomic.Int64
 	for range 2 { // readers: an exact total never goes back
-		bg.Add(1)
-		go func() {
-			defer bg.Done()
-			var last int64
-			for ctx.Err() == nil {
-				total, err := l.Total(ctx, "hits")
-				if ctx.Err() != nil {
-					return
-				}
-				if err != nil {
-					t.Errorf("total: %v", err)
-					return
-				}
-				if total < last {
-					t.Errorf("total went back from %d to %d", last, total)
-				}
-				last = total
-				reads.Add(1)
-			}
-		}()
+		bg.Go(func() { reads.Add(readTotals(ctx, t, l, "hits", nil, nil)) })
 	}
 	for range writers {
 		wg.Add(1)

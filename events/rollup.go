@@ -107,6 +107,9 @@ func (l *Log) rollupRound(ctx context.Context, counter string) (RollupResult, bo
 	if err != nil {
 		return RollupResult{}, false, err
 	}
+	if applied {
+		l.raiseFloor(counter, res.Watermark)
+	}
 	return res, applied, nil
 }
 

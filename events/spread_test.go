@@ -100,7 +100,7 @@ func TestTotalWhileWindowsCloseWithConcurrentRollers(t *testing.T) {
 	logs := []*events.Log{logOn(t, session, ks, clock), logOn(t, session, ks, clock), logOn(t, session, ks, clock)}
 
 	var bg sync.WaitGroup
-	var acked, closed atomic.Int64
+	var counts writeCounts
 	for _, l := range logs {
 		bg.Add(1)
 		go func() {
@@ -109,68 +109,102 @@ func TestTotalWhileWindowsCloseWithConcurrentRollers(t *testing.T) {
 		}()
 	}
 	for range 2 {
-		bg.Add(1)
-		go func() {
-			defer bg.Done()
-			var last int64
-			for ctx.Err() == nil {
-				total, err := logs[0].Total(ctx, "views")
-				if ctx.Err() != nil {
-					return
-				}
-				if err != nil {
-					t.Errorf("total: %v", err)
-					return
-				}
-				if total < last {
-					t.Errorf("total went back from %d to %d", last, total)
-				}
-				last = total
-			}
-		}()
+		bg.Go(func() { readTotals(ctx, t, logs[0], "views", nil, nil) })
 	}
-	var wg sync.WaitGroup
-	for w := range 6 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range 150 {
-				e := events.Event{Counter: "views", ID: fmt.Sprint(w, "-", i), Delta: 1, Time: clock.Now()}
-				stored := false
-				for c := range 2 { // every event twice, as a retry would, from two processes
-					err := logs[(w+i+c)%len(logs)].Record(ctx, e)
-					switch {
-					case err == nil:
-						stored = true
-					case errors.Is(err, events.ErrBucketClosed):
-						closed.Add(1)
-					default:
-						t.Errorf("record: %v", err)
-						return
-					}
-				}
-				if stored {
-					acked.Add(1)
-				}
-				if i%10 == 0 {
-					clock.Advance(time.Second)
-				}
-			}
-		}()
-	}
-	wg.Wait()
+	writeEvents(ctx, t, clock, "views", 6, 150, 10, &counts, func(w, i int, _ events.Event) []*events.Log {
+		return []*events.Log{logs[(w+i)%len(logs)], logs[(w+i+1)%len(logs)]} // twice, from two processes
+	})
 	cancel()
 	bg.Wait()
 	ctx = context.Background()
 	total, err := logs[1].Total(ctx, "views")
 	require.NoError(t, err)
-	require.EqualValues(t, acked.Load(), total)
+	require.EqualValues(t, counts.stored.Load(), total)
 	res, err := logs[2].Rollup(ctx, "views")
 	require.NoError(t, err)
 	require.LessOrEqual(t, clock.Now().Sub(res.Watermark), logs[0].Lag(0)+time.Second, "the watermark keeps up")
 	clock.Advance(time.Minute)
 	res, err = logs[0].Rollup(ctx, "views")
 	require.NoError(t, err)
-	require.EqualValues(t, acked.Load(), res.Total)
-	t.Logf("%d events acknowledged, %d records refused as closed", acked.Load(), closed.Load())
+	require.EqualValues(t, counts.stored.Load(), res.Total)
+	t.Logf("%d events acknowledged, %d records refused as closed", counts.stored.Load(), counts.refused.Load())
+}
+
+// writeCounts counts what writeEvents did: events tried and stored, copies refused as closed.
+type writeCounts struct{ tried, stored, refused atomic.Int64 }
+
+// writeEvents runs writers goroutines that each record n events of counter at the clock's
+// time, each event once through every Log copies returns for it (retries from several
+// processes), and advance the clock a second every advance events. It returns when they are
+// done.
+func writeEvents(ctx context.Context, t *testing.T, clock *testnode.Clock, counter string, writers, n, advance int,
+	c *writeCounts, copies func(w, i int, e events.Event) []*events.Log) {
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Go(func() {
+			for i := range n {
+				e := events.Event{Counter: counter, ID: fmt.Sprint(w, "-", i), Delta: 1, Time: clock.Now()}
+				c.tried.Add(1)
+				stored, refused, err := recordCopies(ctx, e, copies(w, i, e)...)
+				c.refused.Add(int64(refused))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if stored {
+					c.stored.Add(1)
+				}
+				if i%advance == advance-1 {
+					clock.Advance(time.Second)
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// recordCopies records e through each Log in turn, as retries from several processes would:
+// stored when one of them stored it, refused the copies refused with ErrBucketClosed (the
+// clock moved past its window), and the first other error.
+func recordCopies(ctx context.Context, e events.Event, logs ...*events.Log) (stored bool, refused int, err error) {
+	for _, l := range logs {
+		switch err := l.Record(ctx, e); {
+		case err == nil:
+			stored = true
+		case errors.Is(err, events.ErrBucketClosed):
+			refused++
+		default:
+			return stored, refused, fmt.Errorf("record %s: %w", e.ID, err)
+		}
+	}
+	return stored, refused, nil
+}
+
+// readTotals reads counter's total through l until ctx ends, and fails the test when a total
+// goes back or, with lo and hi, falls outside [lo() before the read, hi() after it]. It returns
+// how many totals it read.
+func readTotals(ctx context.Context, t *testing.T, l *events.Log, counter string, lo, hi func() int64) (reads int64) {
+	var last int64
+	for ; ctx.Err() == nil; reads++ {
+		var floor int64
+		if lo != nil {
+			floor = lo()
+		}
+		total, err := l.Total(ctx, counter)
+		if ctx.Err() != nil {
+			return reads
+		}
+		if err != nil {
+			t.Errorf("total: %v", err)
+			return reads
+		}
+		if total < last {
+			t.Errorf("total went back from %d to %d", last, total)
+		}
+		if hi != nil && (total < floor || total > hi()) {
+			t.Errorf("total %d: want %d..%d", total, floor, hi())
+		}
+		last = total
+	}
+	return reads
 }

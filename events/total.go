@@ -3,7 +3,6 @@ package events
 import (
 	"context"
 	"fmt"
-	"sync/atomic"
 	"time"
 
 	"github.com/cassdedup/cassdedup/internal/parallel"
@@ -28,9 +27,11 @@ const readConcurrency = 8
 // total makes a read exact while a rollup races it: windows folded after the row was read are
 // still summed here (folding never deletes events) and none is counted twice.
 //
-// A counter without events has total 0. The cost is one rollup read, one index slice and one
-// read per part of each unfolded window (in parallel, up to 8 at a time), whatever the
-// counter's history: with rollups running, about rate x Lag(interval) events are summed.
+// A counter without events has total 0. The cost, whatever the counter's history, is two
+// rounds: the rollup row read beside the index slice from the last watermark this Log saw
+// (see tail), then one read per part of each unfolded window, each summed by the node (in
+// parallel, up to 8 at a time). With rollups running, about rate x Lag(interval) events are
+// summed, and none of them is sent to the client.
 func (l *Log) Total(ctx context.Context, counter string) (int64, error) {
 	if err := l.checkCall(ctx); err != nil {
 		return 0, err
@@ -38,11 +39,11 @@ func (l *Log) Total(ctx context.Context, counter string) (int64, error) {
 	if err := ValidateCounter(counter); err != nil {
 		return 0, err
 	}
-	st, err := l.readRollup(ctx, counter, false)
+	st, legacy, windows, err := l.tail(ctx, counter, l.readEnd(l.cfg.now()))
 	if err != nil {
 		return 0, err
 	}
-	sum, _, err := l.sumTail(ctx, counter, st, l.readEnd(l.cfg.now()))
+	sum, err := l.sum(ctx, counter, legacy, windows)
 	if err != nil {
 		return 0, err
 	}
@@ -76,18 +77,6 @@ func (l *Log) readRollup(ctx context.Context, counter string, serial bool) (roll
 	return st, nil
 }
 
-// sumTail sums what st does not hold, up to end (exclusive): the first layout's buckets that
-// end after the watermark and the windows from the watermark on (from since when no rollup
-// ran). It reports how many buckets and windows it read.
-func (l *Log) sumTail(ctx context.Context, counter string, st rollupState, end time.Time) (int64, int, error) {
-	legacy, windows, err := l.listTail(ctx, counter, st, end)
-	if err != nil {
-		return 0, 0, err
-	}
-	sum, err := l.sum(ctx, counter, legacy, windows)
-	return sum, len(legacy) + len(windows), err
-}
-
 // listTail lists, at once, the first layout's buckets and the windows that st does not hold,
 // before end.
 func (l *Log) listTail(ctx context.Context, counter string, st rollupState, end time.Time) ([]time.Time, []window, error) {
@@ -100,7 +89,7 @@ func (l *Log) listTail(ctx context.Context, counter string, st rollupState, end 
 	err := parallel.ForEach(ctx, 2, 2, func(ctx context.Context, i int) error {
 		var err error
 		if i == 0 {
-			legacy, err = l.listLegacy(ctx, counter, st, end)
+			legacy, err = l.listLegacy(ctx, counter, l.legacyAfter(st), end)
 		} else {
 			windows, err = l.listWindows(ctx, counter, from, end)
 		}
@@ -109,13 +98,17 @@ func (l *Log) listTail(ctx context.Context, counter string, st rollupState, end 
 	return legacy, windows, err
 }
 
-// listLegacy lists the first layout's buckets before end that the watermark does not cover:
-// those ending after it (all of them when no rollup ran).
-func (l *Log) listLegacy(ctx context.Context, counter string, st rollupState, end time.Time) ([]time.Time, error) {
-	var after time.Time
-	if st.marked {
-		after = st.watermark.Add(-l.cfg.legacyWidth)
+// legacyAfter returns the start after which the first layout's buckets are not in st: those
+// ending after its watermark (every one, the zero time, when no rollup ran).
+func (l *Log) legacyAfter(st rollupState) time.Time {
+	if !st.marked {
+		return time.Time{}
 	}
+	return st.watermark.Add(-l.cfg.legacyWidth)
+}
+
+// listLegacy lists the first layout's buckets that start after after and before end.
+func (l *Log) listLegacy(ctx context.Context, counter string, after, end time.Time) ([]time.Time, error) {
 	iter := l.session.Query(l.q.listLegacy, counter, after, end).WithContext(ctx).Consistency(l.cfg.consistency).Iter()
 	var out []time.Time
 	var b time.Time
@@ -158,83 +151,4 @@ func (l *Log) listWindows(ctx context.Context, counter string, from, end time.Ti
 		}
 	}
 	return out, nil
-}
-
-// read is one query of a sum: a legacy bucket, one part of a window, or a whole window written
-// with several parts values.
-type read struct {
-	legacy bool
-	start  time.Time
-	part   int
-	mixed  []int // parts values of a mixed window, summed by event id
-}
-
-// sum reads every legacy bucket and every part of every window, in parallel.
-func (l *Log) sum(ctx context.Context, counter string, legacy []time.Time, windows []window) (int64, error) {
-	var reads []read
-	for _, b := range legacy {
-		reads = append(reads, read{legacy: true, start: b})
-	}
-	for _, w := range windows {
-		if len(w.parts) > 1 {
-			reads = append(reads, read{start: w.start, mixed: w.parts})
-			continue
-		}
-		for p := range w.parts[0] {
-			reads = append(reads, read{start: w.start, part: p})
-		}
-	}
-	if len(reads) == 0 {
-		return 0, nil
-	}
-	var total atomic.Int64
-	err := parallel.ForEach(ctx, len(reads), readConcurrency, func(ctx context.Context, i int) error {
-		s, err := l.sumRead(ctx, counter, reads[i])
-		total.Add(s)
-		return err
-	})
-	return total.Load(), err
-}
-
-func (l *Log) sumRead(ctx context.Context, counter string, r read) (int64, error) {
-	var s int64
-	var err error
-	switch {
-	case r.legacy:
-		err = l.session.Query(l.q.sumLegacy, counter, r.start).WithContext(ctx).Consistency(l.cfg.consistency).Scan(&s)
-	case r.mixed != nil:
-		s, err = l.sumMixed(ctx, counter, r.start, r.mixed)
-	default:
-		err = l.session.Query(l.q.sumPart, counter, r.start, r.part).WithContext(ctx).Consistency(l.cfg.consistency).Scan(&s)
-	}
-	if err != nil {
-		return 0, fmt.Errorf("events: sum window %v of %q: %w", r.start, counter, err)
-	}
-	return s, nil
-}
-
-// sumMixed sums a window whose writers used several parts values (parts changed while it was
-// open): an event retried across the change may be in two parts, so each id counts once.
-func (l *Log) sumMixed(ctx context.Context, counter string, start time.Time, parts []int) (int64, error) {
-	most := 0
-	for _, p := range parts {
-		most = max(most, p)
-	}
-	seen := make(map[string]struct{})
-	var total int64
-	for p := range most {
-		iter := l.session.Query(l.q.readPart, counter, start, p).WithContext(ctx).Consistency(l.cfg.consistency).Iter()
-		var id string
-		var delta int64
-		for iter.Scan(&id, &delta) {
-			if _, dup := seen[id]; !dup {
-				seen[id] = struct{}{}
-				total += delta
-			}
-		}
-		if err := iter.Close(); err != nil {
-			return 0, err
-		}
-	}
-	return total, nil
 }

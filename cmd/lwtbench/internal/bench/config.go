@@ -35,8 +35,9 @@ type Config struct {
 	DriverDefaults bool // gocql's own session settings instead of cqlsession's recommended ones
 	// HotCounter runs the event-log counter benchmark (hotcounter.go) instead of the operations.
 	HotCounter bool
-	Writers    int // its writing goroutines
-	Counters   int // counters of its second case
+	Writers    int     // its writing goroutines
+	Counters   int     // counters of its second case
+	HotRate    float64 // its events per second, all writers together; 0: as fast as they can
 }
 
 // preset is the part of Config that -long changes.

@@ -65,6 +65,7 @@ func newFlagSet(c *Config, raw *rawFlags, getenv func(string) string, catalog []
 	fs.BoolVar(&c.HotCounter, "hot-counter", false, "instead of the operations: one event-log counter written as fast as -writers can for -duration while a reader reads its total, then -counters counters at once")
 	fs.IntVar(&c.Writers, "writers", 32, "-hot-counter: goroutines recording events")
 	fs.IntVar(&c.Counters, "counters", 10000, "-hot-counter: counters of the second case")
+	fs.Float64Var(&c.HotRate, "hot-rate", 0, "-hot-counter: events per second, all writers together, evenly spaced (0: as fast as -writers can)")
 	return fs
 }
 
@@ -170,6 +171,8 @@ func (c *Config) validateNumbers() error {
 		return usageErrorf("-writers %d: want 1..%d", c.Writers, maxWorkers)
 	case c.Counters < 1 || c.Counters > 1_000_000:
 		return usageErrorf("-counters %d: want 1..1000000", c.Counters)
+	case c.HotRate < 0 || c.HotRate > 1e6:
+		return usageErrorf("-hot-rate %g: want 0..1000000", c.HotRate)
 	}
 	return nil
 }

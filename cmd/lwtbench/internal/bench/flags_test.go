@@ -107,6 +107,8 @@ func TestParseFlagsRejectsBadFlags(t *testing.T) {
 		{"-open-workers", "0"},
 		{"-concurrency", "", "-rate", "0"},
 		{"-timeout", "0s"},
+		{"-hot-counter", "-hot-rate", "-1"},
+		{"-hot-counter", "-hot-rate", "2e6"},
 		{"-no-such-flag"},
 		{"stray"},
 	} {

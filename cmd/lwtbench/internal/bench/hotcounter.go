@@ -33,10 +33,12 @@ const (
 // Writers goroutines for DurationS while one goroutine reads totals, and what the tables held
 // afterwards.
 type HotCounterCase struct {
-	Name      string  `json:"name"`
-	Counters  int     `json:"counters"`
-	Writers   int     `json:"writers"`
-	DurationS float64 `json:"duration_s"`
+	Name     string `json:"name"`
+	Counters int    `json:"counters"`
+	Writers  int    `json:"writers"`
+	// TargetRate is -hot-rate: the events per second the writers were paced to (0: unpaced).
+	TargetRate float64 `json:"target_events_per_s"`
+	DurationS  float64 `json:"duration_s"`
 	// Acknowledged events (Record returned nil), per second of the run.
 	Events     int64   `json:"events"`
 	EventsPerS float64 `json:"events_per_s"`
@@ -127,7 +129,12 @@ func hotCounterCase(ctx context.Context, c Config, session *gocql.Session, keysp
 	end := start.Add(c.Duration)
 	var wg sync.WaitGroup
 	for w := range c.Writers {
-		wg.Go(func() { h.write(runCtx, w, end) })
+		var pace *openSchedule
+		if c.HotRate > 0 {
+			s := newOpenSchedule(start, c.HotRate, c.Duration, c.Writers, w)
+			pace = &s
+		}
+		wg.Go(func() { h.write(runCtx, w, end, pace) })
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
@@ -147,10 +154,17 @@ func hotCounterCase(ctx context.Context, c Config, session *gocql.Session, keysp
 }
 
 // write records events into the counters round-robin until end, each retried on failure as a
-// caller would: the same id and time.
-func (h *hotRun) write(ctx context.Context, w int, end time.Time) {
+// caller would: the same id and time. With pace, event i waits for its turn in the schedule
+// (a writer behind it does not wait), so the writers together keep -hot-rate.
+func (h *hotRun) write(ctx context.Context, w int, end time.Time, pace *openSchedule) {
 	stats := h.writes[w]
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
 	for i := 0; ctx.Err() == nil && time.Now().Before(end); i++ {
+		if pace != nil && (i >= pace.count || !pace.await(ctx, i, timer)) {
+			return
+		}
 		k := (w + i*len(h.writes)) % len(h.counters)
 		e := events.Event{Counter: h.counters[k], ID: fmt.Sprintf("w%d-%d", w, i), Delta: 1, Time: time.Now()}
 		var err error
@@ -195,7 +209,7 @@ func (h *hotRun) result(name string, c Config, elapsed time.Duration) HotCounter
 	}
 	reads := summarize(opTotal, h.reads, elapsed)
 	hc := HotCounterCase{
-		Name: name, Counters: len(h.counters), Writers: c.Writers, DurationS: elapsed.Seconds(),
+		Name: name, Counters: len(h.counters), Writers: c.Writers, TargetRate: c.HotRate, DurationS: elapsed.Seconds(),
 		Events: acked, EventsPerS: float64(acked) / elapsed.Seconds(), Unconfirmed: h.unconf.Load(),
 		TotalReads: reads.Requests, TotalP50Ms: reads.P50Ms, TotalP99Ms: reads.P99Ms,
 		Parts: events.DefaultParts, Window: events.DefaultWindow.String(), Grace: events.DefaultGracePeriod.String(),

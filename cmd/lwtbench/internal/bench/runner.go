@@ -164,13 +164,8 @@ func (r *runner) openWorker(ctx context.Context, phase, w int, cyc *cycler, s op
 	defer timer.Stop()
 	for k := range s.count {
 		due := s.intended(k)
-		if wait := time.Until(due); wait > 0 {
-			timer.Reset(wait)
-			select {
-			case <-ctx.Done():
-				return
-			case <-timer.C:
-			}
+		if !s.await(ctx, k, timer) {
+			return
 		}
 		op, seq := cyc.next()
 		if time.Now().After(hardStop) {

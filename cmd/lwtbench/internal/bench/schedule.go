@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"context"
 	"math"
 	"time"
 )
@@ -38,4 +39,21 @@ func newOpenSchedule(start time.Time, rate float64, d time.Duration, workers, wo
 func (s openSchedule) intended(k int) time.Time {
 	i := s.worker + k*s.workers
 	return s.start.Add(time.Duration(float64(i) / s.rate * float64(time.Second)))
+}
+
+// await waits, on timer (stopped, or fired and drained), until request k is due, and reports
+// whether ctx is still live. A worker behind its schedule does not wait.
+func (s openSchedule) await(ctx context.Context, k int, timer *time.Timer) bool {
+	wait := time.Until(s.intended(k))
+	if wait <= 0 {
+		return ctx.Err() == nil
+	}
+	timer.Reset(wait)
+	select {
+	case <-ctx.Done():
+		timer.Stop()
+		return false
+	case <-timer.C:
+		return true
+	}
 }
