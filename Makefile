@@ -180,6 +180,8 @@ test-cluster:
 ## starts durable nodes of its own on 127.0.0.71-74:9342 through node.sh, kills, restarts or
 ## freezes them or their worker processes, prints what it measured (a table at the end) and stops
 ## its nodes, on failure too. They need Java 17 and Maven, never CASSANDRA_HOSTS, and never skip.
+## The outbox chain's test (TestOutboxChainCrashes) adds a node on 127.0.0.75, a Kafka broker of
+## its own on 127.0.0.76:19392 (never KAFKA_BROKERS) and examples/outbox's processes.
 FAULTS_TIMEOUT ?= 20m
 test-faults:
 	@mkdir -p $(OUT)

@@ -40,6 +40,9 @@ func (c *chain) consume(ctx context.Context, topic, group string, guard *events.
 			c.applied[o.ID] = time.Now()
 		}
 		c.mu.Unlock()
+		if c.report != nil {
+			c.report.say(Line{Event: "applied", Order: o.ID})
+		}
 		return nil
 	}
 	for ctx.Err() == nil {
@@ -72,6 +75,9 @@ func (c *chain) consume(ctx context.Context, topic, group string, guard *events.
 // process delivers records until each is processed or a duplicate.
 func (c *chain) process(ctx context.Context, group string, records []*kgo.Record, guard *events.Guard, handle events.Handler) error {
 	c.consumed.Add(int64(len(records)))
+	if c.report != nil {
+		c.report.say(Line{Event: "consumed", N: len(records)})
+	}
 	msgs := make([]events.Message, 0, len(records))
 	for _, r := range records {
 		m := events.Message{Scope: events.Scope{Group: group, Topic: r.Topic, Partition: r.Partition}, Payload: r.Value, Time: r.Timestamp}

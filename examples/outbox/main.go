@@ -7,6 +7,10 @@
 //
 //	make kafka-up cassandra-up   # or KAFKA_BROKERS and CASSANDRA_HOSTS of your own
 //	go run . -orders 2000 -json out.json   # make bench-e2e runs it so
+//
+// With -role api, relay or consume it runs one part of the chain as a process of its own,
+// until SIGINT or SIGTERM, on a schema already applied (by a run without -role, or by the
+// cassdedup command), and prints what it does as JSON lines; the crash tests run it so.
 package main
 
 import (
@@ -17,10 +21,12 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/gocql/gocql"
 
+	"github.com/cassdedup/cassdedup/outbox"
 	"github.com/cassdedup/cassdedup/schema"
 )
 
@@ -39,15 +45,25 @@ func runMain() error {
 	clients := flag.Int("clients", 16, "concurrent clients")
 	jsonOut := flag.String("json", "", "also write the summary as JSON to this file")
 	timeout := flag.Duration("timeout", 10*time.Minute, "give up when the chain has not delivered by then")
+	role := flag.String("role", "", "run one part of the chain: api, relay or consume (default: the whole chain once)")
+	var rc roleConfig
+	flag.StringVar(&rc.topic, "topic", "orders", "role: the topic of the order events")
+	flag.StringVar(&rc.listen, "listen", "127.0.0.1:8080", "role api: the address to serve on")
+	flag.StringVar(&rc.group, "group", "billing", "role consume: the consumer group")
+	flag.StringVar(&rc.counter, "counter", "orders-placed", "role consume: the event-log counter of the amounts")
+	flag.DurationVar(&rc.relayLease, "relay-lease", outbox.DefaultRelayLease, "role relay: how long the relay holds a shard without renewing it")
+	flag.BoolVar(&rc.holdAfterPublish, "hold-after-publish", false,
+		"role relay (crash tests): after the first publish, wait for a line on stdin before marking")
 	flag.Parse()
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if *role != "" {
+		rc.brokers, rc.keyspace = strings.Split(*brokers, ","), *keyspace
+		return runRoleSession(ctx, *hosts, *role, rc)
+	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	cluster := gocql.NewCluster(strings.Split(*hosts, ",")...)
-	cluster.Consistency = gocql.Quorum
-	cluster.Timeout = 10 * time.Second
-	cluster.RetryPolicy = nil // the driver must never re-send a conditional write
+	cluster := newCluster(*hosts)
 	admin, err := cluster.CreateSession()
 	if err != nil {
 		return err
@@ -76,6 +92,26 @@ func runMain() error {
 		return fmt.Errorf("%d lost, %d applied twice", s.Lost, s.DuplicatedEffects)
 	}
 	return nil
+}
+
+func newCluster(hosts string) *gocql.ClusterConfig {
+	cluster := gocql.NewCluster(strings.Split(hosts, ",")...)
+	cluster.Consistency = gocql.Quorum
+	cluster.Timeout = 10 * time.Second
+	cluster.RetryPolicy = nil // the driver must never re-send a conditional write
+	return cluster
+}
+
+// runRoleSession runs one part of the chain (runRole) on a session of its own.
+func runRoleSession(ctx context.Context, hosts, role string, rc roleConfig) error {
+	cluster := newCluster(hosts)
+	cluster.Keyspace = rc.keyspace
+	session, err := cluster.CreateSession()
+	if err != nil {
+		return err
+	}
+	defer session.Close()
+	return runRole(ctx, role, session, rc, os.Stdout)
 }
 
 func envOr(k, def string) string {

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/gocql/gocql"
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/cassdedup/cassdedup/events"
@@ -64,6 +63,8 @@ type chain struct {
 	runs      map[string]int       // order → handler runs that applied it
 	consumed  atomic.Int64
 	published atomic.Int64 // messages the relay published, copies included
+	// report, if set (a consume role), hears of every poll and every applied effect.
+	report *reporter
 }
 
 // run places the orders through the whole chain and waits until every accepted one took effect
@@ -78,10 +79,10 @@ func run(ctx context.Context, session *gocql.Session, cfg config, out io.Writer)
 		return Summary{}, err
 	}
 	defer cl.Close()
-	if _, err := kadm.NewClient(cl).CreateTopic(ctx, 4, 1, nil, topic); err != nil {
-		return Summary{}, fmt.Errorf("create topic: %w", err)
+	if err := createTopic(ctx, cl, topic); err != nil {
+		return Summary{}, err
 	}
-	srv, addr, err := c.serve()
+	srv, addr, err := c.serve("127.0.0.1:0")
 	if err != nil {
 		return Summary{}, err
 	}
@@ -104,11 +105,7 @@ func run(ctx context.Context, session *gocql.Session, cfg config, out io.Writer)
 	if err != nil {
 		return Summary{}, err
 	}
-	// The effect is recorded under the event's own time, so a redelivery lands on the same row
-	// of the counter; the grace period must then cover the consumer's lag, which reaches seconds
-	// on a loaded machine (with the default 2 s, an event consumed later is refused with
-	// ErrBucketClosed and its partition stops).
-	logc, err := events.NewLog(session, events.WithKeyspace(cfg.keyspace), events.WithGracePeriod(5*time.Minute))
+	logc, err := newEffectLog(session, cfg.keyspace)
 	if err != nil {
 		return Summary{}, err
 	}
@@ -148,14 +145,25 @@ func run(ctx context.Context, session *gocql.Session, cfg config, out io.Writer)
 	return s, nil
 }
 
+// EffectGrace is how late after its window the consumer may still apply an event to the
+// event-log counter. An effect is recorded at its message's time, and a message reaches the
+// consumer as late as its relay, its broker or the consumer itself was away (minutes in the
+// crash tests), so the log's default of seconds would refuse it as ErrBucketClosed.
+const EffectGrace = time.Hour
+
+// newEffectLog is the event log the consumer applies the orders' amounts to.
+func newEffectLog(session *gocql.Session, keyspace string) (*events.Log, error) {
+	return events.NewLog(session, events.WithKeyspace(keyspace), events.WithGracePeriod(EffectGrace))
+}
+
 // order is the request body, and the payload of its event.
 type order struct {
 	ID     string `json:"order"`
 	Amount int64  `json:"amount"`
 }
 
-// serve starts the order service on a loopback port.
-func (c *chain) serve() (*http.Server, string, error) {
+// serve starts the order service on listen (host:port; port 0 picks a free one).
+func (c *chain) serve(listen string) (*http.Server, string, error) {
 	store, err := lwt.NewStore(c.session, outbox.Table(c.cfg.keyspace), lwt.WithLease(5*time.Second))
 	if err != nil {
 		return nil, "", err
@@ -170,7 +178,7 @@ func (c *chain) serve() (*http.Server, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := net.Listen("tcp", listen)
 	if err != nil {
 		return nil, "", err
 	}

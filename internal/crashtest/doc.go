@@ -9,5 +9,9 @@
 // naming what is missing. CASSANDRA_HOSTS is not used, since a node the test cannot kill
 // cannot show what a crash loses.
 //
+// TestOutboxChainCrashes does the same to the outbox chain: it starts a Kafka broker of its own
+// with scripts/kafka/broker.sh and runs examples/outbox's order service, relays and consumer as
+// processes of their own (-role), and kills them.
+//
 // The package has no code of its own besides its tests.
 package crashtest

@@ -65,17 +65,25 @@ func startNode(t *testing.T, addr, commitlog string) *node {
 }
 
 // startReaper starts a process that stops the node if the test binary dies before its cleanups
-// can (a -timeout panic, Ctrl-C): the test binary run again as a worker, in a process group of
-// its own so a signal to the test's group spares it, that waits for its stdin to close. The
-// returned function tells it that the node was stopped, and waits for it to exit.
+// can (a -timeout panic, Ctrl-C). The returned function tells it that the node was stopped, and
+// waits for it to exit.
 func (n *node) startReaper(t *testing.T) (stopped func()) {
 	t.Helper()
-	spec, err := json.Marshal(workerSpec{Mode: "reaper", Script: n.scriptPath(), Repo: n.repo})
+	return startReaper(t, n.scriptPath(), n.repo, n.env())
+}
+
+// startReaper starts a process that runs `script down` with env if the test binary dies before
+// its cleanups can: the test binary run again as a worker, in a process group of its own so a
+// signal to the test's group spares it, that waits for its stdin to close. The returned
+// function tells it that the script's service was stopped, and waits for it to exit.
+func startReaper(t *testing.T, script, repo string, env []string) (stopped func()) {
+	t.Helper()
+	spec, err := json.Marshal(workerSpec{Mode: "reaper", Script: script, Repo: repo})
 	if err != nil {
 		t.Fatalf("crashtest: %v", err)
 	}
 	cmd := exec.Command(os.Args[0])
-	cmd.Env = append(n.env(), workerEnv+"="+string(spec))
+	cmd.Env = append(env, workerEnv+"="+string(spec))
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -111,9 +119,14 @@ func (n *node) env() []string {
 }
 
 func (n *node) script(command string) (string, error) {
-	cmd := exec.Command(n.scriptPath(), command)
-	cmd.Dir = n.repo
-	cmd.Env = n.env()
+	return runScript(n.scriptPath(), n.repo, n.env(), command)
+}
+
+// runScript runs one subcommand of a service script (node.sh, broker.sh) in repo with env.
+func runScript(script, repo string, env []string, command string) (string, error) {
+	cmd := exec.Command(script, command)
+	cmd.Dir = repo
+	cmd.Env = env
 	out, err := cmd.CombinedOutput()
 	return string(out), err
 }

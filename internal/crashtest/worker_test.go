@@ -241,22 +241,39 @@ func fencedRun(s *gocql.Session, store *lwt.Store, spec workerSpec, out *json.En
 	return rep
 }
 
-// worker is a worker process started by a test: the test binary run again with workerEnv set.
-type worker struct {
+// report is a JSON line a child process prints; its kind names what happened.
+type report interface{ kind() string }
+
+func (r workerReport) kind() string { return r.Event }
+
+// process is a child process started by a test, which prints JSON lines of R on stdout.
+type process[R report] struct {
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
-	lines  chan workerReport // closed when the process's stdout ends
+	lines  chan R // closed when the process's stdout ends
 	stderr lockedBuffer
 }
+
+// worker is a worker process: the test binary run again with workerEnv set.
+type worker = process[workerReport]
 
 // startWorker starts a worker process. It is killed, if still running, when the test ends.
 func startWorker(t *testing.T, spec workerSpec) *worker {
 	t.Helper()
 	raw, err := json.Marshal(spec)
 	require.NoError(t, err)
-	w := &worker{cmd: exec.Command(os.Args[0]), lines: make(chan workerReport, 16)}
-	w.cmd.Env = append(os.Environ(), workerEnv+"="+string(raw))
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), workerEnv+"="+string(raw))
+	return startProcess(t, cmd, func(line string) workerReport { return workerReport{Event: "unreadable", Err: line} })
+}
+
+// startProcess starts cmd and decodes its stdout into p.lines; a line that is not JSON becomes
+// unreadable(line). The process is killed, if still running, when the test ends.
+func startProcess[R report](t *testing.T, cmd *exec.Cmd, unreadable func(string) R) *process[R] {
+	t.Helper()
+	w := &process[R]{cmd: cmd, lines: make(chan R, 16)}
 	w.cmd.Stderr = &w.stderr
+	var err error
 	w.stdin, err = w.cmd.StdinPipe()
 	require.NoError(t, err)
 	stdout, err := w.cmd.StdoutPipe()
@@ -266,9 +283,9 @@ func startWorker(t *testing.T, spec workerSpec) *worker {
 		defer close(w.lines)
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
-			var r workerReport
+			var r R
 			if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-				r = workerReport{Event: "unreadable", Err: sc.Text()}
+				r = unreadable(sc.Text())
 			}
 			w.lines <- r
 		}
@@ -279,28 +296,29 @@ func startWorker(t *testing.T, spec workerSpec) *worker {
 		}
 		_ = w.cmd.Wait()
 		if t.Failed() && w.stderr.Len() > 0 {
-			t.Logf("crashtest: worker %d stderr:\n%s", w.cmd.Process.Pid, w.stderr.String())
+			t.Logf("crashtest: process %d stderr:\n%s", w.cmd.Process.Pid, tail(w.stderr.String(), 40))
 		}
 	})
 	return w
 }
 
-// next returns the worker's next report of the given event, failing the test on anything else.
-func (w *worker) next(t *testing.T, event string, timeout time.Duration) workerReport {
+// next returns the process's next report of the given kind, failing the test on anything else.
+func (w *process[R]) next(t *testing.T, event string, timeout time.Duration) R {
 	t.Helper()
 	select {
 	case r, ok := <-w.lines:
 		if !ok {
-			t.Fatalf("crashtest: worker %d ended before reporting %q; stderr:\n%s", w.cmd.Process.Pid, event, w.stderr.String())
+			t.Fatalf("crashtest: process %d ended before reporting %q; stderr:\n%s", w.cmd.Process.Pid, event, w.stderr.String())
 		}
-		if r.Event != event {
-			t.Fatalf("crashtest: worker %d reported %+v, expected %q", w.cmd.Process.Pid, r, event)
+		if r.kind() != event {
+			t.Fatalf("crashtest: process %d reported %+v, expected %q", w.cmd.Process.Pid, r, event)
 		}
 		return r
 	case <-time.After(timeout):
-		t.Fatalf("crashtest: worker %d did not report %q within %s", w.cmd.Process.Pid, event, timeout)
+		t.Fatalf("crashtest: process %d did not report %q within %s", w.cmd.Process.Pid, event, timeout)
 	}
-	return workerReport{}
+	var zero R
+	return zero
 }
 
 // lockedBuffer is a bytes.Buffer the exec package may write while the test reads it.

@@ -4,7 +4,8 @@
 # Central into a cache outside the repository, formats the KRaft storage, starts kafka.Kafka
 # and waits until the broker answers a Kafka request.
 #
-#   broker.sh up       start the broker (a no-op when it already runs)
+#   broker.sh up       start the broker (a no-op when it already runs); on the data kept by
+#                      the last down when KAFKA_KEEP_DATA=1, else on empty storage
 #   broker.sh down     stop it by its PID and remove its data (KAFKA_KEEP_DATA=1 keeps it)
 #   broker.sh status   exit 0 when the broker runs and answers
 #   broker.sh fetch    only resolve the jars
@@ -119,15 +120,22 @@ up() {
   done
   command -v java >/dev/null || die "Java 17 or later is needed to run Kafka $version"
   fetch
-  rm -rf "$run_dir/data"
-  mkdir -p "$run_dir/data" "$log_dir"
+  mkdir -p "$log_dir"
   : >"$log_dir/kafka.log"
   write_properties
   mapfile -t flags < <(java_cmd)
-  local cluster_id
-  cluster_id=$(java "${flags[@]}" kafka.tools.StorageTool random-uuid 2>>"$log_dir/stdout.log")
-  java "${flags[@]}" kafka.tools.StorageTool format -t "$cluster_id" -c "$run_dir/server.properties" \
-    >>"$log_dir/stdout.log" 2>&1 || { tail -n 20 "$log_dir/stdout.log" >&2; die "formatting the KRaft storage failed"; }
+  # KAFKA_KEEP_DATA=1 restarts on the data a `KAFKA_KEEP_DATA=1 down` kept (a broker restart);
+  # otherwise the broker starts empty.
+  if [ "${KAFKA_KEEP_DATA:-0}" = 1 ] && [ -f "$run_dir/data/meta.properties" ]; then
+    say "restarting on the data in $run_dir/data"
+  else
+    rm -rf "$run_dir/data"
+    mkdir -p "$run_dir/data"
+    local cluster_id
+    cluster_id=$(java "${flags[@]}" kafka.tools.StorageTool random-uuid 2>>"$log_dir/stdout.log")
+    java "${flags[@]}" kafka.tools.StorageTool format -t "$cluster_id" -c "$run_dir/server.properties" \
+      >>"$log_dir/stdout.log" 2>&1 || { tail -n 20 "$log_dir/stdout.log" >&2; die "formatting the KRaft storage failed"; }
+  fi
   local started=$SECONDS
   say "starting Kafka $version (KRaft, one node) on $address:$port, logs in $log_dir"
   # setsid: the broker must outlive make's shell, and stop only when asked by its PID.

@@ -1,0 +1,201 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/gocql/gocql"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/cassdedup/cassdedup/events"
+	"github.com/cassdedup/cassdedup/outbox"
+	"github.com/cassdedup/cassdedup/outbox/kafkapub"
+)
+
+// The chain's parts as processes of their own, as a deployment runs them and as the crash
+// tests (internal/crashtest) kill them: -role api serves the orders, -role relay publishes the
+// committed events, -role consume applies them. Each runs until SIGINT or SIGTERM on a schema
+// that already exists, and reports what it does as JSON lines on stdout.
+
+// roleConfig is what a role needs besides its session.
+type roleConfig struct {
+	brokers    []string
+	keyspace   string
+	topic      string
+	listen     string        // api: host:port to serve on
+	group      string        // consume: the consumer group
+	counter    string        // consume: the event-log counter the effects go to
+	relayLease time.Duration // relay: outbox.WithRelayLease
+	// relay: after the first publish that succeeded, report "holding" and wait for a line on
+	// stdin before marking, so a test can kill or freeze the relay between publish and mark.
+	holdAfterPublish bool
+}
+
+// Line is one line a role prints.
+type Line struct {
+	Event  string   `json:"event"`            // listening, published, holding, relay-error, consumed, applied, consumer-error
+	N      int      `json:"n,omitempty"`      // consumed: records polled from one partition
+	Addr   string   `json:"addr,omitempty"`   // listening: the service's address
+	Orders []string `json:"orders,omitempty"` // published: the event key (order) of each message
+	Order  string   `json:"order,omitempty"`  // applied
+	Err    string   `json:"err,omitempty"`
+	Fenced bool     `json:"fenced,omitempty"` // relay-error: a newer relay holds a shard this one worked
+}
+
+// reporter writes Lines from several goroutines.
+type reporter struct {
+	mu  sync.Mutex
+	enc *json.Encoder
+}
+
+func (r *reporter) say(l Line) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	_ = r.enc.Encode(l)
+}
+
+// runRole runs one part of the chain until ctx ends.
+func runRole(ctx context.Context, role string, session *gocql.Session, cfg roleConfig, out io.Writer) error {
+	rep := &reporter{enc: json.NewEncoder(out)}
+	var err error
+	switch role {
+	case "api":
+		err = serveAPI(ctx, session, cfg, rep)
+	case "relay":
+		err = runRelay(ctx, session, cfg, rep)
+	case "consume":
+		err = runConsumer(ctx, session, cfg, rep)
+	default:
+		return fmt.Errorf("unknown role %q (api, relay or consume)", role)
+	}
+	if ctx.Err() != nil {
+		return nil // asked to stop
+	}
+	return err
+}
+
+func serveAPI(ctx context.Context, session *gocql.Session, cfg roleConfig, rep *reporter) error {
+	c := &chain{cfg: config{keyspace: cfg.keyspace}, session: session}
+	srv, addr, err := c.serve(cfg.listen)
+	if err != nil {
+		return err
+	}
+	rep.say(Line{Event: "listening", Addr: addr})
+	<-ctx.Done()
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+func runRelay(ctx context.Context, session *gocql.Session, cfg roleConfig, rep *reporter) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(cfg.brokers...))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	if err := createTopic(ctx, cl, cfg.topic); err != nil {
+		return err
+	}
+	pub, err := kafkapub.New(cl, cfg.topic)
+	if err != nil {
+		return err
+	}
+	var hold sync.Once
+	resume := make(chan struct{})
+	relay, err := outbox.NewRelay(session, outbox.PublisherFunc(func(ctx context.Context, msgs []outbox.Message) error {
+		if err := pub.Publish(ctx, msgs); err != nil {
+			return err
+		}
+		orders := make([]string, len(msgs))
+		for i, m := range msgs {
+			orders[i] = m.Key
+		}
+		rep.say(Line{Event: "published", Orders: orders})
+		if !cfg.holdAfterPublish {
+			return nil
+		}
+		hold.Do(func() {
+			rep.say(Line{Event: "holding"})
+			go func() {
+				_, _ = bufio.NewReader(os.Stdin).ReadString('\n')
+				close(resume)
+			}()
+		})
+		select {
+		case <-resume:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}), outbox.WithKeyspace(cfg.keyspace), outbox.WithPollInterval(50*time.Millisecond), outbox.WithRelayLease(cfg.relayLease))
+	if err != nil {
+		return err
+	}
+	return relay.Run(ctx, func(st outbox.Stats, err error) {
+		if err != nil || st.Fenced > 0 {
+			l := Line{Event: "relay-error", Fenced: st.Fenced > 0 || errors.Is(err, outbox.ErrFenced)}
+			if err != nil {
+				l.Err = err.Error()
+			}
+			rep.say(l)
+		}
+	})
+}
+
+// runConsumer consumes until ctx ends, starting its consumer again after an error (a broker
+// that restarts): offsets are committed only after the guard, so nothing is skipped.
+func runConsumer(ctx context.Context, session *gocql.Session, cfg roleConfig, rep *reporter) error {
+	c := &chain{cfg: config{brokers: cfg.brokers, keyspace: cfg.keyspace}, session: session, counter: cfg.counter,
+		accepted: map[string]time.Time{}, applied: map[string]time.Time{}, runs: map[string]int{},
+		report: rep}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(cfg.brokers...))
+	if err != nil {
+		return err
+	}
+	err = createTopic(ctx, cl, cfg.topic)
+	cl.Close()
+	if err != nil {
+		return err
+	}
+	logc, err := newEffectLog(session, cfg.keyspace)
+	if err != nil {
+		return err
+	}
+	guard, err := events.NewGuard(session, events.WithKeyspace(cfg.keyspace), events.WithLease(5*time.Second))
+	if err != nil {
+		return err
+	}
+	for ctx.Err() == nil {
+		err := c.consume(ctx, cfg.topic, cfg.group, guard, logc)
+		if err == nil || ctx.Err() != nil {
+			continue
+		}
+		rep.say(Line{Event: "consumer-error", Err: err.Error()})
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
+	}
+	return nil
+}
+
+// createTopic creates topic with 4 partitions unless it exists.
+func createTopic(ctx context.Context, cl *kgo.Client, topic string) error {
+	if _, err := kadm.NewClient(cl).CreateTopic(ctx, 4, 1, nil, topic); err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+		return fmt.Errorf("create topic %s: %w", topic, err)
+	}
+	return nil
+}
