@@ -48,6 +48,10 @@ type Summary struct {
 	P50Ms             float64 `json:"p50_ms"`     // request accepted → effect applied
 	P99Ms             float64 `json:"p99_ms"`
 	Seconds           float64 `json:"seconds"`
+	// Where the time went, from the first request: the last order acknowledged, the last
+	// message published (the relay) and the last effect applied (Seconds).
+	AcceptedSeconds  float64 `json:"accepted_seconds"`
+	PublishedSeconds float64 `json:"published_seconds"`
 }
 
 // chain is one run's shared state.
@@ -63,6 +67,7 @@ type chain struct {
 	runs      map[string]int       // order → handler runs that applied it
 	consumed  atomic.Int64
 	published atomic.Int64 // messages the relay published, copies included
+	lastPub   atomic.Int64 // when the relay last published, in Unix nanoseconds
 	// report, if set (a consume role), hears of every poll and every applied effect.
 	report *reporter
 }
@@ -99,6 +104,7 @@ func run(ctx context.Context, session *gocql.Session, cfg config, out io.Writer)
 		err := pub.Publish(ctx, msgs)
 		if err == nil {
 			c.published.Add(int64(len(msgs)))
+			c.lastPub.Store(time.Now().UnixNano())
 		}
 		return err
 	}), outbox.WithKeyspace(cfg.keyspace), outbox.WithPollInterval(50*time.Millisecond))
@@ -304,8 +310,11 @@ func (c *chain) summary(ctx context.Context, logc *events.Log, start time.Time) 
 	defer c.mu.Unlock()
 	s := Summary{Requests: c.requests.Load(), Accepted: len(c.accepted), Applied: len(c.applied), Consumed: c.consumed.Load()}
 	var lat []time.Duration
-	var last time.Time
+	var last, lastAccepted time.Time
 	for id, at := range c.accepted {
+		if at.After(lastAccepted) {
+			lastAccepted = at
+		}
 		var o int64
 		_, _ = fmt.Sscanf(id, "order-%d", &o)
 		s.Expected += o
@@ -333,6 +342,10 @@ func (c *chain) summary(ctx context.Context, logc *events.Log, start time.Time) 
 		s.P50Ms = float64(lat[len(lat)/2]) / float64(time.Millisecond)
 		s.P99Ms = float64(lat[min(len(lat)-1, len(lat)*99/100)]) / float64(time.Millisecond)
 		s.Seconds = last.Sub(start).Seconds()
+		s.AcceptedSeconds = lastAccepted.Sub(start).Seconds()
+		if p := c.lastPub.Load(); p != 0 {
+			s.PublishedSeconds = time.Unix(0, p).Sub(start).Seconds()
+		}
 		s.MsgsPerS = float64(s.Applied) / s.Seconds
 	}
 	return s
