@@ -20,11 +20,10 @@ const (
 	DefaultRelayLease   = 10 * time.Second // how long a relay holds a shard without renewal
 	DefaultPollInterval = 200 * time.Millisecond
 	// DefaultMaxSweep is how many closed buckets a relay sweeps per shard and pass. A pass
-	// publishes the open buckets' events first, but only when it ends does the next begin, so
-	// the sweep sets how late a fresh commit is published while a relay catches up (a new relay
-	// sweeps the whole retention once): 60 made each pass of a new relay read 960 partitions,
-	// and the chain's events waited 16 s (p50) on a loaded machine. With 4, a pass reads about
-	// 100 partitions and catching up on a day takes 360 passes.
+	// publishes the open buckets' events first, but the next pass begins only when it ends, so
+	// the sweep adds to how late a fresh commit is published while a relay catches up (a new
+	// relay sweeps the whole retention once): with 60, each pass of a new relay read about
+	// 1,000 partitions; with 4 it reads about 100, and catching up on a day takes 360 passes.
 	DefaultMaxSweep     = 4
 	DefaultPublishBatch = 500 // messages per Publish call
 	DefaultRelayName    = "outbox"
