@@ -219,7 +219,7 @@ func (s *Store) administer(ctx context.Context, key Key, cfg adminConfig, op str
 		}
 		if applied {
 			if s.cache != nil {
-				s.cache.drop(cacheKey(key))
+				s.cache.drop(key)
 			}
 			res.Changed = true
 			return res, nil

@@ -12,9 +12,13 @@ import (
 // Eviction is CLOCK (second chance), an approximation of least recently used: a hit marks its
 // entry, and an insertion into a full cache evicts the first unmarked entry the hand meets,
 // unmarking the ones it passes. A hit then writes one flag instead of reordering a list. Entries
-// are indexed by a seeded hash of the key's encoding (appendCacheKey) and hold the encoding, so
-// a lookup hashes the bytes once and compares them once; two keys of equal hash (a chance of
-// about n/2^64) share a slot, the newer one replacing the older, which only costs a miss.
+// are indexed by a seeded hash of the key's values (hashKey) and hold a copy of the key, so a
+// lookup neither encodes the key nor allocates; two keys of equal hash share a slot, the newer
+// one replacing the older, which only costs a miss.
+//
+// Every hit reads the clock. A coarse clock refreshed by a timer would save that read, but a
+// timer can fire late (a stopped or starved process), and a hit meanwhile would serve a record
+// that has expired, which a reader of the clock never does.
 type completedCache struct {
 	seed maphash.Seed
 	// now is the store's clock when WithClock replaced time.Now. When it is nil, entries expire
@@ -32,7 +36,7 @@ type completedCache struct {
 
 type cacheEntry struct {
 	hash     uint64
-	key      string
+	key      Key // a copy: the caller's slice may change after the call
 	rec      *Record
 	deadline time.Duration // rec.ExpiresAt as time since base, when now is nil
 	slot     int
@@ -44,16 +48,19 @@ func newCompletedCache(capacity int, now func() time.Time) *completedCache {
 		items: make(map[uint64]*cacheEntry, capacity), ring: make([]*cacheEntry, 0, capacity)}
 }
 
-// get returns the live record cached under key, the encoding of appendCacheKey. It takes the
-// encoding as bytes so that a lookup from a stack buffer allocates nothing.
-func (c *completedCache) get(key []byte) *Record {
-	h := maphash.Bytes(c.seed, key)
+// get returns the live record cached under key, or nil. It allocates nothing. The key need not
+// be valid: only valid keys are cached, so an invalid one misses.
+func (c *completedCache) get(key Key) *Record {
+	h, ok := hashKey(c.seed, key)
+	if !ok {
+		return nil
+	}
 	// The clock is read before the lock is taken, so that concurrent hits do not hold the lock
 	// through each other's clock reads.
 	now := c.monotonic()
 	c.mu.Lock()
 	e := c.items[h]
-	if e == nil || e.key != string(key) {
+	if e == nil || !sameKey(e.key, key) {
 		c.mu.Unlock()
 		return nil
 	}
@@ -85,7 +92,7 @@ func (c *completedCache) live(e *cacheEntry, now time.Duration) bool {
 	return now < e.deadline
 }
 
-func (c *completedCache) put(key string, rec *Record) {
+func (c *completedCache) put(key Key, rec *Record) {
 	if rec.Status != StatusCompleted || rec.ExpiresAt.IsZero() || c.cap == 0 {
 		return
 	}
@@ -96,17 +103,22 @@ func (c *completedCache) put(key string, rec *Record) {
 		deadline = time.Since(c.base)
 		deadline += time.Until(rec.ExpiresAt)
 	}
-	h := maphash.String(c.seed, key)
+	h, ok := hashKey(c.seed, key)
+	if !ok {
+		return
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if e := c.items[h]; e != nil {
 		// The same key completed again (a replay read from the node), or another key of the
 		// same hash: either way the newer record takes the slot.
-		e.used = e.key == key
-		e.key, e.rec, e.deadline = key, rec, deadline
+		if e.used = sameKey(e.key, key); !e.used {
+			e.key = append(Key(nil), key...)
+		}
+		e.rec, e.deadline = rec, deadline
 		return
 	}
-	e := &cacheEntry{hash: h, key: key, rec: rec, deadline: deadline}
+	e := &cacheEntry{hash: h, key: append(Key(nil), key...), rec: rec, deadline: deadline}
 	if len(c.ring) < c.cap {
 		e.slot = len(c.ring)
 		c.ring = append(c.ring, e)
@@ -146,11 +158,14 @@ func (c *completedCache) remove(e *cacheEntry) {
 }
 
 // drop forgets key: its record was released or deleted by an operator.
-func (c *completedCache) drop(key string) {
-	h := maphash.String(c.seed, key)
+func (c *completedCache) drop(key Key) {
+	h, ok := hashKey(c.seed, key)
+	if !ok {
+		return
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if e := c.items[h]; e != nil && e.key == key {
+	if e := c.items[h]; e != nil && sameKey(e.key, key) {
 		c.remove(e)
 	}
 }

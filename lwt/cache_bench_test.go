@@ -17,7 +17,7 @@ func BenchmarkCacheHit(b *testing.B) {
 		b.Fatal(err)
 	}
 	key := IdempotencyKey("bench", "duplicate")
-	s.cache.put(cacheKey(key), &Record{Status: StatusCompleted, Result: []byte(`{"status":"ok"}`), ExpiresAt: time.Now().Add(time.Hour)})
+	s.cache.put(key, &Record{Status: StatusCompleted, Result: []byte(`{"status":"ok"}`), ExpiresAt: time.Now().Add(time.Hour)})
 	ctx := context.Background()
 	fn := func(context.Context) ([]byte, error) { return nil, nil }
 	b.ReportAllocs()

@@ -63,18 +63,6 @@ func callOptions(opts []CallOption) callConfig {
 	return *cc
 }
 
-// cached returns the live record of key in the cache of completed records, or nil. The key is
-// not validated first: only valid keys are ever cached, and appendCacheKey's encoding of an
-// invalid key matches none of theirs, so a miss validates it.
-func (s *Store) cached(key Key) *Record {
-	var buf [keyBufSize]byte
-	ck, ok := appendCacheKey(buf[:0], key)
-	if !ok {
-		return nil
-	}
-	return s.cache.get(ck)
-}
-
 // fromCache answers a call of key with rec, its cached record. The call's options are applied
 // only here, and only if there are any: a hit without options builds no call configuration.
 func (s *Store) fromCache(ctx context.Context, key Key, rec *Record, opts []CallOption) (Result, error) {
@@ -138,7 +126,9 @@ func (s *Store) ExecuteOnce(ctx context.Context, key Key, fn func(context.Contex
 	// A duplicate of a completed key is answered before anything is allocated for the call:
 	// it is what a retry storm or a redelivery loop mostly sends.
 	if s.cache != nil {
-		if rec := s.cached(key); rec != nil {
+		// The key is not validated first: only valid keys are cached, so an invalid one
+		// misses and is validated on the way to the node.
+		if rec := s.cache.get(key); rec != nil {
 			return s.fromCache(ctx, key, rec, opts)
 		}
 	}
@@ -224,7 +214,7 @@ func (s *Store) execute(ctx context.Context, c *call) (Result, error) {
 			return Result{}, err
 		}
 		if rec != nil {
-			return s.replay(c.cacheKey, rec)
+			return s.replay(c.key, rec)
 		}
 		return s.run(ctx, c, claim)
 	}
@@ -232,12 +222,12 @@ func (s *Store) execute(ctx context.Context, c *call) (Result, error) {
 
 func equalFingerprint(a, b []byte) bool { return string(a) == string(b) }
 
-func (s *Store) replay(ck string, rec *Record) (Result, error) {
+func (s *Store) replay(key Key, rec *Record) (Result, error) {
 	if rec.Status == StatusFailed {
 		return Result{}, &FailureError{Message: string(rec.Result), Replay: true}
 	}
 	if s.cache != nil {
-		s.cache.put(ck, rec)
+		s.cache.put(key, rec)
 	}
 	return Result{Value: rec.Result, Replay: true, Attempts: rec.Attempts, Fence: rec.Fence}, nil
 }
