@@ -167,16 +167,6 @@ func (s *Store) ReleaseKey(ctx context.Context, key Key, opts ...AdminOption) (A
 	})
 }
 
-// drop forgets key: its record was released or deleted by an operator.
-func (c *completedCache) drop(key string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if el, ok := c.items[key]; ok {
-		c.order.Remove(el)
-		delete(c.items, key)
-	}
-}
-
 // Delete removes key's record, whatever its status, so the next call with the key runs the
 // operation as a new one (fence 1). The rules of ReleaseKey apply: a conditional delete fenced
 // on the record read, refused on a live lease unless Force is given, ErrNotFound when the key
@@ -229,7 +219,7 @@ func (s *Store) administer(ctx context.Context, key Key, cfg adminConfig, op str
 		}
 		if applied {
 			if s.cache != nil {
-				s.cache.drop(cacheKey(key))
+				s.cache.drop(key)
 			}
 			res.Changed = true
 			return res, nil

@@ -63,28 +63,22 @@ func callOptions(opts []CallOption) callConfig {
 	return *cc
 }
 
-// fromCache answers key from the cache of completed records; hit is false when the cache holds
-// no live record of it. The key is not validated first: only valid keys are ever cached, and
-// appendCacheKey's encoding of an invalid key matches none of theirs, so a miss validates it.
-func (s *Store) fromCache(ctx context.Context, key Key, fp []byte) (res Result, hit bool, err error) {
-	var buf [keyBufSize]byte
-	ck, ok := appendCacheKey(buf[:0], key)
-	if !ok {
-		return Result{}, false, nil
-	}
-	rec := s.cache.get(ck)
-	if rec == nil {
-		return Result{}, false, nil
+// fromCache answers a call of key with rec, its cached record. The call's options are applied
+// only here, and only if there are any: a hit without options builds no call configuration.
+func (s *Store) fromCache(ctx context.Context, key Key, rec *Record, opts []CallOption) (Result, error) {
+	var fp []byte
+	if len(opts) > 0 {
+		fp = callOptions(opts).fingerprint
 	}
 	_, end := s.startSpan(ctx, "execute", key)
 	if !equalFingerprint(rec.Fingerprint, fp) {
 		s.record(Observation{Kind: ObservedKeyReuse, Key: key})
 		end(ErrKeyReuse)
-		return Result{}, true, ErrKeyReuse
+		return Result{}, ErrKeyReuse
 	}
 	s.record(Observation{Kind: ObservedCacheHit, Key: key})
 	end(nil)
-	return Result{Value: rec.Result, Replay: true, FromCache: true, Attempts: rec.Attempts, Fence: rec.Fence}, true, nil
+	return Result{Value: rec.Result, Replay: true, FromCache: true, Attempts: rec.Attempts, Fence: rec.Fence}, nil
 }
 
 // WithTime gives the operation's own time, set once where it began (a message's producer
@@ -129,15 +123,16 @@ func (s *Store) ExecuteOnce(ctx context.Context, key Key, fn func(context.Contex
 	if fn == nil {
 		return Result{}, fmt.Errorf("%w: nil function", ErrInvalidArgument)
 	}
-	cc := callOptions(opts)
 	// A duplicate of a completed key is answered before anything is allocated for the call:
 	// it is what a retry storm or a redelivery loop mostly sends.
 	if s.cache != nil {
-		if res, hit, err := s.fromCache(ctx, key, cc.fingerprint); hit {
-			return res, err
+		// The key is not validated first: only valid keys are cached, so an invalid one
+		// misses and is validated on the way to the node.
+		if rec := s.cache.get(key); rec != nil {
+			return s.fromCache(ctx, key, rec, opts)
 		}
 	}
-	return s.executeOnce(ctx, key, fn, cc)
+	return s.executeOnce(ctx, key, fn, callOptions(opts))
 }
 
 // executeOnce is ExecuteOnce past the cache. It is a function of its own so that a cache hit
@@ -219,7 +214,7 @@ func (s *Store) execute(ctx context.Context, c *call) (Result, error) {
 			return Result{}, err
 		}
 		if rec != nil {
-			return s.replay(c.cacheKey, rec)
+			return s.replay(c.key, rec)
 		}
 		return s.run(ctx, c, claim)
 	}
@@ -227,12 +222,12 @@ func (s *Store) execute(ctx context.Context, c *call) (Result, error) {
 
 func equalFingerprint(a, b []byte) bool { return string(a) == string(b) }
 
-func (s *Store) replay(ck string, rec *Record) (Result, error) {
+func (s *Store) replay(key Key, rec *Record) (Result, error) {
 	if rec.Status == StatusFailed {
 		return Result{}, &FailureError{Message: string(rec.Result), Replay: true}
 	}
 	if s.cache != nil {
-		s.cache.put(ck, rec)
+		s.cache.put(key, rec)
 	}
 	return Result{Value: rec.Result, Replay: true, Attempts: rec.Attempts, Fence: rec.Fence}, nil
 }

@@ -234,7 +234,7 @@ func (s *Store) fastRun(ctx context.Context, call *call, scope string, o *owner,
 			s.stats.staleConflicts.Add(1)
 			if existing.Final() {
 				// fn did run now, so this is no replay; the value is the stored one.
-				res, err := s.replay(call.cacheKey, existing)
+				res, err := s.replay(call.key, existing)
 				res.Replay = false
 				return res, err
 			}
@@ -244,7 +244,7 @@ func (s *Store) fastRun(ctx context.Context, call *call, scope string, o *owner,
 			ExpiresAt: s.now().Add(s.cfg.retention)}
 	}
 	if s.cache != nil {
-		s.cache.put(call.cacheKey, rec)
+		s.cache.put(call.key, rec)
 	}
 	return Result{Value: value, Attempts: 1, Created: true}, nil
 }

@@ -29,7 +29,7 @@ func TestCacheAndObserver(t *testing.T) {
 	res, err = s.ExecuteOnce(ctx, IdempotencyKey("t", "a"), fn, WithRequest([]byte("r")))
 	require.NoError(t, err)
 	assert.True(t, res.Replay)
-	assert.False(t, res.FromCache, "evicted as least recently used")
+	assert.False(t, res.FromCache, "evicted: not hit since it was cached")
 
 	// A cached record expires with its record: the key then runs again.
 	time.Sleep(4 * time.Second)

@@ -153,7 +153,8 @@ func WithMaxKeyLength(n int) Option {
 // duplicate in this process is answered without a round trip. A completed result never
 // changes, so the cache cannot serve a stale answer; nothing else is cached. The cache is
 // consulted before ExecuteOnce allocates anything: a hit without CallOptions allocates nothing
-// (BenchmarkExecuteOnce/duplicate-from-cache). Default off (0).
+// (BenchmarkExecuteOnce/duplicate-from-cache). A full cache makes room by evicting a record
+// that was not hit since the last eviction looked at it (second chance). Default off (0).
 func WithCache(n int) Option {
 	return func(c *config) error {
 		if n < 0 {

@@ -64,7 +64,7 @@ func (s *Store) run(ctx context.Context, c *call, claim *Claim) (Result, error) 
 		return base, err
 	}
 	if s.cache != nil {
-		s.cache.put(c.cacheKey, &Record{Status: StatusCompleted, Fingerprint: c.fingerprint, Owner: claim.Owner, Fence: claim.Fence,
+		s.cache.put(c.key, &Record{Status: StatusCompleted, Fingerprint: c.fingerprint, Owner: claim.Owner, Fence: claim.Fence,
 			Attempts: claim.Attempts, Result: value, ExpiresAt: claim.ExpiresAt})
 	}
 	base.Value = value

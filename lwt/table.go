@@ -3,6 +3,8 @@ package lwt
 import (
 	"encoding/binary"
 	"fmt"
+	"hash/maphash"
+	"math/bits"
 	"strings"
 
 	"github.com/cassdedup/cassdedup/internal/textcheck"
@@ -129,16 +131,15 @@ func cacheKey(k Key) string {
 	return string(b)
 }
 
-// keyBufSize is the stack buffer that holds the encoding of a typical key, so a cache lookup
-// allocates nothing; a longer key spills to the heap.
+// keyBufSize is the stack buffer that holds the encoding of a typical key, so encoding it
+// allocates only the string; a longer key spills to the heap.
 const keyBufSize = 256
 
 // appendCacheKey appends an unambiguous encoding of k to dst: per value, s, the length as a
 // uvarint and the text for a string; i and eight big-endian bytes for an integer (int, int32
 // and int64 of equal value bind the same bigint, so they encode alike). It goes through
-// neither fmt nor an allocation, so a lookup can encode into a stack buffer. ok is false when a
-// value has a type no Key may hold: such a key fails validateKey and is never cached, so its
-// encoding (the letter x) needs no text.
+// neither fmt nor an allocation. ok is false when a value has a type no Key may hold: such a
+// key fails validateKey and is never registered, so its encoding (the letter x) needs no text.
 func appendCacheKey(dst []byte, k Key) (_ []byte, ok bool) {
 	ok = true
 	for _, v := range k {
@@ -156,4 +157,62 @@ func appendCacheKey(dst []byte, k Key) (_ []byte, ok bool) {
 		}
 	}
 	return dst, ok
+}
+
+// hashKey is a seeded hash of k, equal for keys that appendCacheKey encodes alike (int, int32
+// and int64 of equal value hash alike), computed from the values without encoding them. ok is
+// false for a value no Key may hold. Integers are mixed in unseeded: a caller who picks them
+// can make two keys collide, which costs a cache miss (see completedCache), never a wrong hit.
+func hashKey(seed maphash.Seed, k Key) (h uint64, ok bool) {
+	for _, v := range k {
+		var x uint64
+		switch v := v.(type) {
+		case string:
+			x = maphash.String(seed, v)
+		case int:
+			x = uint64(v)
+		case int32:
+			x = uint64(int64(v))
+		case int64:
+			x = uint64(v)
+		default:
+			return 0, false
+		}
+		h = (bits.RotateLeft64(h, 29) ^ x) * 0x9e3779b97f4a7c15
+	}
+	return h, true
+}
+
+// sameKey reports whether a and b are the same key: equal under appendCacheKey's encoding.
+func sameKey(a, b Key) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i, v := range a {
+		if s, ok := v.(string); ok {
+			if t, ok := b[i].(string); !ok || s != t {
+				return false
+			}
+			continue
+		}
+		x, okA := keyInt(v)
+		y, okB := keyInt(b[i])
+		if !okA || !okB || x != y {
+			return false
+		}
+	}
+	return true
+}
+
+// keyInt is the value of an integer a Key may hold (int, int32, int64); ok is false otherwise.
+func keyInt(v any) (int64, bool) {
+	switch v := v.(type) {
+	case int:
+		return int64(v), true
+	case int32:
+		return int64(v), true
+	case int64:
+		return v, true
+	}
+	return 0, false
 }
