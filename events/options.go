@@ -39,6 +39,7 @@ type config struct {
 	// The Log's.
 	events, buckets, rollups   string // 003's layout, still read, and the rollups
 	windowEvents, windows      string // 008's spread layout, written
+	lateClaims                 string // where late events are re-homed (late.go)
 	width, grace, settle, skew time.Duration
 	legacyWidth                time.Duration
 	parts                      int
@@ -78,7 +79,7 @@ func defaultConfig() config {
 	return config{
 		keyspace: schema.DefaultKeyspace, consistency: gocql.Quorum, serial: gocql.Serial, now: time.Now,
 		events: "counter_events", buckets: "counter_buckets", rollups: "counter_rollups",
-		windowEvents: "counter_window_events", windows: "counter_windows",
+		windowEvents: "counter_window_events", windows: "counter_windows", lateClaims: "counter_late_claims",
 		width: DefaultWindow, grace: DefaultGracePeriod, settle: DefaultSettleTime, skew: time.Minute,
 		legacyWidth: time.Hour, parts: DefaultParts,
 		records: "processed_messages", byScope: "processed_messages_by_scope",
