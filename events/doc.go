@@ -38,7 +38,8 @@
 //
 //  1. Wait until W settled (at most the settle time, and only for an event that arrives within
 //     it), then look for e's row in W, in the part of every parts value the window index lists
-//     for W. Found: e was recorded on time, and this is a duplicate. Nothing is written.
+//     for W, and in the first layout. Found: e was recorded on time, and this is a duplicate.
+//     Nothing is written.
 //  2. Else claim e in counter_late_claims (INSERT ... IF NOT EXISTS, partition (counter, W, id))
 //     naming T, the window open now. A claim already there names the window every writer uses.
 //  3. If the claimed window T is open, write e's row in T (an on-time write there, so a retry
@@ -57,11 +58,12 @@
 // from a window that settled without the row, so at most one window ever holds e's row: a claim
 // moves at most once per settled window, and a move is conditional on the window read, so two
 // writers racing to move it agree on the winner's window. A late row lands in an open window,
-// so rollups fold it like any other and a total read at any time counts it once. What the
-// argument rests on is what the rollups' does: the settle time exceeds clock skew plus a
-// write's duration. Events written to the first layout (counter_events) by an earlier release
-// are not looked up: a retry of one of those across the upgrade, after its window closed,
-// counts again.
+// so rollups fold it like any other and a total read at any time counts it once. The argument
+// rests on what the rollups rest on: the settle time exceeds clock skew plus a write's
+// duration. Step 1 also looks for e in the first layout (counter_events, the bucket of its
+// time), so a retry of an event an earlier release recorded counts nothing more once that
+// write landed; a retry made while an earlier release's writer still has the same event's
+// write in flight (a rolling upgrade) is not covered.
 //
 // Counters written by an earlier release (counter_events, hour buckets) keep their totals:
 // totals still read those buckets and rollups fold them once they are closed by that release's

@@ -12,8 +12,8 @@ import (
 // lateState holds what the late path needs: its statements, and how it waits for a closed
 // window's last on-time writes to land (a timer; tests replace it).
 type lateState struct {
-	readParts, readEvent, claim, readClaim, move string
-	sleep                                        func(ctx context.Context, d time.Duration) error
+	readParts, readEvent, readLegacy, claim, readClaim, move string
+	sleep                                                    func(ctx context.Context, d time.Duration) error
 }
 
 // maxLateRounds bounds how often one Record follows a claim that other writers moved. A claim
@@ -21,19 +21,21 @@ type lateState struct {
 // row means writers keep racing it, and the caller may retry.
 const maxLateRounds = 5
 
-// newLateState builds the late path's statements over the spread layout's qualified tables.
-func newLateState(cfg config, events, windows string) (lateState, error) {
+// newLateState builds the late path's statements over the qualified tables of the first
+// layout's events and of the spread layout.
+func newLateState(cfg config, legacy, events, windows string) (lateState, error) {
 	claims, err := schema.QualifiedName(cfg.keyspace, cfg.lateClaims)
 	if err != nil {
 		return lateState{}, fmt.Errorf("%w: %w", ErrInvalidOption, err)
 	}
 	return lateState{
-		readParts: "SELECT parts FROM " + windows + " WHERE counter = ? AND day = ? AND bucket = ?",
-		readEvent: "SELECT event_id FROM " + events + " WHERE counter = ? AND bucket = ? AND part = ? AND event_id = ?",
-		claim:     "INSERT INTO " + claims + " (counter, bucket, event_id, target, claimed_at) VALUES (?, ?, ?, ?, ?) IF NOT EXISTS",
-		readClaim: "SELECT target FROM " + claims + " WHERE counter = ? AND bucket = ? AND event_id = ?",
-		move:      "UPDATE " + claims + " SET target = ?, claimed_at = ? WHERE counter = ? AND bucket = ? AND event_id = ? IF target = ?",
-		sleep:     sleep,
+		readParts:  "SELECT parts FROM " + windows + " WHERE counter = ? AND day = ? AND bucket = ?",
+		readEvent:  "SELECT event_id FROM " + events + " WHERE counter = ? AND bucket = ? AND part = ? AND event_id = ?",
+		readLegacy: "SELECT event_id FROM " + legacy + " WHERE counter = ? AND bucket = ? AND event_id = ?",
+		claim:      "INSERT INTO " + claims + " (counter, bucket, event_id, target, claimed_at) VALUES (?, ?, ?, ?, ?) IF NOT EXISTS",
+		readClaim:  "SELECT target FROM " + claims + " WHERE counter = ? AND bucket = ? AND event_id = ?",
+		move:       "UPDATE " + claims + " SET target = ?, claimed_at = ? WHERE counter = ? AND bucket = ? AND event_id = ? IF target = ?",
+		sleep:      sleep,
 	}, nil
 }
 
@@ -65,6 +67,9 @@ func (l *Log) closed(w, now time.Time) bool { return !now.Before(w.Add(l.cfg.wid
 func (l *Log) recordLate(ctx context.Context, e Event, own time.Time) error {
 	if found, err := l.settledHolds(ctx, e, own); err != nil || found {
 		return err // recorded on time: a duplicate
+	}
+	if found, err := l.heldLegacy(ctx, e); err != nil || found {
+		return err // recorded by an earlier release
 	}
 	target, err := l.claimLate(ctx, e, own, time.Time{})
 	for range maxLateRounds {
@@ -123,6 +128,19 @@ func (l *Log) holds(ctx context.Context, e Event, w time.Time) (bool, error) {
 		}
 	}
 	return false, nil
+}
+
+// heldLegacy reports whether an earlier release recorded e in the first layout (counter_events,
+// in the bucket of e's time), so a retry across the upgrade is not counted again.
+func (l *Log) heldLegacy(ctx context.Context, e Event) (bool, error) {
+	bucket := e.Time.UTC().Truncate(l.cfg.legacyWidth)
+	iter := l.session.Query(l.late.readLegacy, e.Counter, bucket, e.ID).WithContext(ctx).Consistency(l.cfg.consistency).Iter()
+	var id string
+	found := iter.Scan(&id)
+	if err := iter.Close(); err != nil {
+		return false, fmt.Errorf("events: look up %q in bucket %v of %q: %w", e.ID, bucket, e.Counter, err)
+	}
+	return found, nil
 }
 
 // claimLate claims e for the window open now, with INSERT ... IF NOT EXISTS when from is zero,

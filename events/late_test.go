@@ -198,3 +198,22 @@ func TestLateTotalsExactWithRollersRunning(t *testing.T) {
 	require.EqualValues(t, acked.Load(), res.Total)
 	require.EqualValues(t, 4*60, acked.Load(), "nothing refused")
 }
+
+// TestLateRetryOfAnEventInTheFirstLayout retries, after its window closed, an event that an
+// earlier release recorded in counter_events: it is found there and not counted again.
+func TestLateRetryOfAnEventInTheFirstLayout(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	session, ks := testnode.NewSession(t)
+	clock := testnode.NewClock(t0.Add(3 * time.Hour))
+	l := logOn(t, session, ks, clock)
+	at := t0.Add(10 * time.Minute)
+	require.NoError(t, session.Query(`INSERT INTO counter_events (counter, bucket, event_id, delta, recorded_at) VALUES (?, ?, ?, ?, ?)`,
+		"c", t0, "old", 3, at).Exec())
+	require.NoError(t, session.Query(`INSERT INTO counter_buckets (counter, bucket) VALUES (?, ?)`, "c", t0).Exec())
+	requireTotal(t, 3, l)
+	require.NoError(t, l.Record(ctx, events.Event{Counter: "c", ID: "old", Delta: 3, Time: at}))
+	_, claimed := lateTarget(t, session, "c", at.Truncate(time.Second), "old")
+	require.False(t, claimed, "found in the first layout")
+	requireTotal(t, 3, l)
+}

@@ -73,7 +73,7 @@ func NewLog(session *gocql.Session, opts ...Option) (*Log, error) {
 		names[i] = n
 	}
 	ev, bk, ru, we, wi := names[0], names[1], names[2], names[3], names[4]
-	late, err := newLateState(cfg, we, wi)
+	late, err := newLateState(cfg, ev, we, wi)
 	if err != nil {
 		return nil, err
 	}
