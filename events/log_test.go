@@ -110,7 +110,7 @@ func TestLogBadInputGivesTypedErrors(t *testing.T) {
 	for _, opt := range []events.Option{
 		events.WithBucketWidth(7 * time.Minute), events.WithBucketWidth(0), events.WithGracePeriod(0),
 		events.WithSettleTime(-1), events.WithMaxClockSkew(2 * time.Hour), events.WithClock(nil),
-		events.WithKeyspace("bad-name"), events.WithCounterTables("a", "", "c"),
+		events.WithKeyspace("bad-name"), events.WithCounterTables("a", "", "c"), events.WithLateTable("bad-name"),
 	} {
 		_, err := events.NewLog(&gocql.Session{}, opt)
 		require.ErrorIs(t, err, events.ErrInvalidOption)
