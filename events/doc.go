@@ -25,12 +25,48 @@
 // defaults and 500 ms) on the node.
 //
 // A window closes when its end plus the grace period (WithGracePeriod, default 2 s) has
-// passed. Every retry of one event must be made within it: later ones fail with
-// ErrBucketClosed instead of landing in a window a rollup may already have folded. Rollups
-// wait a further settle time (WithSettleTime, default 1 s), which must exceed writers' clock
-// skew plus a write's duration. An event id must always come with the same Time and Delta. A
-// longer grace period admits later retries and makes every total read that much more of a hot
-// counter's events.
+// passed: an on-time write is made only while its window is open. Rollups wait a further settle
+// time (WithSettleTime, default 1 s), which must exceed writers' clock skew plus a write's
+// duration, so every on-time write of a window has landed once the window settled. An event id
+// must always come with the same Time and Delta. A longer grace period makes every total read
+// that much more of a hot counter's events; it no longer decides whether an event counts.
+//
+// # Late events
+//
+// An event whose window closed (a consumer lagging by seconds or hours, a retry after a
+// restart) is counted once, in the window open when it is recorded; Record never refuses it.
+// This late path costs a few reads and one lightweight transaction, and is taken only when the
+// writer's clock says the event's own window is closed; the on-time path stays one plain write.
+// The steps, for an event e of window W:
+//
+//  1. Wait until W settled (at most the settle time, and only for an event that arrives within
+//     it), then look for e's row in W, in the part of every parts value the window index lists
+//     for W, and in the first layout. Found: e was recorded on time, and this is a duplicate.
+//     Nothing is written.
+//  2. Else claim e in counter_late_claims (INSERT ... IF NOT EXISTS, partition (counter, W, id))
+//     naming T, the window open now. A claim already there names the window every writer uses.
+//  3. If the claimed window T is open, write e's row in T (an on-time write there, so a retry
+//     rewrites the same row). If T closed, wait until it settled and look for e's row in T:
+//     found, done; missing (the claim's writer stopped between the claim and the write), move
+//     the claim to the window open now with UPDATE ... IF target = T and go back to 3 with
+//     whatever window the claim names afterwards.
+//
+// Why each event counts once. Event rows are never deleted (folding reads them, the rollup row
+// holds a sum), so a row found in W or T is a witness for as long as a retry can come. A row is
+// written into a window only while it is open by the writer's clock, so once that window
+// settled by anyone's clock, every write to it has landed (the settle rule rollups rely on):
+// step 1 sees any on-time row of e, and the check of step 3 sees any row written into T by a
+// writer that followed the claim. Without a row in W, every late writer agrees on one claim
+// (the insert is an LWT), writes only into the window the claim names, and moves the claim only
+// from a window that settled without the row, so at most one window ever holds e's row: a claim
+// moves at most once per settled window, and a move is conditional on the window read, so two
+// writers racing to move it agree on the winner's window. A late row lands in an open window,
+// so rollups fold it like any other and a total read at any time counts it once. The argument
+// rests on what the rollups rest on: the settle time exceeds clock skew plus a write's
+// duration. Step 1 also looks for e in the first layout (counter_events, the bucket of its
+// time), so a retry of an event an earlier release recorded counts nothing more once that
+// write landed; a retry made while an earlier release's writer still has the same event's
+// write in flight (a rolling upgrade) is not covered.
 //
 // Counters written by an earlier release (counter_events, hour buckets) keep their totals:
 // totals still read those buckets and rollups fold them once they are closed by that release's

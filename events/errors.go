@@ -17,9 +17,9 @@ var (
 	// ErrFutureEvent is returned for an event time, or a message time given to ProcessBatch,
 	// further ahead of the clock than the allowed clock skew.
 	ErrFutureEvent = errors.New("events: event time is in the future")
-	// ErrBucketClosed is returned for an event whose bucket closed (its end plus the grace
-	// period has passed): a rollup may already have folded the bucket, so the event would be
-	// missing from the total. A caller's retries of one event must fit in the grace period.
+	// ErrBucketClosed was returned for an event whose window had closed. Log.Record no longer
+	// returns it: a late event is counted once in the window open when it is recorded. It is
+	// kept so that callers that test for it still compile.
 	ErrBucketClosed = errors.New("events: bucket closed")
 	// ErrInvalidOption is returned by the constructors for an option value out of range.
 	ErrInvalidOption = errors.New("events: invalid option")

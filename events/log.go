@@ -21,6 +21,7 @@ type Log struct {
 	session *gocql.Session
 	cfg     config
 	q       logQueries
+	late    lateState
 
 	mu      sync.Mutex
 	indexed map[windowKey]struct{} // windows whose index row (with cfg.parts) is known stored
@@ -73,9 +74,14 @@ func NewLog(session *gocql.Session, opts ...Option) (*Log, error) {
 		names[i] = n
 	}
 	ev, bk, ru, we, wi := names[0], names[1], names[2], names[3], names[4]
+	late, err := newLateState(cfg, ev, we, wi)
+	if err != nil {
+		return nil, err
+	}
 	return &Log{
 		session: session,
 		cfg:     cfg,
+		late:    late,
 		indexed: make(map[windowKey]struct{}),
 		started: make(map[string]struct{}),
 		active:  make(map[string]time.Time),

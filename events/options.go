@@ -39,6 +39,7 @@ type config struct {
 	// The Log's.
 	events, buckets, rollups   string // 003's layout, still read, and the rollups
 	windowEvents, windows      string // 008's spread layout, written
+	lateClaims                 string // where late events are re-homed (late.go)
 	width, grace, settle, skew time.Duration
 	legacyWidth                time.Duration
 	parts                      int
@@ -92,7 +93,7 @@ func defaultConfig() config {
 	return config{
 		keyspace: schema.DefaultKeyspace, consistency: gocql.Quorum, serial: gocql.Serial, now: time.Now,
 		events: "counter_events", buckets: "counter_buckets", rollups: "counter_rollups",
-		windowEvents: "counter_window_events", windows: "counter_windows",
+		windowEvents: "counter_window_events", windows: "counter_windows", lateClaims: "counter_late_claims",
 		width: DefaultWindow, grace: DefaultGracePeriod, settle: DefaultSettleTime, skew: time.Minute,
 		legacyWidth: time.Hour, parts: DefaultParts,
 		records: "processed_messages", byScope: "processed_messages_by_scope",
@@ -208,12 +209,12 @@ func WithLegacyBucketWidth(d time.Duration) Option {
 	return Option{"WithLegacyBucketWidth", forLog, func(c *config) { c.legacyWidth = d }}
 }
 
-// WithGracePeriod sets how long after its window ends an event is still accepted (default 2 s;
-// at least 1 s). Every retry of one event must be made within it; later ones fail with
-// ErrBucketClosed rather than be lost from the total. A total reads every window not folded
-// yet, so it reads about rate x (width + grace + settle) events: raise the grace for callers
-// that retry late (a queue redelivering after minutes) and accept slower totals of hot
-// counters. Log.
+// WithGracePeriod sets how long after its window ends an event is still written in its own
+// window with one plain write (default 2 s; at least 1 s). A later event, or a later retry, is
+// still counted once: it takes the late path (a few reads and one LWT, see the package doc) and
+// lands in the window open then. A total reads every window not folded yet, so it reads about
+// rate x (width + grace + settle) events: a longer grace moves more of a lagging consumer's
+// events onto the one-write path, and makes every total of a hot counter slower. Log.
 func WithGracePeriod(d time.Duration) Option {
 	return Option{"WithGracePeriod", forLog, func(c *config) { c.grace = d }}
 }

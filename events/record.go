@@ -25,13 +25,14 @@ type Event struct {
 	Time time.Time
 }
 
-// Record stores e. It needs no lightweight transaction: the row's key is (counter, window,
-// part, id), with the part a hash of the id, so recording the same event twice writes the same
-// row twice.
+// Record stores e. While e's window is open it needs no lightweight transaction: the row's key
+// is (counter, window, part, id), with the part a hash of the id, so recording the same event
+// twice writes the same row twice. An event whose window closed (its end plus the grace period
+// passed: a lagging consumer, a late retry) is counted once in the window open now, through a
+// late claim: a few reads and one LWT (see the package doc).
 //
-// It fails with ErrInvalidCounter, ErrInvalidEventID, ErrMissingEventTime, ErrFutureEvent,
-// or ErrBucketClosed once the event's window ended more than the grace period ago. A failed
-// Record may or may not have stored the event; record it again within the grace period.
+// It fails with ErrInvalidCounter, ErrInvalidEventID, ErrMissingEventTime or ErrFutureEvent.
+// A failed Record may or may not have stored the event; record it again, at any time.
 func (l *Log) Record(ctx context.Context, e Event) error {
 	if err := l.checkCall(ctx); err != nil {
 		return err
@@ -40,6 +41,15 @@ func (l *Log) Record(ctx context.Context, e Event) error {
 	if err != nil {
 		return err
 	}
+	if l.closed(window, l.cfg.now()) {
+		return l.recordLate(ctx, e, window)
+	}
+	return l.store(ctx, e, window)
+}
+
+// store writes e's row in window, which is open, after the counter's start and the window's
+// index row.
+func (l *Log) store(ctx context.Context, e Event, window time.Time) error {
 	if err := l.ensureStarted(ctx, e.Counter, window); err != nil {
 		return err
 	}
@@ -47,7 +57,7 @@ func (l *Log) Record(ctx context.Context, e Event) error {
 		return err
 	}
 	start := time.Now()
-	err = l.session.Query(l.q.insertEvent, e.Counter, window, partOf(e.ID, l.cfg.parts), e.ID, e.Delta, l.cfg.now().UTC()).
+	err := l.session.Query(l.q.insertEvent, e.Counter, window, partOf(e.ID, l.cfg.parts), e.ID, e.Delta, l.cfg.now().UTC()).
 		WithContext(ctx).Consistency(l.cfg.consistency).Idempotent(true).Exec()
 	if l.cfg.observer != nil {
 		l.cfg.observer.Observe(lwt.Observation{Kind: lwt.ObservedWrite, Key: lwt.Key{e.Counter, e.ID}, Op: "record",
@@ -63,7 +73,7 @@ func (l *Log) Record(ctx context.Context, e Event) error {
 // partOf picks the part of an event from its id alone, so every retry lands on the same row.
 func partOf(id string, parts int) int { return int(xxhash.Sum64String(id) % uint64(parts)) }
 
-// check validates e against the clock and returns its window.
+// check validates e against the clock and returns its own window.
 func (l *Log) check(e Event) (time.Time, error) {
 	if err := ValidateCounter(e.Counter); err != nil {
 		return time.Time{}, err
@@ -78,11 +88,7 @@ func (l *Log) check(e Event) (time.Time, error) {
 	if e.Time.After(now.Add(l.cfg.skew)) {
 		return time.Time{}, fmt.Errorf("%w: event %q at %v, clock %v", ErrFutureEvent, e.ID, e.Time, now)
 	}
-	window := l.windowOf(e.Time)
-	if closes := window.Add(l.cfg.width + l.cfg.grace); !now.Before(closes) {
-		return time.Time{}, fmt.Errorf("%w: event %q in window %v closed at %v", ErrBucketClosed, e.ID, window, closes)
-	}
-	return window, nil
+	return l.windowOf(e.Time), nil
 }
 
 // ensureIndexed stores the window's index row, with this Log's parts, before the window's

@@ -138,6 +138,7 @@ var documentedTTL = map[string]int{
 	"counter_buckets":              0,
 	"counter_window_events":        0,
 	"counter_windows":              0,
+	"counter_late_claims":          0,
 	"counter_ops":                  7 * 86400,
 	"processed_messages_bucketed":  7 * 86400,
 	"counter_ops_by_hour":          7 * 86400,

@@ -1,0 +1,110 @@
+package events
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/cassdedup/cassdedup/internal/testnode"
+)
+
+// TestLateClaimStoppedBeforeItsWrite stops a late Record between its claim and its write (a
+// crash): a retry while the claim's window is open writes the row there; a retry after that
+// window closed moves the claim to the open window, once, even when many retries race.
+func TestLateClaimStoppedBeforeItsWrite(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	session, ks := testnode.NewSession(t)
+	t0 := time.Date(2025, 3, 1, 0, 0, 0, 0, time.UTC)
+	clock := testnode.NewClock(t0.Add(time.Hour))
+	newLog := func() *Log {
+		l, err := NewLog(session, WithKeyspace(ks), WithClock(clock.Now))
+		require.NoError(t, err)
+		return l
+	}
+	crashed, other := newLog(), newLog()
+	total := func(want int64) {
+		t.Helper()
+		for _, l := range []*Log{crashed, other} {
+			got, err := l.Total(ctx, "c")
+			require.NoError(t, err)
+			require.EqualValues(t, want, got)
+		}
+	}
+
+	open := Event{Counter: "c", ID: "open", Delta: 1, Time: t0}
+	target, err := crashed.claimLate(ctx, open, t0, time.Time{})
+	require.NoError(t, err)
+	require.Equal(t, clock.Now(), target)
+	total(0) // ... it stops here
+	require.NoError(t, other.Record(ctx, open), "the retry writes the claimed window's row")
+	total(1)
+
+	stale := Event{Counter: "c", ID: "stale", Delta: 1, Time: t0}
+	first, err := crashed.claimLate(ctx, stale, t0, time.Time{})
+	require.NoError(t, err)
+	clock.Advance(time.Minute) // the claimed window closes without the row
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for g := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs <- []*Log{crashed, other}[g%2].Record(ctx, stale)
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	total(2)
+	var moved time.Time
+	require.NoError(t, session.Query(`SELECT target FROM counter_late_claims WHERE counter = ? AND bucket = ? AND event_id = ?`,
+		"c", t0, "stale").Scan(&moved))
+	require.True(t, moved.After(first), "moved from %v to the open window %v", first, moved)
+	clock.Advance(time.Minute)
+	res, err := other.Rollup(ctx, "c")
+	require.NoError(t, err)
+	require.EqualValues(t, 2, res.Total)
+	require.NoError(t, crashed.Record(ctx, stale))
+	total(2)
+}
+
+// TestLateWaitsForTheWindowToSettle records an event just after its window closed, while a
+// slower writer's on-time write of the same event is still in flight: the late path waits
+// until the window settled (end + grace + settle time), by which time that write has landed,
+// finds it and counts the event once.
+func TestLateWaitsForTheWindowToSettle(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	session, ks := testnode.NewSession(t)
+	t0 := time.Date(2025, 3, 1, 0, 0, 0, 0, time.UTC)
+	clock := testnode.NewClock(t0)
+	slow, err := NewLog(session, WithKeyspace(ks), WithClock(clock.Now))
+	require.NoError(t, err)
+	l, err := NewLog(session, WithKeyspace(ks), WithClock(clock.Now))
+	require.NoError(t, err)
+	e := Event{Counter: "c", ID: "e", Delta: 1, Time: t0}
+
+	clock.Set(t0.Add(DefaultWindow + DefaultGracePeriod + 300*time.Millisecond)) // closed, not settled
+	var waited []time.Duration
+	l.late.sleep = func(ctx context.Context, d time.Duration) error {
+		waited = append(waited, d)
+		require.NoError(t, slow.store(ctx, e, t0), "the slow on-time write lands within the settle time")
+		clock.Advance(d)
+		return nil
+	}
+	require.NoError(t, l.Record(ctx, e))
+	require.Equal(t, []time.Duration{DefaultSettleTime - 300*time.Millisecond}, waited)
+	got, err := l.Total(ctx, "c")
+	require.NoError(t, err)
+	require.EqualValues(t, 1, got, "found on time, not claimed again")
+	var claims int
+	require.NoError(t, session.Query(`SELECT count(*) FROM counter_late_claims WHERE counter = ? AND bucket = ? AND event_id = ?`,
+		"c", t0, "e").Scan(&claims))
+	require.Zero(t, claims)
+}
