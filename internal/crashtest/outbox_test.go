@@ -528,7 +528,7 @@ func firstOr(s []string, def string) string {
 // amounts of the acknowledged orders, each counted once.
 func (ch *outboxChain) checkTotal(t *testing.T) {
 	s := ch.node.session(t)
-	logc, err := events.NewLog(s, events.WithKeyspace(keyspace), events.WithGracePeriod(time.Hour)) // the consumer's (EffectGrace)
+	logc, err := events.NewLog(s, events.WithKeyspace(keyspace)) // the consumer's settings
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
