@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/cassdedup/cassdedup/internal/loop"
 	"github.com/cassdedup/cassdedup/lwt"
 	"github.com/cassdedup/cassdedup/schema"
 )
@@ -35,20 +36,8 @@ func newLateState(cfg config, legacy, events, windows string) (lateState, error)
 		claim:      "INSERT INTO " + claims + " (counter, bucket, event_id, target, claimed_at) VALUES (?, ?, ?, ?, ?) IF NOT EXISTS",
 		readClaim:  "SELECT target FROM " + claims + " WHERE counter = ? AND bucket = ? AND event_id = ?",
 		move:       "UPDATE " + claims + " SET target = ?, claimed_at = ? WHERE counter = ? AND bucket = ? AND event_id = ? IF target = ?",
-		sleep:      sleep,
+		sleep:      loop.Sleep,
 	}, nil
-}
-
-// sleep waits d, or until ctx ends.
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // WithLateTable names the table of late claims, where a Log remembers the window each late

@@ -9,6 +9,7 @@ import (
 	"github.com/gocql/gocql"
 
 	"github.com/cassdedup/cassdedup/internal/argcheck"
+	"github.com/cassdedup/cassdedup/internal/loop"
 )
 
 // BatchEnd is how one claim of a batch ends: its status (COMPLETED, FAILED or RELEASED) and
@@ -223,7 +224,7 @@ func (s *BatchStore) transition(ctx context.Context, t batchTransition, claims [
 			}
 			return
 		}
-		if werr := sleepCtx(ctx, delay); werr != nil {
+		if werr := loop.Sleep(ctx, delay); werr != nil {
 			for _, i := range pending {
 				if unknown {
 					errs[i] = &OutcomeUnknownError{Op: t.op, Err: errors.Join(last, werr)}

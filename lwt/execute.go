@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/cassdedup/cassdedup/internal/loop"
 )
 
 // Result is the answer of ExecuteOnce.
@@ -237,7 +239,7 @@ func (s *Store) replay(key Key, rec *Record) (Result, error) {
 func (s *Store) wait(ctx context.Context, key Key, fp []byte) (*Record, error) {
 	delay := 10 * time.Millisecond
 	for {
-		if err := sleepCtx(ctx, delay); err != nil {
+		if err := loop.Sleep(ctx, delay); err != nil {
 			return nil, err
 		}
 		delay = min(delay*2, s.cfg.lease/4, 500*time.Millisecond)

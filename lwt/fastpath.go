@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/cassdedup/cassdedup/internal/flights"
+	"github.com/cassdedup/cassdedup/internal/loop"
 )
 
 // PreCheck is what the fast path needs from a Bloom pre-check of one scope this store owns;
@@ -258,7 +259,7 @@ func (s *Store) putIfNotExists(ctx context.Context, call *call, value []byte, ep
 		if err != nil || applied || existing != nil {
 			return existing, err
 		}
-		if err := sleepCtx(ctx, 20*time.Millisecond); err != nil {
+		if err := loop.Sleep(ctx, 20*time.Millisecond); err != nil {
 			return nil, fmt.Errorf("lwt: put not applied: %w", err)
 		}
 	}

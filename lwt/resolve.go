@@ -8,6 +8,7 @@ import (
 	"github.com/gocql/gocql"
 
 	"github.com/cassdedup/cassdedup/internal/argcheck"
+	"github.com/cassdedup/cassdedup/internal/loop"
 )
 
 // Conditional is one conditional write together with the way to settle it when its outcome is
@@ -102,7 +103,7 @@ func (c Conditional) readBackRows(ctx context.Context, serial gocql.SerialConsis
 		if ctx.Err() != nil || time.Now().Add(delay).After(deadline) {
 			return nil, err
 		}
-		if werr := sleepCtx(ctx, delay); werr != nil {
+		if werr := loop.Sleep(ctx, delay); werr != nil {
 			return nil, errors.Join(err, werr)
 		}
 		delay = min(delay*2, time.Second)
@@ -113,17 +114,5 @@ func (c Conditional) observe(o Observation) {
 	if c.Observer != nil {
 		o.Key = c.Key
 		c.Observer.Observe(o)
-	}
-}
-
-// sleepCtx waits for d or until ctx ends, returning ctx.Err() in that case.
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/gocql/gocql"
+
+	"github.com/cassdedup/cassdedup/internal/loop"
 )
 
 // Defaults and limits of a scan.
@@ -310,5 +312,5 @@ func (p *pacer) wait(ctx context.Context, n int) error {
 	p.next = p.next.Add(time.Duration(n) * p.perRow)
 	until := p.next
 	p.mu.Unlock()
-	return sleepCtx(ctx, time.Until(until))
+	return loop.Sleep(ctx, time.Until(until))
 }

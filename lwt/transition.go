@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/gocql/gocql"
+
+	"github.com/cassdedup/cassdedup/internal/loop"
 )
 
 // errClaimEnded: the record shows this claim already ended (COMPLETED, FAILED or RELEASED by
@@ -158,7 +160,7 @@ func (s *Store) transition(ctx context.Context, c *Claim, op, stmt string, done 
 			unknown = unknown || errors.Is(err, ErrOutcomeUnknown)
 			last = err
 		}
-		if werr := sleepCtx(ctx, delay); werr != nil {
+		if werr := loop.Sleep(ctx, delay); werr != nil {
 			if unknown {
 				return &OutcomeUnknownError{Op: op, Err: errors.Join(last, werr)}
 			}

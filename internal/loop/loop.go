@@ -3,6 +3,7 @@
 package loop
 
 import (
+	"context"
 	"sync"
 	"time"
 )
@@ -31,5 +32,18 @@ func Every(d time.Duration, tick func() (again bool)) (stop func()) {
 	return func() {
 		once.Do(func() { close(quit) })
 		<-done
+	}
+}
+
+// Sleep waits d, or until ctx ends and then returns ctx.Err(): the backoffs of the stores'
+// retries and the late path's waits share it.
+func Sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
 	}
 }

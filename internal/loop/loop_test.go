@@ -1,6 +1,7 @@
 package loop
 
 import (
+	"context"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -29,4 +30,13 @@ func TestEveryEndsWhenTickSaysSo(t *testing.T) {
 	stop() // returns at once: the goroutine has ended
 	time.Sleep(10 * time.Millisecond)
 	assert.EqualValues(t, 2, n.Load())
+}
+
+func TestSleepWaitsOrEndsWithItsContext(t *testing.T) {
+	assert.NoError(t, Sleep(context.Background(), time.Millisecond))
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	start := time.Now()
+	assert.ErrorIs(t, Sleep(ctx, time.Hour), context.Canceled)
+	assert.Less(t, time.Since(start), time.Minute, "a cancelled context ends the wait at once")
 }
