@@ -136,16 +136,21 @@ type writeCounts struct{ tried, stored, refused atomic.Int64 }
 // writeEvents runs writers goroutines that each record n events of counter at the clock's
 // time, each event once through every Log copies returns for it (retries from several
 // processes), and advance the clock a second every advance events. It returns when they are
-// done.
+// done. The clock moves only between writes: a Log's rollups rest on every write landing within
+// the settle time of its check (see the package doc), and a clock advanced by other writers
+// while a write is in flight on a loaded machine would break that rule rather than test it.
 func writeEvents(ctx context.Context, t *testing.T, clock *testnode.Clock, counter string, writers, n, advance int,
 	c *writeCounts, copies func(w, i int, e events.Event) []*events.Log) {
 	var wg sync.WaitGroup
+	var inFlight sync.RWMutex // writes hold it shared, a clock advance exclusively
 	for w := range writers {
 		wg.Go(func() {
 			for i := range n {
+				inFlight.RLock()
 				e := events.Event{Counter: counter, ID: fmt.Sprint(w, "-", i), Delta: 1, Time: clock.Now()}
 				c.tried.Add(1)
 				stored, refused, err := recordCopies(ctx, e, copies(w, i, e)...)
+				inFlight.RUnlock()
 				c.refused.Add(int64(refused))
 				if err != nil {
 					t.Error(err)
@@ -155,7 +160,9 @@ func writeEvents(ctx context.Context, t *testing.T, clock *testnode.Clock, count
 					c.stored.Add(1)
 				}
 				if i%advance == advance-1 {
+					inFlight.Lock()
 					clock.Advance(time.Second)
+					inFlight.Unlock()
 				}
 			}
 		})
