@@ -19,12 +19,7 @@ const (
 	DefaultRetention    = 24 * time.Hour   // the records' retention (lwt.DefaultRetention)
 	DefaultRelayLease   = 10 * time.Second // how long a relay holds a shard without renewal
 	DefaultPollInterval = 200 * time.Millisecond
-	// DefaultMaxSweep is how many closed buckets a relay sweeps per shard and pass. A pass
-	// publishes the open buckets' events first, but the next pass begins only when it ends, so
-	// the sweep adds to how late a fresh commit is published while a relay catches up (a new
-	// relay sweeps the whole retention once): with 60, each pass of a new relay read about
-	// 1,000 partitions; with 4 it reads about 100, and catching up on a day takes 360 passes.
-	DefaultMaxSweep     = 4
+	DefaultMaxSweep     = 60  // closed buckets a relay sweeps per shard and pass
 	DefaultPublishBatch = 500 // messages per Publish call
 	DefaultRelayName    = "outbox"
 	ColumnName          = "outbox" // the records' column that carries a run's events
