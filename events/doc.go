@@ -25,9 +25,12 @@
 // defaults and 500 ms) on the node.
 //
 // A window closes when its end plus the grace period (WithGracePeriod, default 2 s) has
-// passed: an on-time write is made only while its window is open. Rollups wait a further settle
-// time (WithSettleTime, default 1 s), which must exceed writers' clock skew plus a write's
-// duration, so every on-time write of a window has landed once the window settled. An event id
+// passed: an on-time write is sent only while its window is open (checked again after the
+// counter's start and the window's index row, which can take long), and must be acknowledged
+// within half the settle time after the window closed; an on-time write that misses either
+// takes the late path below. Rollups wait the whole settle time (WithSettleTime, default 1 s),
+// so every acknowledged on-time write of a window has landed before any rollup folds it, with
+// the other half of the settle time left for clock skew between writers and rollups. An event id
 // must always come with the same Time and Delta. A longer grace period makes every total read
 // that much more of a hot counter's events; it no longer decides whether an event counts.
 //
@@ -62,8 +65,12 @@
 // moves at most once per settled window, and a move is conditional on the window read, so two
 // writers racing to move it agree on the winner's window. A late row lands in an open window,
 // so rollups fold it like any other and a total read at any time counts it once. The argument
-// rests on what the rollups rest on: the settle time exceeds clock skew plus a write's
-// duration. Step 1 also looks for e in the first layout (counter_events, the bucket of its
+// rests on what the rollups rest on: clock skew stays under half the settle time, and a write
+// the writer stopped waiting for at its deadline is applied, if at all, before the window
+// settled. Cassandra does not let a client bound that last delay (a node may still apply a
+// mutation it queued up to its write_request_timeout, 2 s by default, after receiving it), so
+// a Log whose nodes queue writes for seconds should use a settle time above twice that
+// timeout; every total then reads that much more of a hot counter's events. Step 1 also looks for e in the first layout (counter_events, the bucket of its
 // time), so a retry of an event an earlier release recorded counts nothing more once that
 // write landed; a retry made while an earlier release's writer still has the same event's
 // write in flight (a rolling upgrade) is not covered.

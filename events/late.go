@@ -2,6 +2,7 @@ package events
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -66,7 +67,10 @@ func (l *Log) recordLate(ctx context.Context, e Event, own time.Time) error {
 			return err
 		}
 		if !l.closed(target, l.cfg.now()) {
-			return l.store(ctx, e, target) // the same row as every writer that reads this claim
+			// The same row as every writer that reads this claim.
+			if err := l.store(ctx, e, target); !errors.Is(err, errMissedWindow) {
+				return err
+			}
 		}
 		if found, err := l.settledHolds(ctx, e, target); err != nil || found {
 			return err

@@ -94,7 +94,9 @@ func TestLateWaitsForTheWindowToSettle(t *testing.T) {
 	var waited []time.Duration
 	l.late.sleep = func(ctx context.Context, d time.Duration) error {
 		waited = append(waited, d)
-		require.NoError(t, slow.store(ctx, e, t0), "the slow on-time write lands within the settle time")
+		require.NoError(t, slow.ensureStarted(ctx, e.Counter, t0))
+		require.NoError(t, slow.ensureIndexed(ctx, e.Counter, t0))
+		require.NoError(t, slow.insertRow(ctx, e, t0), "the slow on-time write lands within the settle time")
 		clock.Advance(d)
 		return nil
 	}
@@ -107,4 +109,36 @@ func TestLateWaitsForTheWindowToSettle(t *testing.T) {
 	require.NoError(t, session.Query(`SELECT count(*) FROM counter_late_claims WHERE counter = ? AND bucket = ? AND event_id = ?`,
 		"c", t0, "e").Scan(&claims))
 	require.Zero(t, claims)
+}
+
+// TestOnTimeWriteRecheckedBeforeItIsSent lets an event's window close between Record's check
+// and its write (the counter's start and the window's index row take that long): the row is
+// not sent into the closed window, where a rollup could already have folded the window without
+// it, and Record counts the event once through the late path instead.
+func TestOnTimeWriteRecheckedBeforeItIsSent(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	session, ks := testnode.NewSession(t)
+	t0 := time.Date(2025, 3, 1, 0, 0, 0, 0, time.UTC)
+	clock := testnode.NewClock(t0)
+	l, err := NewLog(session, WithKeyspace(ks), WithClock(clock.Now))
+	require.NoError(t, err)
+	e := Event{Counter: "c", ID: "e", Delta: 1, Time: t0}
+
+	clock.Set(t0.Add(DefaultWindow + DefaultGracePeriod)) // closed while the write was prepared
+	require.ErrorIs(t, l.store(ctx, e, t0), errMissedWindow)
+	l.late.sleep = func(_ context.Context, d time.Duration) error { clock.Advance(d); return nil }
+	found, err := l.settledHolds(ctx, e, t0)
+	require.NoError(t, err)
+	require.False(t, found, "nothing was written into the closed window")
+
+	require.NoError(t, l.Record(ctx, e))
+	require.NoError(t, l.Record(ctx, e), "a retry")
+	got, err := l.Total(ctx, "c")
+	require.NoError(t, err)
+	require.EqualValues(t, 1, got)
+	var target time.Time
+	require.NoError(t, session.Query(`SELECT target FROM counter_late_claims WHERE counter = ? AND bucket = ? AND event_id = ?`,
+		"c", t0, "e").Scan(&target))
+	require.True(t, target.After(t0), "counted in the window open at the retry, %v", target)
 }

@@ -220,9 +220,11 @@ func WithGracePeriod(d time.Duration) Option {
 }
 
 // WithSettleTime sets how much longer than the grace period a rollup waits before it folds a
-// window (default 1 s; at least 1 s). It must exceed the clock skew between writers and
-// rollup workers plus the longest a write can take, so no write accepted at the end of the
-// grace period lands after the window was folded. Log.
+// window (default 1 s; at least 1 s). An on-time write not acknowledged within half of it after
+// its window closed takes the late path instead, so no acknowledged write lands after the
+// window was folded; the other half must exceed the clock skew between writers and rollup
+// workers. A node that queues writes for longer than that can still apply a write whose writer
+// gave up after the fold: see the package doc. Log.
 func WithSettleTime(d time.Duration) Option {
 	return Option{"WithSettleTime", forLog, func(c *config) { c.settle = d }}
 }

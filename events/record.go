@@ -2,6 +2,7 @@ package events
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -44,11 +45,24 @@ func (l *Log) Record(ctx context.Context, e Event) error {
 	if l.closed(window, l.cfg.now()) {
 		return l.recordLate(ctx, e, window)
 	}
-	return l.store(ctx, e, window)
+	if err := l.store(ctx, e, window); !errors.Is(err, errMissedWindow) {
+		return err
+	}
+	return l.recordLate(ctx, e, window)
 }
 
+// errMissedWindow says an on-time write was not made, or not acknowledged, while its window
+// could still take it: the window closed before the write was sent, or the write was not
+// acknowledged within half the settle time after the window closed. The late path then decides,
+// after the window settled, whether the row is there.
+var errMissedWindow = errors.New("events: the window closed before the write landed")
+
 // store writes e's row in window, which is open, after the counter's start and the window's
-// index row.
+// index row. Those two writes can take long (the start is an LWT), so the window is checked
+// again before the row is sent, and the row's write must be acknowledged within half the settle
+// time after the window closed: every on-time write then lands before any rollup folds the
+// window, which is what totals and the late path rely on. When either fails it returns
+// errMissedWindow.
 func (l *Log) store(ctx context.Context, e Event, window time.Time) error {
 	if err := l.ensureStarted(ctx, e.Counter, window); err != nil {
 		return err
@@ -56,6 +70,27 @@ func (l *Log) store(ctx context.Context, e Event, window time.Time) error {
 	if err := l.ensureIndexed(ctx, e.Counter, window); err != nil {
 		return err
 	}
+	left := l.landBy(window).Sub(l.cfg.now())
+	if l.closed(window, l.cfg.now()) || left <= 0 {
+		return errMissedWindow
+	}
+	wctx, cancel := context.WithTimeout(ctx, left) // left is measured on the Log's clock, waited in real time
+	defer cancel()
+	err := l.insertRow(wctx, e, window)
+	if err != nil && ctx.Err() == nil && wctx.Err() != nil {
+		return errMissedWindow
+	}
+	return err
+}
+
+// landBy is when an on-time write to window must have been acknowledged: half the settle time
+// after the window closed, leaving the other half for clock skew between writers and rollups.
+func (l *Log) landBy(window time.Time) time.Time {
+	return window.Add(l.cfg.width + l.cfg.grace + l.cfg.settle/2)
+}
+
+// insertRow writes e's row in window: one plain, idempotent write.
+func (l *Log) insertRow(ctx context.Context, e Event, window time.Time) error {
 	start := time.Now()
 	err := l.session.Query(l.q.insertEvent, e.Counter, window, partOf(e.ID, l.cfg.parts), e.ID, e.Delta, l.cfg.now().UTC()).
 		WithContext(ctx).Consistency(l.cfg.consistency).Idempotent(true).Exec()
