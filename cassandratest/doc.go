@@ -1,5 +1,5 @@
-// Package cassandratest gives tests a real Cassandra: a *gocql.Session on a fresh, uniquely named
-// keyspace with cassdedup's schema applied, dropped when the test ends.
+// Package cassandratest gives tests a real Cassandra: call [NewSession](t) for a *gocql.Session
+// on a fresh, uniquely named keyspace with cassdedup's schema applied, dropped when the test ends.
 //
 // It is a module of its own, github.com/cassdedup/cassdedup/cassandratest, because it speaks to
 // Docker through testcontainers-go: a service that imports the library does not download Docker's

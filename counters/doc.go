@@ -1,5 +1,7 @@
-// Package counters makes increments of native Cassandra counters idempotent with a dedup
-// layer, and states the crash window that native counters leave open.
+// Package counters makes increments of native Cassandra counters idempotent: build a [Store]
+// with [New] and call [Store.Increment] with an [Op] whose ID names the increment; a retry of an
+// applied one is a Duplicate. It is a dedup layer over the native counter, and it states the
+// crash window that native counters leave open (package events counts without one).
 //
 // Native counter updates are not idempotent (a retried update adds twice) and cannot take
 // part in a lightweight transaction. Store.Increment therefore makes three writes:

@@ -1,6 +1,7 @@
 // Package cqlsession builds the gocql cluster configuration that services using this module
-// should start from: the driver tuned for the short, conditional requests the stores send, and
-// nothing in it that could re-send a lightweight transaction.
+// should start from: call [NewCluster](hosts, opts...), set your keyspace, authentication or TLS
+// on the result, and call its CreateSession. It is the driver tuned for the short, conditional
+// requests the stores send, with nothing in it that could re-send a lightweight transaction.
 //
 // gocql's own defaults cost latency and, across datacentres, safety:
 //

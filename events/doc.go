@@ -1,5 +1,8 @@
-// Package events replaces non-idempotent counters with an event log, and guards at-least-once
-// message consumers so that each message is processed once.
+// Package events processes each message of an at-least-once consumer once, and counts each
+// increment once: call [NewGuard] and [Guard.Process] (or [Guard.ProcessBatch] for a poll) for
+// every delivery, and [NewLog], [Log.Record] and [Log.Total] for counters that a retry must not
+// double. Both replace what non-idempotent code does with Cassandra: the guard a consumer's
+// "processed" flag, the log a native counter.
 //
 // # Event log
 //
@@ -127,7 +130,7 @@
 // partition holds at most rate x window / buckets rows (see Layouts). Measured on one local node with
 // lwtbench's guard-batch operation (polls of 100, one run): 43 times the messages per second of
 // Process at one worker and 49 times at sixteen, and 16 and 15 times one plain INSERT per
-// message (the README has the batch sizes from 10 to 400).
+// message (docs/benchmarks.md has the batch sizes from 10 to 400).
 //
 // # The fast path, and when it is safe
 //

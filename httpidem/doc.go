@@ -1,7 +1,8 @@
-// Package httpidem is an Idempotency-Key middleware for net/http that runs a request's handler
-// at most once per key and replays its stored response to every retry, in the manner of the
-// IETF draft "The Idempotency-Key HTTP Header Field" (draft-ietf-httpapi-idempotency-key-header)
-// and Stripe's documented behaviour.
+// Package httpidem is an Idempotency-Key middleware for net/http: build it with [New] over an
+// lwt.Store and one scope option (such as [WithPrincipalScope]), and wrap handlers with
+// [Middleware.Handler]. It runs a request's handler at most once per key and replays its stored
+// response to every retry, in the manner of the IETF draft "The Idempotency-Key HTTP Header
+// Field" (draft-ietf-httpapi-idempotency-key-header) and Stripe's documented behaviour.
 //
 // It is built on lwt.Store.ExecuteOnce, so the claim's lease is renewed while the handler runs,
 // the response is stored even after the client went away, a panicking handler releases its key,

@@ -1,7 +1,21 @@
-// Package lwt makes an operation take effect exactly once with Cassandra lightweight
-// transactions (LWTs): conditional-write primitives that decode CAS results safely and report
-// outcome-unknown errors, and an exactly-once executor over a record table such as
-// idempotency_keys.
+// Package lwt runs an operation exactly once per key on Cassandra: build a [Store] with [NewStore]
+// over a record table ([IdempotencyKeys]) and call [Store.ExecuteOnce](ctx, key, fn); every retry
+// with the key gets fn's stored result instead of a second run.
+//
+// The package is one record state machine, every transition a lightweight transaction (LWT),
+// applied in three ways, each a section below:
+//
+//   - the single-record executor: [NewStore] and [Store.ExecuteOnce] ([Execute] is the typed
+//     form), and [Store.Begin], Complete, Fail and Release for callers that cannot wrap their
+//     work in a function;
+//   - the batch store: [NewBatchStore], then [BatchStore.BeginBatch] and FinishBatch claim and
+//     end many records of one partition with one conditional batch, one Paxos round, each;
+//   - the operator API: [Store.Inspect], ReleaseKey, Delete, Scan and [Store.ScanStuck], the
+//     fenced repairs and bounded scans that the cassdedup command runs.
+//
+// They stay in one package because they share the state machine's decisions, transitions,
+// claims and records, and the store's configuration; under them sit the conditional-write
+// primitives that every package of the module uses.
 //
 // # Primitives
 //
@@ -11,7 +25,7 @@
 // applied is an *OutcomeUnknownError; ReadSerial reads at SERIAL or LOCAL_SERIAL to learn the
 // truth.
 //
-// # The executor
+// # The single-record executor: Store.ExecuteOnce
 //
 // Store.ExecuteOnce(ctx, key, fn) claims the key with INSERT ... IF NOT EXISTS, runs fn, stores
 // its result and returns it; every later call with the key gets the stored result flagged as a
@@ -66,8 +80,8 @@
 // a second run, including a completion whose response and two confirming reads were lost
 // (TestUnknownOutcome*); a stalled owner fenced off after a takeover (TestCrashedWorkerTakenOver,
 // TestLeaseLostCancelsFunction). What durability the record itself has depends on the
-// cluster's replication, consistency and commitlog settings: see the README's durability table.
-
+// cluster's replication, consistency and commitlog settings: see the durability section below.
+//
 // # Durability
 //
 // A guarantee is only as durable as the record that carries it. Cassandra acknowledges a write
@@ -104,7 +118,8 @@
 //
 // Off by default. Store.Own(ctx, Key{namespace}, epoch, pre, src) declares that every call for
 // the namespace reaches this process (a sticky router assigned it at epoch) and warms pre, a
-// PreCheck (*bloom.PreCheck satisfies it; this package does not import bloom), from src. A key pre then answers "clearly new" runs fn without a claim and is
+// PreCheck (*bloom.PreCheck satisfies it; this package does not import bloom), from src. A key
+// pre then answers "clearly new" runs fn without a claim and is
 // recorded with PutCompleted, a plain write of the COMPLETED record carrying the epoch; "maybe
 // seen" takes the LWT path. A second call of a key while it runs in this process gets
 // ErrInProgress (or waits, with WithWait). If Disown (or a newer Own) came while fn ran, the
@@ -131,7 +146,17 @@
 // path on, a key sent to both runs in both: package events measured a duplicate rate of 100%
 // for messages delivered to two owners (TestFastPathOwnershipViolatedDuplicates).
 //
-// # Operating
+// # The batch store: BatchStore
+//
+// NewBatchStore runs the same state machine on a BatchTable, a table whose partitions each hold
+// many records. BeginBatch claims the records of one partition with one conditional batch and
+// settles each blocked one from the rows the rejection returns (replay, key reuse, in progress,
+// takeover), FinishBatch ends them with another, each statement fenced by its claim's owner and
+// fence, and RenewBatch renews their leases. Cassandra applies a conditional batch on one
+// partition in one Paxos round, so n records cost one LWT, not n; MaxBatchRows bounds a batch.
+// Package events' Guard.ProcessBatch is built on it.
+//
+// # The operator API
 //
 // Store.Inspect reads a record with the node's remaining TTL. Store.ReleaseKey and Store.Delete
 // are the operator's repairs of one key (the next call runs the operation again, or as a new

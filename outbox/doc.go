@@ -1,7 +1,9 @@
-// Package outbox is a transactional outbox on Cassandra: events staged by an operation that runs
-// under lwt.Store.ExecuteOnce (or an httpidem handler, or a handler of events.Guard.Process) are
-// committed in the same conditional write that completes the operation, or not at all, and a relay publishes the committed ones to
-// a broker at least once, each with a stable id that the consumer dedups on.
+// Package outbox is a transactional outbox on Cassandra: call [Outbox.Stage] (an [Outbox] comes
+// from [New]) inside a run, and run a relay ([NewRelay], [Relay.Run]) that publishes what
+// committed. Events staged by an operation that runs under lwt.Store.ExecuteOnce (or an httpidem
+// handler, or a handler of events.Guard.Process) are committed in the same conditional write that
+// completes the operation, or not at all, and the relay publishes the committed ones to a broker
+// at least once, each with a stable id that the consumer dedups on.
 //
 // # Staging
 //

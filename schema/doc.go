@@ -1,4 +1,6 @@
-// Package schema holds cassdedup's CQL schema and applies it as versioned migrations.
+// Package schema holds cassdedup's CQL schema and applies it as versioned migrations: call
+// [Apply](ctx, session, opts...) to create or upgrade a keyspace, [Status] to compare it with the
+// files, and [Statements] to review the CQL first.
 //
 // The CQL files under cql/ are the single source of the data model: each is valid for
 // `cqlsh -f` as written and creates its tables in the default keyspace "cassdedup". Each file is

@@ -1,4 +1,5 @@
-// Package otelobs reports what cassdedup's stores do to OpenTelemetry: metrics, and spans around
+// Package otelobs reports what cassdedup's stores do to OpenTelemetry: call [New](name) and pass
+// the [Observer] to a store's WithObserver option. It records metrics, and spans around
 // the claim, the run and the commit of every ExecuteOnce. It lives in a module of its own, so
 // the library's importers do not get OpenTelemetry unless they ask.
 //

@@ -1,5 +1,7 @@
-// Package promobs exports what cassdedup's stores do as Prometheus metrics. It lives in a module
-// of its own, so the library's importers do not get the Prometheus client unless they ask.
+// Package promobs exports what cassdedup's stores do as Prometheus metrics: call [New], register
+// the [Metrics] with Prometheus, and pass [Metrics.Observer](name) to a store's WithObserver
+// option. It lives in a module of its own, so the library's importers do not get the Prometheus
+// client unless they ask.
 //
 // A Metrics is one prometheus.Collector; Metrics.Observer gives each store (an lwt.Store, an
 // events.Log or events.Guard, a counters.Store) an lwt.Observer that labels its series with the
