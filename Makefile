@@ -167,7 +167,7 @@ cluster-down:
 
 ## test-cluster: the tests that kill, isolate and cut nodes (internal/clustertest, build tag
 ## cluster) on a cluster of three nodes in two datacentres, started for the run and torn down
-## after it, on failure too. Each scenario prints a REPORT row for the README's table.
+## after it, on failure too. Each scenario prints a REPORT row for docs/clusters.md's table.
 ## A loaded two-core machine takes minutes to restart a node: the bound is generous.
 CLUSTER_TIMEOUT ?= 40m
 test-cluster:
@@ -239,7 +239,7 @@ fuzz:
 define with_cassandra
 if [ -n "$${CASSANDRA_HOSTS:-}" ]; then $(1); \
 elif ! command -v java >/dev/null; then \
-  if ! docker info >/dev/null 2>&1; then echo "no CASSANDRA_HOSTS, no Java 17 and no Docker engine: see README"; exit 1; fi; \
+  if ! docker info >/dev/null 2>&1; then echo "no CASSANDRA_HOSTS, no Java 17 and no Docker engine: see docs/development.md"; exit 1; fi; \
   if [ -z "$$(docker compose ps -q cassandra)" ]; then trap 'docker compose down' EXIT; fi; \
   echo "no Java: docker compose up -d --wait"; docker compose up -d --wait; CASSANDRA_HOSTS=127.0.0.1:9042 $(1); \
 elif $(NODE) status 2>/dev/null; then CASSANDRA_HOSTS=$(LOCAL_HOSTS) $(1); \

@@ -282,7 +282,7 @@ func (d *driver) tally(final map[string]string) tally {
 	return ta
 }
 
-// report logs the phases and the tally, and returns the tally's row for the README table.
+// report logs the phases and the tally, and returns the tally's row for the table in docs/clusters.md.
 func (d *driver) report(t *testing.T, scenario string, ta tally) string {
 	d.mu.Lock()
 	for _, p := range d.phases {

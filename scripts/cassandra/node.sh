@@ -38,7 +38,7 @@
 #   CASSANDRA_COMMITLOG_PERIOD  periodic's commitlog_sync_period (default 10000ms, Cassandra's)
 #   CASSANDRA_COMMITLOG_WINDOW  group's commitlog_sync_group_window (default 2ms; a longer window
 #                         puts more writes in each fsync but makes every write wait longer: with
-#                         15ms LWTs were 2-6 times slower on the development machine, see README)
+#                         15ms LWTs were 2-6 times slower on the development machine, see docs/durability.md)
 #   CASSANDRA_RUN_DIR     PID file, data and logs                (default $TMPDIR/cassdedup-node-<address>-<port>)
 #   CASSDEDUP_CACHE       jar cache                              (default $XDG_CACHE_HOME/cassdedup)
 #   CASSANDRA_START_TIMEOUT seconds to wait for CQL              (default 240)

@@ -17,7 +17,7 @@ import (
 
 // TestHotCounterSmoke runs -hot-counter end to end against the test node, briefly: both cases
 // must acknowledge events, read totals while writing, count partitions, find every total exact
-// and write the JSON (with the fields the README quotes), the table and the chart.
+// and write the JSON (with the fields docs/benchmarks.md quotes), the table and the chart.
 func TestHotCounterSmoke(t *testing.T) {
 	hosts, err := testnode.Hosts()
 	require.NoError(t, err)
