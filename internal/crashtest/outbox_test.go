@@ -7,9 +7,12 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -25,17 +28,17 @@ import (
 
 // The outbox scenarios share one node, one broker and one chain: the order service, relays and
 // the consumer of examples/outbox, each an OS process of its own (-role api, relay, consume),
-// that the test kills, freezes or cuts off from its broker.
+// that the test kills, freezes or cuts off from its broker. Their addresses are
+// outboxDefaultHosts unless CRASHTEST_OUTBOX_HOSTS names others (see outboxHosts).
 const (
-	outboxNodeAddr   = "127.0.0.75"
-	outboxBrokerAddr = "127.0.0.76"
-	outboxBrokerPort = 19392 // and 19393 for its controller
-	outboxAPIListen  = "127.0.0.77:19380"
-	outboxRelayLease = outbox.DefaultRelayLease // a pass over 16 shards on a loaded machine can take seconds
-	outboxOrders     = 200                      // orders per scenario
-	outboxClients    = 8
-	outboxTopic      = "orders"
-	outboxCounter    = "orders-placed"
+	outboxHostsEnv     = "CRASHTEST_OUTBOX_HOSTS"
+	outboxDefaultHosts = "127.0.0.75,127.0.0.76,127.0.0.77:19380" // node, broker, API
+	outboxBrokerPort   = 19392                                    // and 19393 for its controller
+	outboxRelayLease   = outbox.DefaultRelayLease                 // a pass over 16 shards on a loaded machine can take seconds
+	outboxOrders       = 200                                      // orders per scenario
+	outboxClients      = 8
+	outboxTopic        = "orders"
+	outboxCounter      = "orders-placed"
 )
 
 // TestOutboxChainCrashes runs the outbox chain through faults, one after another, and after
@@ -88,6 +91,7 @@ func (p *chainProc) count(kind string) int {
 // outboxChain is the state the scenarios share: the node, the broker, the binary, and what the
 // processes reported, by order.
 type outboxChain struct {
+	hosts  outboxAddrs
 	bin    string
 	node   *node
 	broker *broker
@@ -102,11 +106,36 @@ type outboxChain struct {
 	consumed int
 }
 
+// outboxAddrs are the loopback addresses of the chain's node and broker, and the API's host:port.
+type outboxAddrs struct{ node, broker, api string }
+
+// outboxHosts reads CRASHTEST_OUTBOX_HOSTS ("node,broker,api:port", each on loopback), so a
+// second run beside a running one (a CI loop) can use addresses of its own.
+func outboxHosts(t *testing.T) outboxAddrs {
+	t.Helper()
+	v := os.Getenv(outboxHostsEnv)
+	if v == "" {
+		v = outboxDefaultHosts
+	}
+	parts := strings.Split(v, ",")
+	if len(parts) != 3 {
+		t.Fatalf("crashtest: %s=%q: want node,broker,api:port", outboxHostsEnv, v)
+	}
+	a := outboxAddrs{node: parts[0], broker: parts[1], api: parts[2]}
+	apiHost, _, err := net.SplitHostPort(a.api)
+	for _, h := range []string{a.node, a.broker, apiHost} {
+		if ip := net.ParseIP(h); err != nil || ip == nil || !ip.IsLoopback() {
+			t.Fatalf("crashtest: %s=%q: %q is not a loopback address (api needs a port): %v", outboxHostsEnv, v, h, err)
+		}
+	}
+	return a
+}
+
 func startOutboxChain(t *testing.T) *outboxChain {
-	ch := &outboxChain{bin: buildChain(t), acked: map[string]int64{}, pub: map[string]int{}, applied: map[string]int{}}
-	ch.node = startNode(t, outboxNodeAddr, "periodic")
+	ch := &outboxChain{hosts: outboxHosts(t), bin: buildChain(t), acked: map[string]int64{}, pub: map[string]int{}, applied: map[string]int{}}
+	ch.node = startNode(t, ch.hosts.node, "periodic")
 	ch.node.applySchema(t)
-	ch.broker = startBroker(t, outboxBrokerAddr, outboxBrokerPort)
+	ch.broker = startBroker(t, ch.hosts.broker, outboxBrokerPort)
 	ch.start(t, "consume", "-group", "billing", "-counter", outboxCounter)
 	ch.api = ch.startAPI(t)
 	return ch
@@ -177,7 +206,7 @@ func (ch *outboxChain) record(p *chainProc, l chainLine) {
 
 func (ch *outboxChain) startAPI(t *testing.T) *chainProc {
 	t.Helper()
-	api := ch.start(t, "api", "-listen", outboxAPIListen)
+	api := ch.start(t, "api", "-listen", ch.hosts.api)
 	ch.waitFor(t, "the order service to listen", time.Minute, func() bool { return api.count("listening") > 0 })
 	return api
 }
@@ -251,7 +280,7 @@ func (ch *outboxChain) send(ctx context.Context, hc *http.Client, o order) {
 	body := []byte(fmt.Sprintf(`{"order":%q,"amount":%d}`, o.ID, o.Amount))
 	for ctx.Err() == nil {
 		ch.requests.Add(1)
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+outboxAPIListen+"/orders", bytes.NewReader(body))
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+ch.hosts.api+"/orders", bytes.NewReader(body))
 		if err != nil {
 			return
 		}
