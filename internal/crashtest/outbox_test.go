@@ -102,6 +102,7 @@ type outboxChain struct {
 	pub      map[string]int   // order → messages published for it, copies included
 	applied  map[string]int   // order → handler runs that applied it
 	consumed int
+	lastPub  time.Time // when a relay last reported a publish
 }
 
 // outboxAddrs are the loopback addresses of the chain's node and broker, and the API's host:port.
@@ -194,6 +195,7 @@ func (ch *outboxChain) record(p *chainProc, l chainLine) {
 		for _, o := range l.Orders {
 			ch.pub[o]++
 		}
+		ch.lastPub = time.Now()
 	case "applied":
 		ch.applied[l.Order]++
 	case "consumed":
@@ -231,13 +233,18 @@ func kill(t *testing.T, p *chainProc) {
 	<-p.done
 }
 
-// waitFor polls cond until it holds, failing the test after timeout.
+// waitFor polls cond until it holds, failing the test after timeout. The failure says how far
+// the chain got (a relay that publishes nothing because no order was acknowledged is not stuck).
 func (ch *outboxChain) waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool) time.Duration {
 	t.Helper()
 	start := time.Now()
 	for !cond() {
 		if time.Since(start) > timeout {
-			t.Fatalf("crashtest: no %s within %s", what, timeout)
+			ch.mu.Lock()
+			acked, published, applied := len(ch.acked), len(ch.pub), len(ch.applied)
+			ch.mu.Unlock()
+			t.Fatalf("crashtest: no %s within %s (in all scenarios so far: %d requests sent, %d orders acknowledged, "+
+				"%d published, %d applied)", what, timeout, ch.requests.Load(), acked, published, applied)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -505,14 +512,20 @@ func (ch *outboxChain) brokerRestarted(t *testing.T) {
 	wait := ch.placeAll(t, orders)
 	ch.waitFor(t, "a third of the orders applied", 2*time.Minute, func() bool { return ch.tally(orders).applied >= len(orders)/3 })
 	away := ch.broker.restart(t)
+	back := time.Now()
 	wait()
-	took := ch.settle(orders, 3*time.Minute)
+	ch.settle(orders, 3*time.Minute)
+	applied := time.Since(back)
 	relay.mu.Lock()
 	relayErrs := relay.seen["relay-error"]
 	relay.mu.Unlock()
+	ch.mu.Lock()
+	published := max(ch.lastPub.Sub(back), 0)
+	ch.mu.Unlock()
 	ch.report(t, "broker stopped and restarted on its data mid-run", orders,
-		fmt.Sprintf("broker away %s; %d relay passes failed meanwhile and were retried; all applied %s after it came back",
-			away.Round(time.Millisecond), relayErrs, took.Round(time.Millisecond)))
+		fmt.Sprintf("broker away %s; %d relay passes failed meanwhile and were retried; after it came back the relay's last "+
+			"publish came %s later and the last effect %s later", away.Round(time.Millisecond), relayErrs,
+			published.Round(time.Millisecond), applied.Round(time.Millisecond)))
 	stop(t, relay)
 	stop(t, api)
 }
@@ -555,9 +568,14 @@ func (ch *outboxChain) fencedReported(p *chainProc) bool {
 	return p.fenced > 0
 }
 
+// firstOr returns the first of s, cut to a table cell's length, or def.
 func firstOr(s []string, def string) string {
-	if len(s) == 0 {
+	const cell = 160
+	switch {
+	case len(s) == 0:
 		return def
+	case len(s[0]) > cell:
+		return s[0][:cell] + "…"
 	}
 	return s[0]
 }
