@@ -90,10 +90,11 @@ func (p *chainProc) count(kind string) int {
 // outboxChain is the state the scenarios share: the node, the broker, the binary, and what the
 // processes reported, by order.
 type outboxChain struct {
-	hosts  outboxAddrs
-	bin    string
-	node   *node
-	broker *broker
+	hosts    outboxAddrs
+	bin      string
+	node     *node
+	broker   *broker
+	consumer *chainProc
 
 	requests atomic.Int64
 	amount   atomic.Int64 // the last order's amount: every order has one of its own
@@ -135,7 +136,7 @@ func startOutboxChain(t *testing.T) *outboxChain {
 	ch.node = startNode(t, ch.hosts.node, "periodic")
 	ch.node.applySchema(t)
 	ch.broker = startBroker(t, ch.hosts.broker, outboxBrokerPort)
-	ch.start(t, "consume", "-group", "billing", "-counter", outboxCounter)
+	ch.consumer = ch.start(t, "consume", "-group", "billing", "-counter", outboxCounter)
 	return ch
 }
 
@@ -511,6 +512,9 @@ func (ch *outboxChain) brokerRestarted(t *testing.T) {
 	relay := ch.start(t, "relay")
 	wait := ch.placeAll(t, orders)
 	ch.waitFor(t, "a third of the orders applied", 2*time.Minute, func() bool { return ch.tally(orders).applied >= len(orders)/3 })
+	ch.consumer.mu.Lock()
+	consumerErrsBefore := len(ch.consumer.errs)
+	ch.consumer.mu.Unlock()
 	away := ch.broker.restart(t)
 	back := time.Now()
 	wait()
@@ -522,9 +526,13 @@ func (ch *outboxChain) brokerRestarted(t *testing.T) {
 	ch.mu.Lock()
 	published := max(ch.lastPub.Sub(back), 0)
 	ch.mu.Unlock()
+	ch.consumer.mu.Lock()
+	consumerErrs := append([]string(nil), ch.consumer.errs[consumerErrsBefore:]...)
+	ch.consumer.mu.Unlock()
 	ch.report(t, "broker stopped and restarted on its data mid-run", orders,
-		fmt.Sprintf("broker away %s; %d relay passes failed meanwhile and were retried; after it came back the relay's last "+
-			"publish came %s later and the last effect %s later", away.Round(time.Millisecond), relayErrs,
+		fmt.Sprintf("broker away %s; %d relay passes and %d consumer polls failed meanwhile and were retried (the consumer's "+
+			"first: %s); after it came back the relay's last publish came %s later and the last effect %s later",
+			away.Round(time.Millisecond), relayErrs, len(consumerErrs), firstOr(consumerErrs, "none"),
 			published.Round(time.Millisecond), applied.Round(time.Millisecond)))
 	stop(t, relay)
 	stop(t, api)
