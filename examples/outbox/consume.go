@@ -50,20 +50,25 @@ func (c *chain) consume(ctx context.Context, topic, group string, guard *events.
 		if fetches.IsClientClosed() || ctx.Err() != nil {
 			return nil
 		}
-		var ferr, info error
-		fetches.EachError(func(t string, p int32, err error) {
-			err = fmt.Errorf("fetch %s/%d: %w", t, p, err)
-			if informational(err) {
-				info = errors.Join(info, err)
-			} else {
-				ferr = errors.Join(ferr, err)
-			}
-		})
+		// Fetch errors (an unreachable broker, a lost group session, a reset after data loss) are
+		// reported, and the client kept: it reconnects and rejoins by itself, while a new client
+		// is a new group member, and after a broker restart the group waited for the old
+		// member's session to time out (45 s by default) before it assigned partitions again.
+		// The records the poll returned are processed as usual, offsets committed only after
+		// the guard.
+		var ferr error
+		fetches.EachError(func(t string, p int32, err error) { ferr = errors.Join(ferr, fmt.Errorf("fetch %s/%d: %w", t, p, err)) })
 		if ferr != nil {
-			return ferr
-		}
-		if info != nil && c.report != nil {
-			c.report.say(Line{Event: "consumer-error", Err: info.Error()})
+			if c.report != nil {
+				c.report.say(Line{Event: "consumer-error", Err: ferr.Error()})
+			}
+			if fetches.NumRecords() == 0 {
+				select {
+				case <-ctx.Done():
+					return nil
+				case <-time.After(time.Second):
+				}
+			}
 		}
 		var perr error
 		fetches.EachPartition(func(p kgo.FetchTopicPartition) {
@@ -80,17 +85,6 @@ func (c *chain) consume(ctx context.Context, topic, group string, guard *events.
 		cl.AllowRebalance()
 	}
 	return nil
-}
-
-// informational reports whether a fetch error is one the client recovers from by itself (a
-// group session lost to an unreachable broker, a reset after data loss), so the consumer keeps
-// its client: a new client is a new group member, and the group then waits for the old member's
-// session to time out (45 s by default) before it assigns any partition again. The records the
-// fetch returned are processed as usual; offsets are still committed only after the guard.
-func informational(err error) bool {
-	var session *kgo.ErrGroupSession
-	var loss *kgo.ErrDataLoss
-	return errors.As(err, &session) || errors.As(err, &loss)
 }
 
 // process delivers records until each is processed or a duplicate.

@@ -155,8 +155,10 @@ func runRelay(ctx context.Context, session *gocql.Session, cfg roleConfig, rep *
 	})
 }
 
-// runConsumer consumes until ctx ends, starting its consumer again after an error (a broker
-// that restarts): offsets are committed only after the guard, so nothing is skipped.
+// runConsumer consumes until ctx ends. A fetch error is reported and ridden out with the same
+// client (see consume); after any other error (a guard call or an offset commit that failed) it
+// starts its consumer again, from the committed offsets: they are committed only after the
+// guard, so nothing is skipped.
 func runConsumer(ctx context.Context, session *gocql.Session, cfg roleConfig, rep *reporter) error {
 	c := &chain{cfg: config{brokers: cfg.brokers, keyspace: cfg.keyspace}, session: session, counter: cfg.counter,
 		accepted: map[string]time.Time{}, applied: map[string]time.Time{}, runs: map[string]int{},

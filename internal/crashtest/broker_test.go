@@ -80,8 +80,11 @@ func (b *broker) mustScript(t *testing.T, command string, keepData bool) time.Du
 }
 
 // restart stops the broker (SIGTERM, as a rolling restart does) and starts it again on its
-// data, and returns how long it was away.
-func (b *broker) restart(t *testing.T) time.Duration {
+// data. It returns when the broker had stopped, and how long after that it was ready again.
+func (b *broker) restart(t *testing.T) (stopped time.Time, ready time.Duration) {
 	t.Helper()
-	return b.mustScript(t, "down", true) + b.mustScript(t, "up", true)
+	b.mustScript(t, "down", true)
+	stopped = time.Now()
+	b.mustScript(t, "up", true)
+	return stopped, time.Since(stopped)
 }

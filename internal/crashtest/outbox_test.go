@@ -461,11 +461,11 @@ func (ch *outboxChain) relayKilled(t *testing.T) {
 	ch.waitFor(t, "a publish by the holding relay", 2*time.Minute, func() bool { return held.count("holding") > 0 })
 	heldOrders := ch.publishedBy(held)
 	// The consumer applies what was published before the relay could mark it.
-	ch.waitFor(t, "the held messages applied", time.Minute, func() bool { return ch.appliedAll(heldOrders) })
+	ch.waitFor(t, "the held messages applied", 2*time.Minute, func() bool { return ch.appliedAll(heldOrders) })
 	kill(t, held)
 	killed := time.Now()
 	relay := ch.start(t, "relay")
-	ch.waitFor(t, "the held messages published again", time.Minute, func() bool { return ch.publishedAgain(heldOrders) })
+	ch.waitFor(t, "the held messages published again", 2*time.Minute, func() bool { return ch.publishedAgain(heldOrders) })
 	republished := time.Since(killed)
 	wait()
 	ch.settle(orders, 2*time.Minute)
@@ -512,27 +512,19 @@ func (ch *outboxChain) brokerRestarted(t *testing.T) {
 	relay := ch.start(t, "relay")
 	wait := ch.placeAll(t, orders)
 	ch.waitFor(t, "a third of the orders applied", 2*time.Minute, func() bool { return ch.tally(orders).applied >= len(orders)/3 })
-	ch.consumer.mu.Lock()
-	consumerErrsBefore := len(ch.consumer.errs)
-	ch.consumer.mu.Unlock()
-	away := ch.broker.restart(t)
-	back := time.Now()
+	relayErrsBefore, consumerErrsBefore := errCount(relay), errCount(ch.consumer)
+	stopped, ready := ch.broker.restart(t)
 	wait()
 	ch.settle(orders, 3*time.Minute)
-	applied := time.Since(back)
-	relay.mu.Lock()
-	relayErrs := relay.seen["relay-error"]
-	relay.mu.Unlock()
+	applied := time.Since(stopped)
 	ch.mu.Lock()
-	published := max(ch.lastPub.Sub(back), 0)
+	published := max(ch.lastPub.Sub(stopped), 0)
 	ch.mu.Unlock()
-	ch.consumer.mu.Lock()
-	consumerErrs := append([]string(nil), ch.consumer.errs[consumerErrsBefore:]...)
-	ch.consumer.mu.Unlock()
+	relayErrs, consumerErrs := errsSince(relay, relayErrsBefore), errsSince(ch.consumer, consumerErrsBefore)
 	ch.report(t, "broker stopped and restarted on its data mid-run", orders,
-		fmt.Sprintf("broker away %s; %d relay passes and %d consumer polls failed meanwhile and were retried (the consumer's "+
-			"first: %s); after it came back the relay's last publish came %s later and the last effect %s later",
-			away.Round(time.Millisecond), relayErrs, len(consumerErrs), firstOr(consumerErrs, "none"),
+		fmt.Sprintf("broker ready again %s after it stopped; %d relay passes and %d consumer polls failed meanwhile and were "+
+			"retried (the consumer's first error: %s); the relay's last publish came %s and the last effect %s after the stop",
+			ready.Round(time.Millisecond), len(relayErrs), len(consumerErrs), firstOr(consumerErrs, "none"),
 			published.Round(time.Millisecond), applied.Round(time.Millisecond)))
 	stop(t, relay)
 	stop(t, api)
@@ -550,12 +542,14 @@ func (ch *outboxChain) relayFrozen(t *testing.T) {
 	frozenAt := time.Now()
 	heldOrders := ch.publishedBy(frozen)
 	successor := ch.start(t, "relay")
-	ch.waitFor(t, "the frozen relay's messages published by its successor", time.Minute, func() bool { return ch.publishedAgain(heldOrders) })
+	ch.waitFor(t, "the frozen relay's messages published by its successor", 2*time.Minute, func() bool { return ch.publishedAgain(heldOrders) })
 	takeover := time.Since(frozenAt)
 	require.NoError(t, frozen.cmd.Process.Signal(syscall.SIGCONT))
+	frozenFor := time.Since(frozenAt)
 	_, err := io.WriteString(frozen.stdin, "go\n")
 	require.NoError(t, err)
-	ch.waitFor(t, "the resumed relay fenced off", time.Minute, func() bool { return ch.fencedReported(frozen) })
+	// Resumed, the relay's connections may have to be made again before its mark is rejected.
+	fencedAfter := ch.waitFor(t, "the resumed relay fenced off", 2*time.Minute, func() bool { return ch.fencedReported(frozen) })
 	frozen.mu.Lock()
 	fenced, errs := frozen.fenced, append([]string(nil), frozen.errs...)
 	frozen.mu.Unlock()
@@ -563,11 +557,25 @@ func (ch *outboxChain) relayFrozen(t *testing.T) {
 	ch.settle(orders, 2*time.Minute)
 	ch.report(t, fmt.Sprintf("SIGSTOP of a relay between publish and mark, past its %s lease", outboxRelayLease), orders,
 		fmt.Sprintf("%d messages published before the freeze; published again by the successor %s after it; resumed after "+
-			"%s, the frozen relay was fenced off (%d passes; first error: %s)", len(heldOrders), takeover.Round(time.Millisecond),
-			time.Since(frozenAt).Round(time.Millisecond), fenced, firstOr(errs, "none")))
+			"%s, the frozen relay was fenced off %s later (%d passes; first error: %s)", len(heldOrders),
+			takeover.Round(time.Millisecond), frozenFor.Round(time.Millisecond), fencedAfter.Round(time.Millisecond),
+			fenced, firstOr(errs, "none")))
 	kill(t, frozen)
 	stop(t, successor)
 	stop(t, api)
+}
+
+// errCount is how many errors p reported so far; errsSince returns those after the first n.
+func errCount(p *chainProc) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.errs)
+}
+
+func errsSince(p *chainProc, n int) []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]string(nil), p.errs[n:]...)
 }
 
 func (ch *outboxChain) fencedReported(p *chainProc) bool {
