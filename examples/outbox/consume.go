@@ -18,9 +18,13 @@ import (
 // through the batched guard, keyed by the event id, committing offsets only once every record
 // was processed or found a duplicate.
 func (c *chain) consume(ctx context.Context, topic, group string, guard *events.Guard, logc *events.Log) error {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.cfg.brokers...), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
+	opts := []kgo.Opt{kgo.SeedBrokers(c.cfg.brokers...), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
 		kgo.DisableAutoCommit(), kgo.BlockRebalanceOnPoll(), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		kgo.FetchMaxWait(100*time.Millisecond))
+		kgo.FetchMaxWait(100 * time.Millisecond)}
+	if c.cfg.instance != "" {
+		opts = append(opts, kgo.InstanceID(c.cfg.instance))
+	}
+	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return err
 	}

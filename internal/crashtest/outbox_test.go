@@ -136,7 +136,7 @@ func startOutboxChain(t *testing.T) *outboxChain {
 	ch.node = startNode(t, ch.hosts.node, "periodic")
 	ch.node.applySchema(t)
 	ch.broker = startBroker(t, ch.hosts.broker, outboxBrokerPort)
-	ch.consumer = ch.start(t, "consume", "-group", "billing", "-counter", outboxCounter)
+	ch.consumer = ch.start(t, "consume", "-group", "billing", "-instance", "billing-1", "-counter", outboxCounter)
 	return ch
 }
 
