@@ -183,8 +183,10 @@ test-cluster:
 ## The outbox chain's test (TestOutboxChainCrashes) adds a node on 127.0.0.75, a Kafka broker of
 ## its own on 127.0.0.76:19392 (never KAFKA_BROKERS) and examples/outbox's processes, with the
 ## order service on 127.0.0.77:19380; CRASHTEST_OUTBOX_HOSTS=node,broker,api:port moves them
-## (loopback only), so a second run can sit beside one that holds the defaults.
-FAULTS_TIMEOUT ?= 20m
+## (loopback only), so a second run can sit beside one that holds the defaults. The whole run
+## took 632 s with one outbox scenario on a loaded machine; the outbox test's four scenarios took
+## 220 to 330 s alone, so the ceiling leaves room for a slower machine.
+FAULTS_TIMEOUT ?= 30m
 test-faults:
 	@mkdir -p $(OUT)
 	$(GO) vet -tags faults ./internal/crashtest/
