@@ -18,9 +18,13 @@ import (
 // through the batched guard, keyed by the event id, committing offsets only once every record
 // was processed or found a duplicate.
 func (c *chain) consume(ctx context.Context, topic, group string, guard *events.Guard, logc *events.Log) error {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.cfg.brokers...), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
+	opts := []kgo.Opt{kgo.SeedBrokers(c.cfg.brokers...), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
 		kgo.DisableAutoCommit(), kgo.BlockRebalanceOnPoll(), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		kgo.FetchMaxWait(100*time.Millisecond))
+		kgo.FetchMaxWait(100 * time.Millisecond)}
+	if c.cfg.instance != "" {
+		opts = append(opts, kgo.InstanceID(c.cfg.instance))
+	}
+	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return err
 	}
@@ -50,10 +54,25 @@ func (c *chain) consume(ctx context.Context, topic, group string, guard *events.
 		if fetches.IsClientClosed() || ctx.Err() != nil {
 			return nil
 		}
+		// Fetch errors (an unreachable broker, a lost group session, a reset after data loss) are
+		// reported, and the client kept: it reconnects and rejoins by itself, while a new client
+		// is a new group member, and after a broker restart the group waited for the old
+		// member's session to time out (45 s by default) before it assigned partitions again.
+		// The records the poll returned are processed as usual, offsets committed only after
+		// the guard.
 		var ferr error
 		fetches.EachError(func(t string, p int32, err error) { ferr = errors.Join(ferr, fmt.Errorf("fetch %s/%d: %w", t, p, err)) })
 		if ferr != nil {
-			return ferr
+			if c.report != nil {
+				c.report.say(Line{Event: "consumer-error", Err: ferr.Error()})
+			}
+			if fetches.NumRecords() == 0 {
+				select {
+				case <-ctx.Done():
+					return nil
+				case <-time.After(time.Second):
+				}
+			}
 		}
 		var perr error
 		fetches.EachPartition(func(p kgo.FetchTopicPartition) {

@@ -51,6 +51,8 @@ func runMain() error {
 	flag.StringVar(&rc.listen, "listen", "127.0.0.1:8080", "role api: the address to serve on")
 	flag.StringVar(&rc.group, "group", "billing", "role consume: the consumer group")
 	flag.StringVar(&rc.counter, "counter", "orders-placed", "role consume: the event-log counter of the amounts")
+	flag.StringVar(&rc.instance, "instance", "", "role consume: a static group member id, one per consumer process: "+
+		"a member that rejoins with it (after a broker restart) gets its partitions back without waiting out its old session")
 	flag.DurationVar(&rc.relayLease, "relay-lease", outbox.DefaultRelayLease, "role relay: how long the relay holds a shard without renewing it")
 	flag.BoolVar(&rc.holdAfterPublish, "hold-after-publish", false,
 		"role relay (crash tests): after the first publish, wait for a line on stdin before marking")

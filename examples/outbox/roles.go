@@ -35,6 +35,7 @@ type roleConfig struct {
 	listen     string        // api: host:port to serve on
 	group      string        // consume: the consumer group
 	counter    string        // consume: the event-log counter the effects go to
+	instance   string        // consume: a static group membership id (kgo.InstanceID), or none
 	relayLease time.Duration // relay: outbox.WithRelayLease
 	// relay: after the first publish that succeeded, report "holding" and wait for a line on
 	// stdin before marking, so a test can kill or freeze the relay between publish and mark.
@@ -155,10 +156,12 @@ func runRelay(ctx context.Context, session *gocql.Session, cfg roleConfig, rep *
 	})
 }
 
-// runConsumer consumes until ctx ends, starting its consumer again after an error (a broker
-// that restarts): offsets are committed only after the guard, so nothing is skipped.
+// runConsumer consumes until ctx ends. A fetch error is reported and ridden out with the same
+// client (see consume); after any other error (a guard call or an offset commit that failed) it
+// starts its consumer again, from the committed offsets: they are committed only after the
+// guard, so nothing is skipped.
 func runConsumer(ctx context.Context, session *gocql.Session, cfg roleConfig, rep *reporter) error {
-	c := &chain{cfg: config{brokers: cfg.brokers, keyspace: cfg.keyspace}, session: session, counter: cfg.counter,
+	c := &chain{cfg: config{brokers: cfg.brokers, keyspace: cfg.keyspace, instance: cfg.instance}, session: session, counter: cfg.counter,
 		accepted: map[string]time.Time{}, applied: map[string]time.Time{}, runs: map[string]int{},
 		report: rep}
 	cl, err := kgo.NewClient(kgo.SeedBrokers(cfg.brokers...))

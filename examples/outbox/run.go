@@ -29,6 +29,7 @@ type config struct {
 	keyspace string
 	orders   int
 	clients  int
+	instance string // the consumer's static group membership id, if any
 }
 
 // Summary is what the chain delivered, as make bench-e2e writes it.

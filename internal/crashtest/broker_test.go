@@ -79,9 +79,14 @@ func (b *broker) mustScript(t *testing.T, command string, keepData bool) time.Du
 	return took
 }
 
-// restart stops the broker (SIGTERM, as a rolling restart does) and starts it again on its
-// data, and returns how long it was away.
-func (b *broker) restart(t *testing.T) time.Duration {
+// stop stops the broker (SIGTERM, as a rolling restart does), keeping its data for start.
+func (b *broker) stop(t *testing.T) {
 	t.Helper()
-	return b.mustScript(t, "down", true) + b.mustScript(t, "up", true)
+	b.mustScript(t, "down", true)
+}
+
+// start starts the broker again on the data stop kept.
+func (b *broker) start(t *testing.T) {
+	t.Helper()
+	b.mustScript(t, "up", true)
 }

@@ -7,9 +7,12 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -25,34 +28,33 @@ import (
 
 // The outbox scenarios share one node, one broker and one chain: the order service, relays and
 // the consumer of examples/outbox, each an OS process of its own (-role api, relay, consume),
-// that the test kills, freezes or cuts off from its broker.
+// that the test kills, freezes or cuts off from its broker. Their addresses are
+// outboxDefaultHosts unless CRASHTEST_OUTBOX_HOSTS names others (see outboxHosts).
 const (
-	outboxNodeAddr   = "127.0.0.75"
-	outboxBrokerAddr = "127.0.0.76"
-	outboxBrokerPort = 19392 // and 19393 for its controller
-	outboxAPIListen  = "127.0.0.77:19380"
-	outboxRelayLease = outbox.DefaultRelayLease // a pass over 16 shards on a loaded machine can take seconds
-	outboxOrders     = 200                      // orders per scenario
-	outboxClients    = 8
-	outboxTopic      = "orders"
-	outboxCounter    = "orders-placed"
+	outboxHostsEnv     = "CRASHTEST_OUTBOX_HOSTS"
+	outboxDefaultHosts = "127.0.0.75,127.0.0.76,127.0.0.77:19380" // node, broker, API
+	outboxBrokerPort   = 19392                                    // and 19393 for its controller
+	outboxRelayLease   = outbox.DefaultRelayLease                 // a pass over 16 shards on a loaded machine can take seconds
+	outboxOrders       = 200                                      // orders per scenario
+	outboxClients      = 8
+	outboxTopic        = "orders"
+	outboxCounter      = "orders-placed"
 )
 
 // TestOutboxChainCrashes runs the outbox chain through faults, one after another, and after
 // each checks that every acknowledged order took effect exactly once: 0 lost, 0 applied twice
-// (correctness is asserted; timings are only reported). It runs the API process killed after
-// commits no relay has seen. The other three scenarios below (a relay killed between publish
-// and mark, the broker restarted mid-run, a relay frozen past its lease) are written but not
-// run yet: a relay process started after the first one was stopped published nothing within
-// two minutes in every run so far, and that must be understood before they can pass.
+// (correctness is asserted; timings are only reported): the API process killed after commits no
+// relay has seen, a relay killed between publish and mark, the broker restarted mid-run, and a
+// relay frozen past its lease. Each scenario starts its own order service and relays; the
+// consumer and the counter it feeds run through all of them.
 func TestOutboxChainCrashes(t *testing.T) {
 	ch := startOutboxChain(t)
 	t.Run("api killed after commit", ch.apiKilled)
+	t.Run("relay killed between publish and mark", ch.relayKilled)
+	t.Run("broker restarted", ch.brokerRestarted)
+	t.Run("relay frozen past its lease", ch.relayFrozen)
 	ch.checkTotal(t)
 }
-
-// The scenarios not run yet (see TestOutboxChainCrashes).
-var _ = []func(*outboxChain, *testing.T){(*outboxChain).relayKilled, (*outboxChain).brokerRestarted, (*outboxChain).relayFrozen}
 
 // chainLine is a line one of the chain's processes prints (examples/outbox roles.go).
 type chainLine struct {
@@ -88,10 +90,11 @@ func (p *chainProc) count(kind string) int {
 // outboxChain is the state the scenarios share: the node, the broker, the binary, and what the
 // processes reported, by order.
 type outboxChain struct {
-	bin    string
-	node   *node
-	broker *broker
-	api    *chainProc
+	hosts    outboxAddrs
+	bin      string
+	node     *node
+	broker   *broker
+	consumer *chainProc
 
 	requests atomic.Int64
 	amount   atomic.Int64 // the last order's amount: every order has one of its own
@@ -100,15 +103,40 @@ type outboxChain struct {
 	pub      map[string]int   // order → messages published for it, copies included
 	applied  map[string]int   // order → handler runs that applied it
 	consumed int
+	lastPub  time.Time // when a relay last reported a publish
+}
+
+// outboxAddrs are the loopback addresses of the chain's node and broker, and the API's host:port.
+type outboxAddrs struct{ node, broker, api string }
+
+// outboxHosts reads CRASHTEST_OUTBOX_HOSTS ("node,broker,api:port", each on loopback), so a
+// second run beside a running one (a CI loop) can use addresses of its own.
+func outboxHosts(t *testing.T) outboxAddrs {
+	t.Helper()
+	v := os.Getenv(outboxHostsEnv)
+	if v == "" {
+		v = outboxDefaultHosts
+	}
+	parts := strings.Split(v, ",")
+	if len(parts) != 3 {
+		t.Fatalf("crashtest: %s=%q: want node,broker,api:port", outboxHostsEnv, v)
+	}
+	a := outboxAddrs{node: parts[0], broker: parts[1], api: parts[2]}
+	apiHost, _, err := net.SplitHostPort(a.api)
+	for _, h := range []string{a.node, a.broker, apiHost} {
+		if ip := net.ParseIP(h); err != nil || ip == nil || !ip.IsLoopback() {
+			t.Fatalf("crashtest: %s=%q: %q is not a loopback address (api needs a port): %v", outboxHostsEnv, v, h, err)
+		}
+	}
+	return a
 }
 
 func startOutboxChain(t *testing.T) *outboxChain {
-	ch := &outboxChain{bin: buildChain(t), acked: map[string]int64{}, pub: map[string]int{}, applied: map[string]int{}}
-	ch.node = startNode(t, outboxNodeAddr, "periodic")
+	ch := &outboxChain{hosts: outboxHosts(t), bin: buildChain(t), acked: map[string]int64{}, pub: map[string]int{}, applied: map[string]int{}}
+	ch.node = startNode(t, ch.hosts.node, "periodic")
 	ch.node.applySchema(t)
-	ch.broker = startBroker(t, outboxBrokerAddr, outboxBrokerPort)
-	ch.start(t, "consume", "-group", "billing", "-counter", outboxCounter)
-	ch.api = ch.startAPI(t)
+	ch.broker = startBroker(t, ch.hosts.broker, outboxBrokerPort)
+	ch.consumer = ch.start(t, "consume", "-group", "billing", "-instance", "billing-1", "-counter", outboxCounter)
 	return ch
 }
 
@@ -168,6 +196,7 @@ func (ch *outboxChain) record(p *chainProc, l chainLine) {
 		for _, o := range l.Orders {
 			ch.pub[o]++
 		}
+		ch.lastPub = time.Now()
 	case "applied":
 		ch.applied[l.Order]++
 	case "consumed":
@@ -175,9 +204,13 @@ func (ch *outboxChain) record(p *chainProc, l chainLine) {
 	}
 }
 
+// startAPI starts the order service for one scenario. A process lives as long as the test that
+// started it (startProcess kills it in t's cleanup), so each scenario starts its own: an API
+// started by the first scenario was gone in the next one, whose clients then placed no order
+// and whose relay, with nothing committed, published nothing.
 func (ch *outboxChain) startAPI(t *testing.T) *chainProc {
 	t.Helper()
-	api := ch.start(t, "api", "-listen", outboxAPIListen)
+	api := ch.start(t, "api", "-listen", ch.hosts.api)
 	ch.waitFor(t, "the order service to listen", time.Minute, func() bool { return api.count("listening") > 0 })
 	return api
 }
@@ -201,13 +234,18 @@ func kill(t *testing.T, p *chainProc) {
 	<-p.done
 }
 
-// waitFor polls cond until it holds, failing the test after timeout.
+// waitFor polls cond until it holds, failing the test after timeout. The failure says how far
+// the chain got (a relay that publishes nothing because no order was acknowledged is not stuck).
 func (ch *outboxChain) waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool) time.Duration {
 	t.Helper()
 	start := time.Now()
 	for !cond() {
 		if time.Since(start) > timeout {
-			t.Fatalf("crashtest: no %s within %s", what, timeout)
+			ch.mu.Lock()
+			acked, published, applied := len(ch.acked), len(ch.pub), len(ch.applied)
+			ch.mu.Unlock()
+			t.Fatalf("crashtest: no %s within %s (in all scenarios so far: %d requests sent, %d orders acknowledged, "+
+				"%d published, %d applied)", what, timeout, ch.requests.Load(), acked, published, applied)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -251,7 +289,7 @@ func (ch *outboxChain) send(ctx context.Context, hc *http.Client, o order) {
 	body := []byte(fmt.Sprintf(`{"order":%q,"amount":%d}`, o.ID, o.Amount))
 	for ctx.Err() == nil {
 		ch.requests.Add(1)
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+outboxAPIListen+"/orders", bytes.NewReader(body))
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+ch.hosts.api+"/orders", bytes.NewReader(body))
 		if err != nil {
 			return
 		}
@@ -375,13 +413,14 @@ func (ch *outboxChain) report(t *testing.T, scenario string, orders []order, how
 func (ch *outboxChain) apiKilled(t *testing.T) {
 	orders := ch.orders("apikill", outboxOrders)
 	start := time.Now()
+	api := ch.startAPI(t)
 	wait := ch.placeAll(t, orders)
 	ch.waitFor(t, "half of the orders acknowledged", 2*time.Minute, func() bool { return ch.ackedOf(orders) >= len(orders)/2 })
-	kill(t, ch.api)
+	kill(t, api)
 	ackedAtKill := ch.ackedOf(orders)
 	committed, inFlight := ch.pending(t, start)
 	relay := ch.start(t, "relay")
-	ch.api = ch.startAPI(t)
+	api = ch.startAPI(t)
 	wait()
 	took := ch.settle(orders, 2*time.Minute)
 	ch.report(t, "SIGKILL of the API process before any relay ran", orders,
@@ -389,6 +428,7 @@ func (ch *outboxChain) apiKilled(t *testing.T) {
 			"service: every order took effect %s later", ackedAtKill, committed, inFlight, took.Round(time.Millisecond)))
 	assert.GreaterOrEqual(t, committed, ackedAtKill, "every acknowledged order was committed")
 	stop(t, relay)
+	stop(t, api)
 }
 
 // pending counts the intents since start that the admin view sees as committed and in flight.
@@ -415,16 +455,17 @@ func (ch *outboxChain) pending(t *testing.T, since time.Time) (committed, inFlig
 // relay publishes the same events again, and the consumer's guard drops the copies.
 func (ch *outboxChain) relayKilled(t *testing.T) {
 	orders := ch.orders("relaykill", outboxOrders)
+	api := ch.startAPI(t)
 	held := ch.start(t, "relay", "-hold-after-publish")
 	wait := ch.placeAll(t, orders)
 	ch.waitFor(t, "a publish by the holding relay", 2*time.Minute, func() bool { return held.count("holding") > 0 })
 	heldOrders := ch.publishedBy(held)
 	// The consumer applies what was published before the relay could mark it.
-	ch.waitFor(t, "the held messages applied", time.Minute, func() bool { return ch.appliedAll(heldOrders) })
+	ch.waitFor(t, "the held messages applied", 2*time.Minute, func() bool { return ch.appliedAll(heldOrders) })
 	kill(t, held)
 	killed := time.Now()
 	relay := ch.start(t, "relay")
-	ch.waitFor(t, "the held messages published again", time.Minute, func() bool { return ch.publishedAgain(heldOrders) })
+	ch.waitFor(t, "the held messages published again", 2*time.Minute, func() bool { return ch.publishedAgain(heldOrders) })
 	republished := time.Since(killed)
 	wait()
 	ch.settle(orders, 2*time.Minute)
@@ -432,6 +473,7 @@ func (ch *outboxChain) relayKilled(t *testing.T) {
 		fmt.Sprintf("%d messages published and applied, then the relay killed before its mark; published again by the next "+
 			"relay %s after the kill (its lease %s)", len(heldOrders), republished.Round(time.Millisecond), outboxRelayLease))
 	stop(t, relay)
+	stop(t, api)
 }
 
 func (ch *outboxChain) publishedBy(p *chainProc) []string {
@@ -462,29 +504,47 @@ func (ch *outboxChain) publishedAgain(orders []string) bool {
 	return true
 }
 
-// brokerRestarted: the broker stops and starts again on its data while clients place orders,
-// the relay publishes and the consumer consumes.
+// brokerRestarted: the broker stops and starts again on its data mid-run: it stops once some
+// of the first half of the orders took effect, the second half is placed and acknowledged while
+// it is away (the relay's passes fail or wait meanwhile), and the relay publishes them once it
+// is back.
 func (ch *outboxChain) brokerRestarted(t *testing.T) {
 	orders := ch.orders("brokerrestart", outboxOrders)
+	first, second := orders[:len(orders)/2], orders[len(orders)/2:]
+	api := ch.startAPI(t)
 	relay := ch.start(t, "relay")
-	wait := ch.placeAll(t, orders)
-	ch.waitFor(t, "a third of the orders applied", 2*time.Minute, func() bool { return ch.tally(orders).applied >= len(orders)/3 })
-	away := ch.broker.restart(t)
-	wait()
-	took := ch.settle(orders, 3*time.Minute)
-	relay.mu.Lock()
-	relayErrs := relay.seen["relay-error"]
-	relay.mu.Unlock()
+	waitFirst := ch.placeAll(t, first)
+	ch.waitFor(t, "a third of the first half applied", 2*time.Minute, func() bool { return ch.tally(first).applied >= len(first)/3 })
+	relayErrsBefore, consumerErrsBefore := errCount(relay), errCount(ch.consumer)
+	ch.broker.stop(t)
+	stopped := time.Now()
+	ch.placeAll(t, second)()
+	waitFirst()
+	placed := time.Since(stopped)
+	ch.broker.start(t)
+	ready := time.Since(stopped)
+	ch.settle(orders, 3*time.Minute)
+	applied := time.Since(stopped)
+	ch.mu.Lock()
+	published := max(ch.lastPub.Sub(stopped), 0)
+	ch.mu.Unlock()
+	relayErrs, consumerErrs := errsSince(relay, relayErrsBefore), errsSince(ch.consumer, consumerErrsBefore)
 	ch.report(t, "broker stopped and restarted on its data mid-run", orders,
-		fmt.Sprintf("broker away %s; %d relay passes failed meanwhile and were retried; all applied %s after it came back",
-			away.Round(time.Millisecond), relayErrs, took.Round(time.Millisecond)))
+		fmt.Sprintf("the broker stopped once at least %d orders took effect; the last %d were placed while it was away, "+
+			"all acknowledged %s after the stop; ready again %s after the stop; %d relay passes and %d consumer polls failed "+
+			"meanwhile and were retried (the relay's first error: %s); the relay's last publish came %s and the last effect "+
+			"%s after the stop", len(first)/3, len(second), placed.Round(time.Millisecond), ready.Round(time.Millisecond),
+			len(relayErrs), len(consumerErrs), firstOr(relayErrs, "none"), published.Round(time.Millisecond),
+			applied.Round(time.Millisecond)))
 	stop(t, relay)
+	stop(t, api)
 }
 
 // relayFrozen: a relay frozen (SIGSTOP) between publish and mark, past its lease; another relay
 // takes its shards over and publishes; resumed (SIGCONT), the frozen relay's marks are fenced off.
 func (ch *outboxChain) relayFrozen(t *testing.T) {
 	orders := ch.orders("relayfreeze", outboxOrders)
+	api := ch.startAPI(t)
 	frozen := ch.start(t, "relay", "-hold-after-publish")
 	wait := ch.placeAll(t, orders)
 	ch.waitFor(t, "a publish by the relay to freeze", 2*time.Minute, func() bool { return frozen.count("holding") > 0 })
@@ -492,12 +552,14 @@ func (ch *outboxChain) relayFrozen(t *testing.T) {
 	frozenAt := time.Now()
 	heldOrders := ch.publishedBy(frozen)
 	successor := ch.start(t, "relay")
-	ch.waitFor(t, "the frozen relay's messages published by its successor", time.Minute, func() bool { return ch.publishedAgain(heldOrders) })
+	ch.waitFor(t, "the frozen relay's messages published by its successor", 2*time.Minute, func() bool { return ch.publishedAgain(heldOrders) })
 	takeover := time.Since(frozenAt)
 	require.NoError(t, frozen.cmd.Process.Signal(syscall.SIGCONT))
+	frozenFor := time.Since(frozenAt)
 	_, err := io.WriteString(frozen.stdin, "go\n")
 	require.NoError(t, err)
-	ch.waitFor(t, "the resumed relay fenced off", time.Minute, func() bool { return ch.fencedReported(frozen) })
+	// Resumed, the relay's connections may have to be made again before its mark is rejected.
+	fencedAfter := ch.waitFor(t, "the resumed relay fenced off", 2*time.Minute, func() bool { return ch.fencedReported(frozen) })
 	frozen.mu.Lock()
 	fenced, errs := frozen.fenced, append([]string(nil), frozen.errs...)
 	frozen.mu.Unlock()
@@ -505,10 +567,25 @@ func (ch *outboxChain) relayFrozen(t *testing.T) {
 	ch.settle(orders, 2*time.Minute)
 	ch.report(t, fmt.Sprintf("SIGSTOP of a relay between publish and mark, past its %s lease", outboxRelayLease), orders,
 		fmt.Sprintf("%d messages published before the freeze; published again by the successor %s after it; resumed after "+
-			"%s, the frozen relay was fenced off (%d passes; first error: %s)", len(heldOrders), takeover.Round(time.Millisecond),
-			time.Since(frozenAt).Round(time.Millisecond), fenced, firstOr(errs, "none")))
+			"%s, the frozen relay was fenced off %s later (%d passes; first error: %s)", len(heldOrders),
+			takeover.Round(time.Millisecond), frozenFor.Round(time.Millisecond), fencedAfter.Round(time.Millisecond),
+			fenced, firstOr(errs, "none")))
 	kill(t, frozen)
 	stop(t, successor)
+	stop(t, api)
+}
+
+// errCount is how many errors p reported so far; errsSince returns those after the first n.
+func errCount(p *chainProc) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.errs)
+}
+
+func errsSince(p *chainProc, n int) []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]string(nil), p.errs[n:]...)
 }
 
 func (ch *outboxChain) fencedReported(p *chainProc) bool {
@@ -517,9 +594,14 @@ func (ch *outboxChain) fencedReported(p *chainProc) bool {
 	return p.fenced > 0
 }
 
+// firstOr returns the first of s, cut to a table cell's length, or def.
 func firstOr(s []string, def string) string {
-	if len(s) == 0 {
+	const cell = 160
+	switch {
+	case len(s) == 0:
 		return def
+	case len(s[0]) > cell:
+		return s[0][:cell] + "…"
 	}
 	return s[0]
 }
