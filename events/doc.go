@@ -22,7 +22,8 @@
 // counter the Log recorded; RollupEvery for named counters. Log.Total reads the rollup row and,
 // beside it, the window index from the last watermark the Log saw (a watermark never moves
 // back), then has the node sum each part of the windows from that row's own watermark on, in
-// parallel: two rounds, and no event row crosses the network. Its cost does not
+// parallel, then lists the windows still written to again, in case a writer with other parts
+// wrote one of them meanwhile: three rounds, and no event row crosses the network. Its cost does not
 // grow with history, and a read racing a rollup neither misses nor double-counts. With
 // RunRollups every interval, a total sums at most Lag(interval) of events (4.5 s with the
 // defaults and 500 ms) on the node.

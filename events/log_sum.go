@@ -16,6 +16,7 @@ type read struct {
 	start  time.Time
 	part   int
 	mixed  []int // parts values of a mixed window
+	win    int   // the window's index in the list summed; -1 for a first-layout bucket
 }
 
 // sum reads every legacy bucket and every part of every window, in parallel, each summed by
@@ -23,29 +24,43 @@ type read struct {
 // several: the node reads the partitions of an aggregate over an IN list one after another,
 // which measured slower than eight single-partition queries at once (docs/sizing.md).
 func (l *Log) sum(ctx context.Context, counter string, legacy []time.Time, windows []window) (int64, error) {
+	total, _, err := l.sumEach(ctx, counter, legacy, windows)
+	return total, err
+}
+
+// sumEach is sum, returning each window's own sum too, in the order of windows.
+func (l *Log) sumEach(ctx context.Context, counter string, legacy []time.Time, windows []window) (int64, []int64, error) {
 	var reads []read
 	for _, b := range legacy {
-		reads = append(reads, read{legacy: true, start: b})
+		reads = append(reads, read{legacy: true, start: b, win: -1})
 	}
-	for _, w := range windows {
+	for i, w := range windows {
 		if len(w.parts) > 1 {
-			reads = append(reads, read{start: w.start, mixed: w.parts})
+			reads = append(reads, read{start: w.start, mixed: w.parts, win: i})
 			continue
 		}
 		for p := range w.parts[0] {
-			reads = append(reads, read{start: w.start, part: p})
+			reads = append(reads, read{start: w.start, part: p, win: i})
 		}
 	}
 	if len(reads) == 0 {
-		return 0, nil
+		return 0, nil, nil
 	}
 	var total atomic.Int64
+	each := make([]atomic.Int64, len(windows))
 	err := parallel.ForEach(ctx, len(reads), readConcurrency, func(ctx context.Context, i int) error {
 		s, err := l.sumRead(ctx, counter, reads[i])
 		total.Add(s)
+		if w := reads[i].win; w >= 0 {
+			each[w].Add(s)
+		}
 		return err
 	})
-	return total.Load(), err
+	sums := make([]int64, len(windows))
+	for i := range each {
+		sums[i] = each[i].Load()
+	}
+	return total.Load(), sums, err
 }
 
 func (l *Log) sumRead(ctx context.Context, counter string, r read) (int64, error) {

@@ -3,6 +3,7 @@ package events
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/cassdedup/cassdedup/internal/parallel"
@@ -27,11 +28,13 @@ const readConcurrency = 8
 // total makes a read exact while a rollup races it: windows folded after the row was read are
 // still summed here (folding never deletes events) and none is counted twice.
 //
-// A counter without events has total 0. The cost, whatever the counter's history, is two
+// A counter without events has total 0. The cost, whatever the counter's history, is three
 // rounds: the rollup row read beside the index slice from the last watermark this Log saw
 // (see tail), then one read per part of each unfolded window, each summed by the node (in
-// parallel, up to 8 at a time). With rollups running, about rate x Lag(interval) events are
-// summed, and none of them is sent to the client.
+// parallel, up to 8 at a time), then the index of the windows still written to listed again,
+// so a window whose writers changed their parts meanwhile is summed by event id (see
+// partsChanged). With rollups running, about rate x Lag(interval) events are summed, and none
+// of them is sent to the client.
 func (l *Log) Total(ctx context.Context, counter string) (int64, error) {
 	if err := l.checkCall(ctx); err != nil {
 		return 0, err
@@ -39,15 +42,73 @@ func (l *Log) Total(ctx context.Context, counter string) (int64, error) {
 	if err := ValidateCounter(counter); err != nil {
 		return 0, err
 	}
-	st, legacy, windows, err := l.tail(ctx, counter, l.readEnd(l.cfg.now()))
+	now := l.cfg.now()
+	end := l.readEnd(now)
+	st, legacy, windows, err := l.tail(ctx, counter, end)
 	if err != nil {
 		return 0, err
 	}
-	sum, err := l.sum(ctx, counter, legacy, windows)
+	sum, err := l.sumTail(ctx, counter, legacy, windows, now, end)
+	return st.total + sum, err
+}
+
+// sumTail sums what tail listed at now, and sums again by event id each window whose parts
+// values changed while it was being summed.
+func (l *Log) sumTail(ctx context.Context, counter string, legacy []time.Time, windows []window, now, end time.Time) (int64, error) {
+	sum, each, err := l.sumEach(ctx, counter, legacy, windows)
 	if err != nil {
 		return 0, err
 	}
-	return st.total + sum, nil
+	changed, err := l.partsChanged(ctx, counter, windows, now, end)
+	if err != nil {
+		return 0, err
+	}
+	for i, parts := range changed {
+		s, err := l.sumMixed(ctx, counter, windows[i].start, parts)
+		if err != nil {
+			return 0, fmt.Errorf("events: sum window %v of %q: %w", windows[i].start, counter, err)
+		}
+		sum += s - each[i]
+	}
+	return sum, nil
+}
+
+// partsChanged lists again, after their sums, the windows that writers could still write when
+// the total began (not settled at now), and returns those whose parts values changed meanwhile,
+// by their index in windows. Parts values share partitions (part 2 of 4 and part 2 of 7 are
+// one partition), so a window listed with one value but written meanwhile by a writer with
+// another holds copies of one event in partitions the node summed as that one value: such a
+// window is summed again by event id. An event row is never written before its index row, so
+// any row those sums read has its parts value listed by now.
+func (l *Log) partsChanged(ctx context.Context, counter string, windows []window, now, end time.Time) (map[int][]int, error) {
+	first := -1
+	for i, w := range windows {
+		if now.Before(w.start.Add(l.cfg.width + l.cfg.grace + l.cfg.settle)) {
+			first = i
+			break
+		}
+	}
+	if first < 0 {
+		return nil, nil
+	}
+	again, err := l.listWindows(ctx, counter, windows[first].start, end)
+	if err != nil {
+		return nil, err
+	}
+	parts := make(map[int64][]int, len(again))
+	for _, w := range again {
+		parts[w.start.UnixMilli()] = w.parts
+	}
+	var changed map[int][]int
+	for i := first; i < len(windows); i++ {
+		if listed, ok := parts[windows[i].start.UnixMilli()]; ok && !slices.Equal(listed, windows[i].parts) {
+			if changed == nil {
+				changed = map[int][]int{}
+			}
+			changed[i] = listed
+		}
+	}
+	return changed, nil
 }
 
 // readRollup reads the counter's rollup row, at the serial consistency when serial is set so
