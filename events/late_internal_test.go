@@ -96,7 +96,8 @@ func TestLateWaitsForTheWindowToSettle(t *testing.T) {
 		waited = append(waited, d)
 		require.NoError(t, slow.ensureStarted(ctx, e.Counter, t0))
 		require.NoError(t, slow.ensureIndexed(ctx, e.Counter, t0))
-		require.NoError(t, slow.insertRow(ctx, e, t0), "the slow on-time write lands within the settle time")
+		k := partKey{e.Counter, t0.UnixMilli(), partOf(e.ID, slow.cfg.parts)}
+		require.NoError(t, slow.writeRows(ctx, k, t0, []*pendingRow{{e: e}}), "the slow on-time write lands within the settle time")
 		clock.Advance(d)
 		return nil
 	}

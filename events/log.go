@@ -22,6 +22,8 @@ type Log struct {
 	cfg     config
 	q       logQueries
 	late    lateState
+	flush   *flusher
+	sums    *sumCache
 
 	mu      sync.Mutex
 	indexed map[windowKey]struct{} // windows whose index row (with cfg.parts) is known stored
@@ -48,8 +50,8 @@ const (
 
 type logQueries struct {
 	// The spread layout.
-	insertEvent, insertWindow, listWindows, sumPart, readPart string
-	setSince                                                  string
+	insertEvent, markPart, insertWindow, listWindows, sumPart, readMarks, readPart string
+	setSince                                                                       string
 	// The first layout: read and folded, never written.
 	listLegacy, sumLegacy string
 	// The rollup row.
@@ -82,6 +84,8 @@ func NewLog(session *gocql.Session, opts ...Option) (*Log, error) {
 		session: session,
 		cfg:     cfg,
 		late:    late,
+		flush:   newFlusher(),
+		sums:    newSumCache(),
 		indexed: make(map[windowKey]struct{}),
 		started: make(map[string]struct{}),
 		active:  make(map[string]time.Time),
@@ -90,7 +94,9 @@ func NewLog(session *gocql.Session, opts ...Option) (*Log, error) {
 			insertEvent:  "INSERT INTO " + we + " (counter, bucket, part, event_id, delta, recorded_at) VALUES (?, ?, ?, ?, ?, ?)",
 			insertWindow: "INSERT INTO " + wi + " (counter, day, bucket, parts) VALUES (?, ?, ?, ?)",
 			listWindows:  "SELECT bucket, parts FROM " + wi + " WHERE counter = ? AND day = ? AND bucket >= ? AND bucket < ?",
-			sumPart:      "SELECT sum(delta) FROM " + we + " WHERE counter = ? AND bucket = ? AND part = ?",
+			markPart:     "UPDATE " + we + " SET writers[?] = ? WHERE counter = ? AND bucket = ? AND part = ?",
+			sumPart:      "SELECT sum(delta), writers FROM " + we + " WHERE counter = ? AND bucket = ? AND part = ?",
+			readMarks:    "SELECT part, writers FROM " + we + " WHERE counter = ? AND bucket = ? AND part IN ? PER PARTITION LIMIT 1",
 			readPart:     "SELECT event_id, delta FROM " + we + " WHERE counter = ? AND bucket = ? AND part = ?",
 			setSince:     "UPDATE " + ru + " SET since = ? WHERE counter = ? IF since = null",
 			listLegacy:   "SELECT bucket FROM " + bk + " WHERE counter = ? AND bucket > ? AND bucket < ?",

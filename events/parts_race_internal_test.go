@@ -41,7 +41,7 @@ func TestTotalWhilePartsChange(t *testing.T) {
 	for _, e := range evs {
 		require.NoError(t, seven.Record(ctx, e), "a retry by a writer with 7 parts")
 	}
-	stale, err := four.sum(ctx, "c", legacy, windows)
+	stale, err := four.sum(ctx, "c", legacy, windows, now)
 	require.NoError(t, err)
 	require.Greater(t, stale, int64(n), "the 4-part sums hold copies written with 7 parts")
 

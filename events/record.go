@@ -9,7 +9,6 @@ import (
 	"github.com/cespare/xxhash/v2"
 
 	"github.com/cassdedup/cassdedup/internal/flights"
-	"github.com/cassdedup/cassdedup/lwt"
 )
 
 // Event is one increment of a counter.
@@ -59,10 +58,10 @@ var errMissedWindow = errors.New("events: the window closed before the write lan
 
 // store writes e's row in window, which is open, after the counter's start and the window's
 // index row. Those two writes can take long (the start is an LWT), so the window is checked
-// again before the row is sent, and the row's write must be acknowledged within half the settle
+// again when the row's write is sent, and the write must be acknowledged within half the settle
 // time after the window closed: every on-time write then lands before any rollup folds the
 // window, which is what totals and the late path rely on. When either fails it returns
-// errMissedWindow.
+// errMissedWindow. The row goes out with the other rows queued for its partition (see write).
 func (l *Log) store(ctx context.Context, e Event, window time.Time) error {
 	if err := l.ensureStarted(ctx, e.Counter, window); err != nil {
 		return err
@@ -70,39 +69,16 @@ func (l *Log) store(ctx context.Context, e Event, window time.Time) error {
 	if err := l.ensureIndexed(ctx, e.Counter, window); err != nil {
 		return err
 	}
-	left := l.landBy(window).Sub(l.cfg.now())
-	if l.closed(window, l.cfg.now()) || left <= 0 {
+	if l.closed(window, l.cfg.now()) || !l.cfg.now().Before(l.landBy(window)) {
 		return errMissedWindow
 	}
-	wctx, cancel := context.WithTimeout(ctx, left) // left is measured on the Log's clock, waited in real time
-	defer cancel()
-	err := l.insertRow(wctx, e, window)
-	if err != nil && ctx.Err() == nil && wctx.Err() != nil {
-		return errMissedWindow
-	}
-	return err
+	return wrapRecord(e, l.write(ctx, e, window))
 }
 
 // landBy is when an on-time write to window must have been acknowledged: half the settle time
 // after the window closed, leaving the other half for clock skew between writers and rollups.
 func (l *Log) landBy(window time.Time) time.Time {
 	return window.Add(l.cfg.width + l.cfg.grace + l.cfg.settle/2)
-}
-
-// insertRow writes e's row in window: one plain, idempotent write.
-func (l *Log) insertRow(ctx context.Context, e Event, window time.Time) error {
-	start := time.Now()
-	err := l.session.Query(l.q.insertEvent, e.Counter, window, partOf(e.ID, l.cfg.parts), e.ID, e.Delta, l.cfg.now().UTC()).
-		WithContext(ctx).Consistency(l.cfg.consistency).Idempotent(true).Exec()
-	if l.cfg.observer != nil {
-		l.cfg.observer.Observe(lwt.Observation{Kind: lwt.ObservedWrite, Key: lwt.Key{e.Counter, e.ID}, Op: "record",
-			Latency: time.Since(start), Err: err})
-	}
-	if err != nil {
-		return fmt.Errorf("events: record %q in %q: %w", e.ID, e.Counter, err)
-	}
-	l.touch(e.Counter, window)
-	return nil
 }
 
 // partOf picks the part of an event from its id alone, so every retry lands on the same row.

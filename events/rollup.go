@@ -90,7 +90,7 @@ func (l *Log) nextRollup(ctx context.Context, counter string) (rollupState, Roll
 	for len(windows) > 0 && !windows[len(windows)-1].start.Before(h) {
 		windows = windows[:len(windows)-1] // after a capped horizon
 	}
-	sum, err := l.sum(ctx, counter, legacy, windows)
+	sum, err := l.sum(ctx, counter, legacy, windows, now)
 	if err != nil {
 		return st, RollupResult{}, false, err
 	}

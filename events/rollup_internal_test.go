@@ -38,7 +38,7 @@ func TestRollupInterruptedBetweenItsSteps(t *testing.T) {
 	h := crashed.horizon(clock.Now())
 	windows, err := crashed.listWindows(ctx, "c", st.since, h)
 	require.NoError(t, err)
-	sum, err := crashed.sum(ctx, "c", nil, windows)
+	sum, err := crashed.sum(ctx, "c", nil, windows, clock.Now())
 	require.NoError(t, err)
 	require.EqualValues(t, 30, sum)
 	// ... it stops here. Its events keep coming: one more, then the other roller folds.

@@ -55,7 +55,7 @@ func (l *Log) Total(ctx context.Context, counter string) (int64, error) {
 // sumTail sums what tail listed at now, and sums again by event id each window whose parts
 // values changed while it was being summed.
 func (l *Log) sumTail(ctx context.Context, counter string, legacy []time.Time, windows []window, now, end time.Time) (int64, error) {
-	sum, each, err := l.sumEach(ctx, counter, legacy, windows)
+	sum, each, err := l.sumEach(ctx, counter, legacy, windows, now)
 	if err != nil {
 		return 0, err
 	}

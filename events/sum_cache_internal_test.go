@@ -1,0 +1,131 @@
+package events
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/cassdedup/cassdedup/internal/testnode"
+)
+
+// TestCachedSumUsedOnlyWhileMarksHold reads a total after a window ended, then poisons the
+// sums the reader cached: while no write lands in the window, the next total uses the cached
+// sums (and shows the poison), and as soon as another writer records a retry-free event in the
+// window (still in its grace period), its part is summed again. Once the window settled, the
+// total reads it afresh whatever was cached, and keeps that final sum.
+func TestCachedSumUsedOnlyWhileMarksHold(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	session, ks := testnode.NewSession(t)
+	t0 := time.Date(2025, 3, 1, 0, 0, 0, 0, time.UTC)
+	clock := testnode.NewClock(t0)
+	reader, err := NewLog(session, WithKeyspace(ks), WithClock(clock.Now), WithParts(1))
+	require.NoError(t, err)
+	writer, err := NewLog(session, WithKeyspace(ks), WithClock(clock.Now), WithParts(1))
+	require.NoError(t, err)
+	for i := range 10 {
+		require.NoError(t, writer.Record(ctx, Event{Counter: "c", ID: fmt.Sprint(i), Delta: 1, Time: t0}))
+	}
+	total := func() int64 {
+		t.Helper()
+		got, err := reader.Total(ctx, "c")
+		require.NoError(t, err)
+		return got
+	}
+	clock.Set(t0.Add(DefaultWindow + 100*time.Millisecond)) // ended, still open for late writers
+	require.EqualValues(t, 10, total())
+	k := partKey{"c", t0.UnixMilli(), 0}
+	cached, ok := reader.sums.get(k)
+	require.True(t, ok)
+	require.False(t, cached.final)
+	require.Len(t, cached.marks, 1, "one writer's mark")
+	cached.sum = 1000
+	reader.sums.put(k, cached)
+	require.EqualValues(t, 1000, total(), "no write landed: the cached sum is used")
+
+	require.NoError(t, writer.Record(ctx, Event{Counter: "c", ID: "in-grace", Delta: 1, Time: t0}))
+	require.EqualValues(t, 11, total(), "the new mark sends the part to the node again")
+	require.NoError(t, reader.Record(ctx, Event{Counter: "c", ID: "own", Delta: 1, Time: t0}))
+	require.EqualValues(t, 12, total(), "a second writer's mark")
+
+	cached, _ = reader.sums.get(k)
+	cached.sum = 1000
+	reader.sums.put(k, cached)
+	clock.Set(t0.Add(DefaultWindow + DefaultGracePeriod + DefaultSettleTime))
+	require.EqualValues(t, 12, total(), "a settled window is read afresh")
+	cached, _ = reader.sums.get(k)
+	require.True(t, cached.final)
+	require.EqualValues(t, 12, cached.sum)
+}
+
+// TestUnmarkedRowCountedOnceSettled writes a row the way a writer of an earlier release did,
+// without a mark, into a window whose sum a reader cached: a total may miss it until the window
+// settled (the rolling-upgrade window the package doc states), and counts it from then on.
+func TestUnmarkedRowCountedOnceSettled(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	session, ks := testnode.NewSession(t)
+	t0 := time.Date(2025, 3, 1, 0, 0, 0, 0, time.UTC)
+	clock := testnode.NewClock(t0)
+	l, err := NewLog(session, WithKeyspace(ks), WithClock(clock.Now), WithParts(1))
+	require.NoError(t, err)
+	require.NoError(t, l.Record(ctx, Event{Counter: "c", ID: "new", Delta: 1, Time: t0}))
+	clock.Set(t0.Add(DefaultWindow + 100*time.Millisecond))
+	got, err := l.Total(ctx, "c")
+	require.NoError(t, err)
+	require.EqualValues(t, 1, got)
+	require.NoError(t, session.Query(`INSERT INTO counter_window_events (counter, bucket, part, event_id, delta, recorded_at) VALUES (?, ?, 0, 'old', 1, ?)`,
+		"c", t0, clock.Now()).Exec())
+	clock.Set(t0.Add(DefaultWindow + DefaultGracePeriod + DefaultSettleTime))
+	got, err = l.Total(ctx, "c")
+	require.NoError(t, err)
+	require.EqualValues(t, 2, got)
+	res, err := l.Rollup(ctx, "c")
+	require.NoError(t, err)
+	require.EqualValues(t, 2, res.Total, "the rollup folds the cached final sum")
+}
+
+// TestConcurrentRecordsShareWrites records 200 events of one partition from 200 goroutines at
+// once: they go out in fewer writes than events (one write in flight per partition, the rest
+// queued behind it), and every event counts once.
+func TestConcurrentRecordsShareWrites(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	session, ks := testnode.NewSession(t)
+	t0 := time.Now().UTC().Truncate(time.Hour)
+	clock := testnode.NewClock(t0)
+	l, err := NewLog(session, WithKeyspace(ks), WithClock(clock.Now), WithParts(1))
+	require.NoError(t, err)
+	require.NoError(t, l.Record(ctx, Event{Counter: "c", ID: "first", Delta: 1, Time: t0})) // starts and indexes
+	writes := l.flush.numbers.Load()
+	const n = 200
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	start := make(chan struct{})
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			errs[i] = l.Record(ctx, Event{Counter: "c", ID: fmt.Sprint(i % 150), Delta: 1, Time: t0})
+		})
+	}
+	close(start)
+	wg.Wait()
+	for _, err := range errs {
+		require.NoError(t, err)
+	}
+	writes = l.flush.numbers.Load() - writes
+	t.Logf("%d records in %d writes", n, writes)
+	require.Less(t, writes, int64(n), "queued rows share writes")
+	got, err := l.Total(ctx, "c")
+	require.NoError(t, err)
+	require.EqualValues(t, 151, got, "each of the 150 ids and the first once")
+	require.Eventually(t, func() bool {
+		l.flush.mu.Lock()
+		defer l.flush.mu.Unlock()
+		return len(l.flush.queues) == 0
+	}, 10*time.Second, 10*time.Millisecond, "no queue is left behind")
+}
