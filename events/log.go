@@ -24,6 +24,7 @@ type Log struct {
 	late    lateState
 	flush   *flusher
 	sums    *sumCache
+	stats   logCounters
 
 	mu      sync.Mutex
 	indexed map[windowKey]struct{} // windows whose index row (with cfg.parts) is known stored
@@ -91,12 +92,12 @@ func NewLog(session *gocql.Session, opts ...Option) (*Log, error) {
 		active:  make(map[string]time.Time),
 		floors:  make(map[string]time.Time),
 		q: logQueries{
-			insertEvent:  "INSERT INTO " + we + " (counter, bucket, part, event_id, delta, recorded_at) VALUES (?, ?, ?, ?, ?, ?)",
+			insertEvent:  "INSERT INTO " + we + " (counter, bucket, part, event_id, delta) VALUES (?, ?, ?, ?, ?)",
 			insertWindow: "INSERT INTO " + wi + " (counter, day, bucket, parts) VALUES (?, ?, ?, ?)",
 			listWindows:  "SELECT bucket, parts FROM " + wi + " WHERE counter = ? AND day = ? AND bucket >= ? AND bucket < ?",
 			markPart:     "UPDATE " + we + " SET writers[?] = ? WHERE counter = ? AND bucket = ? AND part = ?",
 			sumPart:      "SELECT sum(delta), writers FROM " + we + " WHERE counter = ? AND bucket = ? AND part = ?",
-			readMarks:    "SELECT part, writers FROM " + we + " WHERE counter = ? AND bucket = ? AND part IN ? PER PARTITION LIMIT 1",
+			readMarks:    "SELECT bucket, part, writers FROM " + we + " WHERE counter = ? AND bucket IN ? AND part IN ? PER PARTITION LIMIT 1",
 			readPart:     "SELECT event_id, delta FROM " + we + " WHERE counter = ? AND bucket = ? AND part = ?",
 			setSince:     "UPDATE " + ru + " SET since = ? WHERE counter = ? IF since = null",
 			listLegacy:   "SELECT bucket FROM " + bk + " WHERE counter = ? AND bucket > ? AND bucket < ?",

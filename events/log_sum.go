@@ -22,10 +22,10 @@ type read struct {
 	final  bool  // the window settled before the read was sent: its sum never changes
 }
 
-// check asks whether the parts of a window whose sums a Log cached were written since.
+// check asks whether a part of a window whose sum a Log cached was written since.
 type check struct {
 	start time.Time
-	parts []int
+	part  int
 	win   int
 }
 
@@ -62,21 +62,18 @@ func (l *Log) sumEach(ctx context.Context, counter string, legacy []time.Time, w
 			reads = append(reads, read{start: w.start, mixed: w.parts, win: i})
 			continue
 		}
-		settled, ended := l.settled(w.start, now), !now.Before(w.start.Add(l.cfg.width))
-		var unsure []int
+		settled, quiet := l.settled(w.start, now), l.quiet(w.start, now)
 		for p := range w.parts[0] {
 			c, ok := l.sums.get(partKey{counter, w.start.UnixMilli(), p})
 			switch {
 			case ok && c.final:
 				each[i].Add(c.sum)
-			case ok && ended && !settled:
-				unsure = append(unsure, p)
+				l.stats.reused.Add(1)
+			case ok && quiet && !settled:
+				checks = append(checks, check{start: w.start, part: p, win: i})
 			default:
 				reads = append(reads, read{start: w.start, part: p, win: i, final: settled})
 			}
-		}
-		if len(unsure) > 0 {
-			checks = append(checks, check{start: w.start, parts: unsure, win: i})
 		}
 	}
 	var legacySum atomic.Int64
@@ -87,13 +84,15 @@ func (l *Log) sumEach(ctx context.Context, counter string, legacy []time.Time, w
 			each[r.win].Add(s)
 		}
 	}
-	changed := make([][]read, len(checks))
-	err := parallel.ForEach(ctx, len(reads)+len(checks), readConcurrency, func(ctx context.Context, i int) error {
-		if i >= len(reads) {
-			c := checks[i-len(reads)]
-			s, again, err := l.recheck(ctx, counter, c)
-			each[c.win].Add(s)
-			changed[i-len(reads)] = again
+	var again []read
+	jobs := len(reads)
+	if len(checks) > 0 {
+		jobs++ // every check in one query
+	}
+	err := parallel.ForEach(ctx, jobs, readConcurrency, func(ctx context.Context, i int) error {
+		if i == len(reads) {
+			var err error
+			again, err = l.recheck(ctx, counter, checks, each)
 			return err
 		}
 		s, err := l.sumRead(ctx, counter, reads[i])
@@ -102,10 +101,6 @@ func (l *Log) sumEach(ctx context.Context, counter string, legacy []time.Time, w
 	})
 	if err != nil {
 		return 0, nil, err
-	}
-	var again []read
-	for _, c := range changed {
-		again = append(again, c...)
 	}
 	err = parallel.ForEach(ctx, len(again), readConcurrency, func(ctx context.Context, i int) error {
 		s, err := l.sumRead(ctx, counter, again[i])
@@ -127,23 +122,33 @@ func (l *Log) settled(w, now time.Time) bool {
 	return !now.Before(w.Add(l.cfg.width + l.cfg.grace + l.cfg.settle))
 }
 
-// recheck reads the marks of c's parts and returns the cached sum of those unchanged since
-// they were cached, and a read for each of the others.
-func (l *Log) recheck(ctx context.Context, counter string, c check) (int64, []read, error) {
-	marks, err := l.readMarks(ctx, counter, c.start, c.parts)
+// quiet reports whether window w ended long enough before now that a total should check its
+// parts' marks before summing them again: right after its end, the last writes of a filling
+// window are still landing, and a check would only add a round before the same sum.
+func (l *Log) quiet(w, now time.Time) bool { return !now.Before(w.Add(l.cfg.width + quietAfter)) }
+
+// quietAfter is how long after a window's end its parts are summed again without a check.
+const quietAfter = 250 * time.Millisecond
+
+// recheck reads the marks of the checked parts in one query, adds to each the cached sum of
+// the parts unchanged since they were cached, and returns a read for each of the others.
+func (l *Log) recheck(ctx context.Context, counter string, checks []check, each []atomic.Int64) ([]read, error) {
+	l.stats.checks.Add(1)
+	marks, err := l.readMarks(ctx, counter, checks)
 	if err != nil {
-		return 0, nil, fmt.Errorf("events: read marks of window %v of %q: %w", c.start, counter, err)
+		return nil, fmt.Errorf("events: read marks of %q: %w", counter, err)
 	}
-	var sum int64
 	var again []read
-	for _, p := range c.parts {
-		if cached, ok := l.sums.get(partKey{counter, c.start.UnixMilli(), p}); ok && sameMarks(cached.marks, marks[p]) {
-			sum += cached.sum
+	for _, c := range checks {
+		k := partKey{counter, c.start.UnixMilli(), c.part}
+		if cached, ok := l.sums.get(k); ok && sameMarks(cached.marks, marks[k]) {
+			each[c.win].Add(cached.sum)
+			l.stats.reused.Add(1)
 			continue
 		}
-		again = append(again, read{start: c.start, part: p, win: c.win})
+		again = append(again, read{start: c.start, part: c.part, win: c.win})
 	}
-	return sum, again, nil
+	return again, nil
 }
 
 func (l *Log) sumRead(ctx context.Context, counter string, r read) (int64, error) {
@@ -172,6 +177,7 @@ func (l *Log) sumPart(ctx context.Context, counter string, r read) (int64, error
 	if err != nil {
 		return 0, err
 	}
+	l.stats.summed.Add(1)
 	l.sums.put(partKey{counter, r.start.UnixMilli(), r.part}, partSum{sum: s, marks: m, final: r.final})
 	return s, nil
 }

@@ -3,6 +3,7 @@ package events
 import (
 	"context"
 	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -55,15 +56,26 @@ func (c *sumCache) put(k partKey, s partSum) {
 // partition without rows has no marks.
 func sameMarks(a, b map[gocql.UUID]int64) bool { return maps.Equal(a, b) }
 
-// readMarks reads the marks of the given parts of window start, in one query; a part without
-// rows is missing from the result.
-func (l *Log) readMarks(ctx context.Context, counter string, start time.Time, parts []int) (map[int]map[gocql.UUID]int64, error) {
-	iter := l.session.Query(l.q.readMarks, counter, start, parts).WithContext(ctx).Consistency(l.cfg.consistency).Iter()
-	out := make(map[int]map[gocql.UUID]int64, len(parts))
+// readMarks reads the marks of the checked parts in one query; a part without rows is missing
+// from the result.
+func (l *Log) readMarks(ctx context.Context, counter string, checks []check) (map[partKey]map[gocql.UUID]int64, error) {
+	var buckets []time.Time
+	var parts []int
+	for _, c := range checks {
+		if !slices.ContainsFunc(buckets, c.start.Equal) {
+			buckets = append(buckets, c.start)
+		}
+		if !slices.Contains(parts, c.part) {
+			parts = append(parts, c.part)
+		}
+	}
+	iter := l.session.Query(l.q.readMarks, counter, buckets, parts).WithContext(ctx).Consistency(l.cfg.consistency).Iter()
+	out := make(map[partKey]map[gocql.UUID]int64, len(checks))
+	var b time.Time
 	var p int
 	var m map[gocql.UUID]int64
-	for iter.Scan(&p, &m) {
-		out[p] = m
+	for iter.Scan(&b, &p, &m) {
+		out[partKey{counter, b.UnixMilli(), p}] = m
 		m = nil
 	}
 	return out, iter.Close()

@@ -36,7 +36,7 @@ func TestCachedSumUsedOnlyWhileMarksHold(t *testing.T) {
 		require.NoError(t, err)
 		return got
 	}
-	clock.Set(t0.Add(DefaultWindow + 100*time.Millisecond)) // ended, still open for late writers
+	clock.Set(t0.Add(DefaultWindow + 2*quietAfter)) // ended a while ago, still open for late writers
 	require.EqualValues(t, 10, total())
 	k := partKey{"c", t0.UnixMilli(), 0}
 	cached, ok := reader.sums.get(k)
@@ -45,7 +45,12 @@ func TestCachedSumUsedOnlyWhileMarksHold(t *testing.T) {
 	require.Len(t, cached.marks, 1, "one writer's mark")
 	cached.sum = 1000
 	reader.sums.put(k, cached)
+	before := reader.Stats()
 	require.EqualValues(t, 1000, total(), "no write landed: the cached sum is used")
+	after := reader.Stats()
+	require.Equal(t, before.Summed, after.Summed, "nothing summed again")
+	require.Equal(t, before.Checks+1, after.Checks, "one query read the marks")
+	require.Equal(t, before.Reused+1, after.Reused)
 
 	require.NoError(t, writer.Record(ctx, Event{Counter: "c", ID: "in-grace", Delta: 1, Time: t0}))
 	require.EqualValues(t, 11, total(), "the new mark sends the part to the node again")
@@ -74,7 +79,7 @@ func TestUnmarkedRowCountedOnceSettled(t *testing.T) {
 	l, err := NewLog(session, WithKeyspace(ks), WithClock(clock.Now), WithParts(1))
 	require.NoError(t, err)
 	require.NoError(t, l.Record(ctx, Event{Counter: "c", ID: "new", Delta: 1, Time: t0}))
-	clock.Set(t0.Add(DefaultWindow + 100*time.Millisecond))
+	clock.Set(t0.Add(DefaultWindow + 2*quietAfter))
 	got, err := l.Total(ctx, "c")
 	require.NoError(t, err)
 	require.EqualValues(t, 1, got)

@@ -49,7 +49,11 @@ func (l *Log) Total(ctx context.Context, counter string) (int64, error) {
 		return 0, err
 	}
 	sum, err := l.sumTail(ctx, counter, legacy, windows, now, end)
-	return st.total + sum, err
+	if err != nil {
+		return 0, err
+	}
+	l.stats.totals.Add(1)
+	return st.total + sum, nil
 }
 
 // sumTail sums what tail listed at now, and sums again by event id each window whose parts
