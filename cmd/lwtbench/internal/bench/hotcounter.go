@@ -58,6 +58,16 @@ type HotCounterCase struct {
 	MaxIndexRows                   int64   `json:"max_index_rows"`
 	MaxIndexRowsProjected1h        float64 `json:"max_index_rows_projected_1h"`
 	PartitionsCounted              int     `json:"partitions_counted"`
+	// RowsPerWrite is the events one write of the Log carried on average (a write holds the
+	// rows queued for one partition), and PartsSummedPerTotal and PartsReusedPerTotal the
+	// partition sums the node computed and those the Log reused from its cache, per total read
+	// (rollups' sums included: they share the Log).
+	RowsPerWrite        float64 `json:"rows_per_write"`
+	PartsSummedPerTotal float64 `json:"parts_summed_per_total"`
+	PartsReusedPerTotal float64 `json:"parts_reused_per_total"`
+	// WarmupS is how long the same load ran, on other counters, before the first case, and was
+	// not measured.
+	WarmupS                        float64 `json:"warmup_s"`
 	TotalExact                     bool    `json:"total_exact"`
 	CountersChecked                int     `json:"counters_checked"`
 	CountersWrong                  int     `json:"counters_wrong"`
@@ -76,6 +86,13 @@ type HotCounterCase struct {
 func hotCounter(ctx context.Context, c Config, session *gocql.Session, keyspace string, stderr io.Writer) ([]PhaseResult, []HotCounterCase, error) {
 	var phases []PhaseResult
 	var cases []HotCounterCase
+	if c.Warmup > 0 {
+		// The node's and the client's hot paths compile under the same load, unmeasured.
+		fmt.Fprintf(stderr, "lwtbench: warm-up (one counter) for %s ...\n", c.Warmup)
+		if _, err := runHot(ctx, c, session, keyspace, "warm-", 1, c.Warmup); err != nil {
+			return nil, nil, fmt.Errorf("warm-up: %w", err)
+		}
+	}
 	for _, n := range []int{1, c.Counters} {
 		name := "one hot counter"
 		if n > 1 {
@@ -86,6 +103,7 @@ func hotCounter(ctx context.Context, c Config, session *gocql.Session, keyspace 
 		if err != nil {
 			return nil, nil, fmt.Errorf("%s: %w", name, err)
 		}
+		hc.WarmupS = c.Warmup.Seconds()
 		phases, cases = append(phases, p), append(cases, hc)
 	}
 	return phases, cases, nil
@@ -100,6 +118,7 @@ type hotRun struct {
 	writes   []*opStats // per writer
 	reads    *opStats
 	firstErr atomic.Pointer[string]
+	elapsed  time.Duration // how long the writers ran
 }
 
 func (h *hotRun) fail(err error) {
@@ -108,13 +127,30 @@ func (h *hotRun) fail(err error) {
 }
 
 func hotCounterCase(ctx context.Context, c Config, session *gocql.Session, keyspace, name string, n int) (PhaseResult, HotCounterCase, error) {
-	log, err := events.NewLog(session, events.WithKeyspace(keyspace), events.WithConsistency(c.Consistency),
-		events.WithSerialConsistency(c.Serial))
+	h, err := runHot(ctx, c, session, keyspace, fmt.Sprintf("hot-%d-", n), n, c.Duration)
 	if err != nil {
 		return PhaseResult{}, HotCounterCase{}, err
 	}
+	elapsed := h.elapsed
+	hc := h.result(name, c, elapsed)
+	if err := h.check(ctx, &hc); err != nil {
+		return PhaseResult{}, HotCounterCase{}, err
+	}
+	if err := h.countPartitions(ctx, session, keyspace, &hc); err != nil {
+		return PhaseResult{}, HotCounterCase{}, err
+	}
+	return h.phase(name, c, elapsed), hc, nil
+}
+
+// runHot drives n counters named prefix0, prefix1, ... for d: c.Writers goroutines recording
+// events, one reading totals and RunRollups folding, all on one Log.
+func runHot(ctx context.Context, c Config, session *gocql.Session, keyspace, prefix string, n int, d time.Duration) (*hotRun, error) {
+	log, err := events.NewLog(session, events.WithKeyspace(keyspace), events.WithConsistency(c.Consistency),
+		events.WithSerialConsistency(c.Serial))
+	if err != nil {
+		return nil, err
+	}
 	h := &hotRun{log: log, counters: make([]string, n), acked: make([]atomic.Int64, n), reads: newOpStats()}
-	prefix := fmt.Sprintf("hot-%d-", n)
 	for i := range n {
 		h.counters[i] = fmt.Sprint(prefix, i)
 	}
@@ -126,31 +162,21 @@ func hotCounterCase(ctx context.Context, c Config, session *gocql.Session, keysp
 	bg.Go(func() { _ = log.RunRollups(runCtx, rollupInterval, func(_ string, err error) { h.fail(err) }) })
 	bg.Go(func() { h.read(runCtx) })
 	start := time.Now()
-	end := start.Add(c.Duration)
+	end := start.Add(d)
 	var wg sync.WaitGroup
 	for w := range c.Writers {
 		var pace *openSchedule
 		if c.HotRate > 0 {
-			s := newOpenSchedule(start, c.HotRate, c.Duration, c.Writers, w)
+			s := newOpenSchedule(start, c.HotRate, d, c.Writers, w)
 			pace = &s
 		}
 		wg.Go(func() { h.write(runCtx, w, end, pace) })
 	}
 	wg.Wait()
-	elapsed := time.Since(start)
+	h.elapsed = time.Since(start)
 	stop()
 	bg.Wait()
-	if ctx.Err() != nil {
-		return PhaseResult{}, HotCounterCase{}, ctx.Err()
-	}
-	hc := h.result(name, c, elapsed)
-	if err := h.check(ctx, &hc); err != nil {
-		return PhaseResult{}, HotCounterCase{}, err
-	}
-	if err := h.countPartitions(ctx, session, keyspace, &hc); err != nil {
-		return PhaseResult{}, HotCounterCase{}, err
-	}
-	return h.phase(name, c, elapsed), hc, nil
+	return h, ctx.Err()
 }
 
 // write records events into the counters round-robin until end, each retried on failure as a
@@ -217,6 +243,14 @@ func (h *hotRun) result(name string, c Config, elapsed time.Duration) HotCounter
 	}
 	if p := h.firstErr.Load(); p != nil {
 		hc.FirstError = *p
+	}
+	st := h.log.Stats()
+	if st.Writes > 0 {
+		hc.RowsPerWrite = float64(st.Rows) / float64(st.Writes)
+	}
+	if st.Totals > 0 {
+		hc.PartsSummedPerTotal = float64(st.Summed) / float64(st.Totals)
+		hc.PartsReusedPerTotal = float64(st.Reused) / float64(st.Totals)
 	}
 	return hc
 }

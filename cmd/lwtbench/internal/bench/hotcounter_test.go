@@ -22,7 +22,7 @@ func TestHotCounterSmoke(t *testing.T) {
 	hosts, err := testnode.Hosts()
 	require.NoError(t, err)
 	out := t.TempDir()
-	args := []string{"-hot-counter", "-hosts", strings.Join(hosts, ","), "-duration", "2s", "-writers", "4",
+	args := []string{"-hot-counter", "-hosts", strings.Join(hosts, ","), "-duration", "2s", "-warmup", "1s", "-writers", "4",
 		"-counters", "20", "-quiet", "-out", out, "-timeout", "15s"}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -48,6 +48,8 @@ func TestHotCounterSmoke(t *testing.T) {
 		assert.Positive(t, hc.TotalReads, hc.Name)
 		assert.Positive(t, hc.MaxPartitionRows, hc.Name)
 		assert.Positive(t, hc.MaxIndexRows, hc.Name)
+		assert.GreaterOrEqual(t, hc.RowsPerWrite, 1.0, hc.Name)
+		assert.Positive(t, hc.PartsSummedPerTotal, hc.Name)
 		assert.True(t, hc.TotalExact, "%s: %d of %d wrong, %d unconfirmed, %s", hc.Name, hc.CountersWrong,
 			hc.CountersChecked, hc.Unconfirmed, hc.FirstError)
 	}
