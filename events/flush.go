@@ -135,10 +135,11 @@ func (l *Log) send(k partKey, window time.Time, rows []*pendingRow) error {
 // writers cell, in one unlogged batch of one partition: Cassandra applies it as one mutation,
 // so a read that sees the mark sees the rows.
 func (l *Log) writeRows(ctx context.Context, k partKey, window time.Time, rows []*pendingRow) error {
+	now := l.cfg.now().UTC()
 	b := l.session.NewBatch(gocql.UnloggedBatch).WithContext(ctx).WithTimestamp(l.flush.stamp())
 	b.SetConsistency(l.cfg.consistency)
 	for _, r := range rows {
-		b.Query(l.q.insertEvent, r.e.Counter, window, k.part, r.e.ID, r.e.Delta)
+		b.Query(l.q.insertEvent, r.e.Counter, window, k.part, r.e.ID, r.e.Delta, now)
 	}
 	b.Query(l.q.markPart, l.flush.id, l.flush.numbers.Add(1), k.counter, window, k.part)
 	if err := l.session.ExecuteBatch(b); err != nil {

@@ -92,7 +92,7 @@ func NewLog(session *gocql.Session, opts ...Option) (*Log, error) {
 		active:  make(map[string]time.Time),
 		floors:  make(map[string]time.Time),
 		q: logQueries{
-			insertEvent:  "INSERT INTO " + we + " (counter, bucket, part, event_id, delta) VALUES (?, ?, ?, ?, ?)",
+			insertEvent:  "INSERT INTO " + we + " (counter, bucket, part, event_id, delta, recorded_at) VALUES (?, ?, ?, ?, ?, ?)",
 			insertWindow: "INSERT INTO " + wi + " (counter, day, bucket, parts) VALUES (?, ?, ?, ?)",
 			listWindows:  "SELECT bucket, parts FROM " + wi + " WHERE counter = ? AND day = ? AND bucket >= ? AND bucket < ?",
 			markPart:     "UPDATE " + we + " SET writers[?] = ? WHERE counter = ? AND bucket = ? AND part = ?",
