@@ -131,7 +131,8 @@ func (l *Log) readEnd(now time.Time) time.Time {
 
 // Lag returns how far behind the clock a rollup's watermark can be, with rollups run every
 // interval: a window is folded once its end plus the grace period and the settle time have
-// passed, at the next rollup after that. A total reads the events of that many seconds.
+// passed, at the next rollup after that. A total lists that many seconds of windows; it sums
+// on the node only those its Log has not summed since they last changed (see Total).
 func (l *Log) Lag(interval time.Duration) time.Duration {
 	return l.cfg.width + l.cfg.grace + l.cfg.settle + interval
 }

@@ -80,12 +80,14 @@ const (
 	// DefaultWindow, DefaultParts, DefaultGracePeriod and DefaultSettleTime shape a Log: one
 	// counter's events of one window are spread over DefaultParts partitions, each holding at
 	// most rate x window / parts rows (2,500 at 10k events/s), and a window is folded once
-	// window + grace + settle time have passed, so a total reads about four seconds of events.
+	// window + grace + settle time have passed, so a total lists about four seconds of windows
+	// and sums on the node the one filling now (see Log.Total).
 	DefaultWindow      = time.Second
 	DefaultParts       = 4
 	DefaultGracePeriod = 2 * time.Second
 	DefaultSettleTime  = time.Second
-	// MaxParts bounds WithParts: a total reads every part of every unfolded window.
+	// MaxParts bounds WithParts: a total reads every part of the filling window and the marks of
+	// every part of the other unfolded windows.
 	MaxParts = 256
 )
 
@@ -194,7 +196,8 @@ func WithBucketWidth(d time.Duration) Option {
 // MaxParts), by a hash of the event id. Pick it from the busiest counter's rate: a partition
 // holds rate x width / parts rows, to be kept under ~100,000 (the default holds 400k events/s
 // with 1 s windows); more parts also spread a hot counter's writes over more replicas, and cost
-// each total one more read per unfolded window. Parts may change at any time, also for counters
+// each total one more sum of the filling window and one more mark to check per unfolded window
+// (in the same query). Parts may change at any time, also for counters
 // with data: each writer records the parts it used for a window in the window index and reads
 // follow every recorded value, and a window written with several values is summed by event id,
 // so an event retried across the change still counts once. Log.
@@ -212,9 +215,9 @@ func WithLegacyBucketWidth(d time.Duration) Option {
 // WithGracePeriod sets how long after its window ends an event is still written in its own
 // window with one plain write (default 2 s; at least 1 s). A later event, or a later retry, is
 // still counted once: it takes the late path (a few reads and one LWT, see the package doc) and
-// lands in the window open then. A total reads every window not folded yet, so it reads about
-// rate x (width + grace + settle) events: a longer grace moves more of a lagging consumer's
-// events onto the one-write path, and makes every total of a hot counter slower. Log.
+// lands in the window open then. A longer grace moves more of a lagging consumer's events onto
+// the one-write path; it costs a total the marks of that many more windows (read in one query
+// with the others), and sums only of the windows written meanwhile. Log.
 func WithGracePeriod(d time.Duration) Option {
 	return Option{"WithGracePeriod", forLog, func(c *config) { c.grace = d }}
 }

@@ -22,8 +22,8 @@ func (l *Log) RollupEvery(ctx context.Context, interval time.Duration, onError f
 // of them is folded past the last window the Log wrote, and returns ctx.Err() when ctx is
 // done. It runs in the caller's goroutine (up to four rollups at a time); run it in every
 // process that records events, beside any number of other rollers: Rollup is exactly once
-// whoever runs it. A window is folded at most Lag(interval) after it starts, so a total reads
-// about that much of each counter's events. A failed Rollup is retried at the next tick;
+// whoever runs it. A window is folded at most Lag(interval) after it starts, so a total lists
+// about that much of each counter's windows. A failed Rollup is retried at the next tick;
 // onError, if not nil, is told about it. A counter whose writer stopped before its windows were
 // folded stays exact and is folded by the next Rollup of it from any process (RollupEvery, or
 // RunRollups in a process that records it again).

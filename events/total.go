@@ -30,11 +30,13 @@ const readConcurrency = 8
 //
 // A counter without events has total 0. The cost, whatever the counter's history, is three
 // rounds: the rollup row read beside the index slice from the last watermark this Log saw
-// (see tail), then one read per part of each unfolded window, each summed by the node (in
-// parallel, up to 8 at a time), then the index of the windows still written to listed again,
-// so a window whose writers changed their parts meanwhile is summed by event id (see
-// partsChanged). With rollups running, about rate x Lag(interval) events are summed, and none
-// of them is sent to the client.
+// (see tail), then the unfolded windows (see sumEach: one read per part summed by the node,
+// in parallel, up to 8 at a time, for the parts this Log has not summed since they last
+// changed, and one read of the marks of the others), then the index of the windows still
+// written to listed again, so a window whose writers changed their parts meanwhile is summed
+// by event id (see partsChanged). With rollups running, the node sums about the events of the
+// window filling now, and none of them is sent to the client; a part whose marks changed
+// after its window ended costs one more round.
 func (l *Log) Total(ctx context.Context, counter string) (int64, error) {
 	if err := l.checkCall(ctx); err != nil {
 		return 0, err
