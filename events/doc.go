@@ -19,8 +19,8 @@
 // Record writes one partition at a time per Log: the rows recorded for a partition while its
 // last write is in flight queue and go out together in its next write, one unlogged batch of
 // that partition, which Cassandra applies as a single mutation. A quiet counter's event is one
-// write as before; a hot one's writes carry many events each (one hot counter took about 22,000
-// events/s on the 2-core development machine, docs/benchmarks.md). Each write also sets the
+// write as before; a hot one's writes carry many events each, so the node takes a hot counter
+// at several times the rate of one write per event (docs/benchmarks.md). Each write also sets the
 // Log's mark in the partition's writers cell (a static map: the Log's random id to the write's
 // number), with write timestamps that only grow, so a write that lands after another always
 // leaves a changed mark.
@@ -39,8 +39,7 @@
 // a hot counter sums on the node the events of the window filling now (about rate x width / 2),
 // not the Lag(interval) = 4.5 s of events that RunRollups every 500 ms leaves unfolded with the
 // defaults, and its cost does not grow with history; a read racing a rollup neither misses nor
-// double-counts. Measured with make bench-hot-counter: one counter at 2,000 events/s, total p99
-// under 10 ms, every total exact (docs/benchmarks.md).
+// double-counts. make bench-hot-counter measures it (docs/benchmarks.md).
 //
 // Writers of releases before the writers cell do not set marks. While one of them still
 // records events (a rolling upgrade), a total of a Log of this release can miss, until the
