@@ -31,8 +31,9 @@ func pct(ds []time.Duration, p float64) time.Duration {
 	return ds[int(float64(len(ds)-1)*p)]
 }
 
-// oldTotal is the read path before tail, kept here only to be measured beside it in one run:
-// the row, then the index from its watermark, then one sum query per part (three rounds).
+// oldTotal is the read path before tail and before the Log cached sums, kept here only to be
+// measured beside Total in one run: the row, then the index from its watermark, then one sum
+// query per part of every unfolded window (three rounds, every unfolded event summed).
 func oldTotal(ctx context.Context, l *Log, counter string) (int64, int, error) {
 	st, err := l.readRollup(ctx, counter, false)
 	if err != nil {
@@ -65,7 +66,8 @@ func oldTotal(ctx context.Context, l *Log, counter string) (int64, int, error) {
 
 // TestMeasureTotal records one counter at RATE events/s (default 2,000) with 32 paced writers
 // and RunRollups every 500 ms, and for 30 s alternates Total with the earlier read path,
-// printing both latencies, the rollup row's own read and the rows each total sums on the node.
+// printing both latencies, the rollup row's own read, the unfolded rows the earlier path sums
+// and the partition sums Total took from the node and from its cache.
 func TestMeasureTotal(t *testing.T) {
 	rate, _ := strconv.Atoi(os.Getenv("RATE"))
 	if rate == 0 {
@@ -99,6 +101,7 @@ func TestMeasureTotal(t *testing.T) {
 	var rows, queries []int
 	start := time.Now()
 	a0 := acked.Load()
+	s0 := l.Stats()
 	for time.Since(start) < 30*time.Second {
 		t0 := time.Now()
 		if _, err := l.Total(ctx, "hot"); err != nil {
@@ -129,6 +132,9 @@ func TestMeasureTotal(t *testing.T) {
 		rows = append(rows, n)
 	}
 	rate2 := float64(acked.Load()-a0) / time.Since(start).Seconds()
+	s1 := l.Stats()
+	t.Logf("per Total: %.1f partitions summed by the node, %.1f reused from the cache (rollups included)",
+		float64(s1.Summed-s0.Summed)/float64(s1.Totals-s0.Totals), float64(s1.Reused-s0.Reused)/float64(s1.Totals-s0.Totals))
 	stop()
 	wg.Wait()
 	sort.Ints(rows)
