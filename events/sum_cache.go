@@ -38,8 +38,12 @@ func (c *sumCache) get(k partKey) (partSum, bool) {
 	return s, ok
 }
 
-// put stores s unless a final sum is there already (it is at least as new).
+// put stores s unless a final sum is there already (it is at least as new). A final sum keeps
+// no marks: it is never checked.
 func (c *sumCache) put(k partKey, s partSum) {
+	if s.final {
+		s.marks = nil
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if old, ok := c.m[k]; ok && old.final {
