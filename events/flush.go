@@ -2,6 +2,7 @@ package events
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -163,7 +164,7 @@ func (l *Log) observeRow(r *pendingRow, err error) {
 
 // wrapRecord names the event in an error of its write.
 func wrapRecord(e Event, err error) error {
-	if err == nil || err == errMissedWindow {
+	if err == nil || errors.Is(err, errMissedWindow) {
 		return err
 	}
 	return fmt.Errorf("events: record %q in %q: %w", e.ID, e.Counter, err)

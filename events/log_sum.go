@@ -46,10 +46,10 @@ func (l *Log) sum(ctx context.Context, counter string, legacy []time.Time, windo
 // slow writer); its cached sums are used only if the marks read now equal those read with them
 // (one query for every such part), since every write to a partition changes its writer's mark
 // (see flusher). A window still filling or ended less than quietAfter ago, and every part whose
-// marks changed, is summed again. So a hot counter's total sums on the node the events of the window filling
-// now, not those of its grace and settle time. One query per partition, not one naming
-// several: the node reads the partitions of an aggregate over an IN list one after another,
-// which measured slower than eight single-partition queries at once (docs/sizing.md).
+// marks changed, is summed again. So a hot counter's total sums on the node the events of the
+// window filling now, not those of its grace and settle time. One query per partition, not one
+// naming several: the node reads the partitions of an aggregate over an IN list one after
+// another, which measured slower than eight single-partition queries at once (docs/sizing.md).
 func (l *Log) sumEach(ctx context.Context, counter string, legacy []time.Time, windows []window, now time.Time) (int64, []int64, error) {
 	var reads []read
 	var checks []check
