@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"go.uber.org/goleak"
 	"os"
 	"os/exec"
 	"strings"
@@ -13,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/cassdedup/cassdedup/internal/leakcheck"
 	"github.com/cassdedup/cassdedup/internal/testnode"
 )
 
@@ -21,7 +21,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv(consumerEnv) != "" {
 		os.Exit(consumerMain(os.Args[1:]))
 	}
-	goleak.VerifyTestMain(m) // the test binary's own goroutines must not outlive the tests
+	leakcheck.Main(m) // the test binary's own goroutines must not outlive the tests
 }
 
 // TestRunEveryPaymentTakesEffectOnceAcrossAKill runs the example on the real broker and node

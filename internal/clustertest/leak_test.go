@@ -5,12 +5,10 @@ package clustertest
 import (
 	"testing"
 
-	"go.uber.org/goleak"
-
-	"github.com/cassdedup/cassdedup/internal/testnode"
+	"github.com/cassdedup/cassdedup/internal/leakcheck"
 )
 
 // TestMain fails the run when a goroutine that these tests started outlives them. The tests
-// kill, isolate and cut nodes, so the driver's pools may still be dialling one when the tests
-// end (see testnode.DriverReconnects).
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m, testnode.DriverReconnects()...) }
+// kill, isolate and cut nodes, so the driver's pools may still be dialling one, or waiting to
+// use a node that came back, when the tests end (see leakcheck).
+func TestMain(m *testing.M) { leakcheck.Main(m) }
