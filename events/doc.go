@@ -39,7 +39,10 @@
 // a hot counter sums on the node the events of the window filling now (about rate x width / 2),
 // not the Lag(interval) = 4.5 s of events that RunRollups every 500 ms leaves unfolded with the
 // defaults, and its cost does not grow with history; a read racing a rollup neither misses nor
-// double-counts. make bench-hot-counter measures it (docs/benchmarks.md).
+// double-counts. Concurrent Total calls of one counter share reads: each joins the next read,
+// which starts once the one in flight returns, so a counter read by every request of a popular
+// page costs at most one read in flight and one waiting, and every call still counts every
+// event acknowledged before it. make bench-hot-counter measures it (docs/benchmarks.md).
 //
 // Writers of releases before the writers cell do not set marks. While one of them still
 // records events (a rolling upgrade), a total of a Log of this release can miss, until the
@@ -215,8 +218,9 @@
 //
 // Log and Guard are safe for concurrent use by many goroutines and processes. Neither starts
 // goroutines that outlive a call, except the lease renewal that package lwt runs while a
-// handler runs, and a Log's writer of a partition's queue, which ends when the queue is empty
-// (within the window's grace and settle time at the latest); RunRollups and RollupEvery run in
+// handler runs, a Log's writer of a partition's queue, which ends when the queue is empty
+// (within the window's grace and settle time at the latest), and a Log's reader of a counter's
+// totals, which ends when no call waits for another read; RunRollups and RollupEvery run in
 // their caller's goroutine (and goroutines of their own that end with each pass) until its ctx
 // ends.
 package events

@@ -31,6 +31,7 @@ type Log struct {
 	started map[string]struct{}    // counters whose rollup row is known to have a since
 	active  map[string]time.Time   // counters recorded by this Log: the last window written
 	floors  map[string]time.Time   // the latest watermark seen per counter (see tail)
+	totals  map[string]*totalRead  // counters with a read in flight: the next read, nil if none yet
 
 	indexing flights.Set[windowKey, struct{}] // index writes in flight
 	starting flights.Set[string, struct{}]    // since writes in flight
@@ -91,6 +92,7 @@ func NewLog(session *gocql.Session, opts ...Option) (*Log, error) {
 		started: make(map[string]struct{}),
 		active:  make(map[string]time.Time),
 		floors:  make(map[string]time.Time),
+		totals:  make(map[string]*totalRead),
 		q: logQueries{
 			insertEvent:  "INSERT INTO " + we + " (counter, bucket, part, event_id, delta, recorded_at) VALUES (?, ?, ?, ?, ?, ?)",
 			insertWindow: "INSERT INTO " + wi + " (counter, day, bucket, parts) VALUES (?, ?, ?, ?)",

@@ -12,12 +12,13 @@ type LogStats struct {
 	// partition sums taken from the Log's cache instead (final, or checked unchanged by their
 	// marks), and Checks the queries that read marks.
 	Summed, Reused, Checks int64
-	// Totals is the Total calls that returned a total.
-	Totals int64
+	// Totals is the Total calls that returned a total, and TotalReads the reads made for them:
+	// concurrent calls of one counter share reads, so TotalReads can be far fewer.
+	Totals, TotalReads int64
 }
 
 type logCounters struct {
-	writes, rows, summed, reused, checks, totals atomic.Int64
+	writes, rows, summed, reused, checks, totals, reads atomic.Int64
 }
 
 // Stats returns a snapshot of the Log's counters.
@@ -27,5 +28,5 @@ func (l *Log) Stats() LogStats {
 	}
 	c := &l.stats
 	return LogStats{Writes: c.writes.Load(), Rows: c.rows.Load(), Summed: c.summed.Load(), Reused: c.reused.Load(),
-		Checks: c.checks.Load(), Totals: c.totals.Load()}
+		Checks: c.checks.Load(), Totals: c.totals.Load(), TotalReads: c.reads.Load()}
 }

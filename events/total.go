@@ -24,14 +24,21 @@ type rollupState struct {
 const readConcurrency = 8
 
 // Total returns the counter's total: its rollup plus every window from the rollup's own
-// watermark to now. Reading the windows from the watermark of the same row that gave the
-// total makes a read exact while a rollup races it: windows folded after the row was read are
-// still summed here (folding never deletes events) and none is counted twice.
+// watermark to now, counting every event whose Record returned before Total was called.
+// Reading the windows from the watermark of the same row that gave the total makes a read
+// exact while a rollup races it: windows folded after the row was read are still summed here
+// (folding never deletes events) and none is counted twice.
 //
-// A counter without events has total 0. The cost, whatever the counter's history, is three
-// rounds: the rollup row read beside the index slice from the last watermark this Log saw
-// (see tail), then the unfolded windows (see sumEach: one read per part summed by the node,
-// in parallel, up to 8 at a time, for the parts this Log has not summed since they last
+// Concurrent calls for one counter share reads: a call joins the next read of its counter,
+// which starts after the one in flight (if any) returns, so a popular counter read by many
+// requests at once costs at most one read in flight and one waiting, and every call still gets
+// a read that began after it was made. A call that stops waiting (ctx) leaves the read to the
+// others.
+//
+// A counter without events has total 0. The cost of a read, whatever the counter's history, is
+// three rounds: the rollup row read beside the index slice from the last watermark this Log
+// saw (see tail), then the unfolded windows (see sumEach: one read per part summed by the
+// node, in parallel, up to 8 at a time, for the parts this Log has not summed since they last
 // changed, and one read of the marks of the others), then the index of the windows still
 // written to listed again, so a window whose writers changed their parts meanwhile is summed
 // by event id (see partsChanged). With rollups running, the node sums about the events of the
@@ -44,6 +51,24 @@ func (l *Log) Total(ctx context.Context, counter string) (int64, error) {
 	if err := ValidateCounter(counter); err != nil {
 		return 0, err
 	}
+	if err := ctx.Err(); err != nil {
+		return 0, err // no read for a call that cannot wait for it
+	}
+	f := l.joinTotal(counter)
+	select {
+	case <-f.done:
+		if f.err != nil {
+			return 0, f.err
+		}
+		l.stats.totals.Add(1)
+		return f.total, nil
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+}
+
+// readTotal reads the counter's total once (see Total).
+func (l *Log) readTotal(ctx context.Context, counter string) (int64, error) {
 	now := l.cfg.now()
 	end := l.readEnd(now)
 	st, legacy, windows, err := l.tail(ctx, counter, end)
@@ -54,7 +79,7 @@ func (l *Log) Total(ctx context.Context, counter string) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	l.stats.totals.Add(1)
+	l.stats.reads.Add(1)
 	return st.total + sum, nil
 }
 

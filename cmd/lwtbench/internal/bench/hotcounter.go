@@ -248,9 +248,9 @@ func (h *hotRun) result(name string, c Config, elapsed time.Duration) HotCounter
 	if st.Writes > 0 {
 		hc.RowsPerWrite = float64(st.Rows) / float64(st.Writes)
 	}
-	if st.Totals > 0 {
-		hc.PartsSummedPerTotal = float64(st.Summed) / float64(st.Totals)
-		hc.PartsReusedPerTotal = float64(st.Reused) / float64(st.Totals)
+	if st.TotalReads > 0 { // one reader: a read per total
+		hc.PartsSummedPerTotal = float64(st.Summed) / float64(st.TotalReads)
+		hc.PartsReusedPerTotal = float64(st.Reused) / float64(st.TotalReads)
 	}
 	return hc
 }
