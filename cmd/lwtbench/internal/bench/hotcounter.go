@@ -93,13 +93,15 @@ func hotCounter(ctx context.Context, c Config, session *gocql.Session, keyspace 
 			return nil, nil, fmt.Errorf("warm-up: %w", err)
 		}
 	}
-	for _, n := range []int{1, c.Counters} {
+	for i, n := range []int{1, c.Counters} {
 		name := "one hot counter"
-		if n > 1 {
+		if i > 0 {
 			name = fmt.Sprintf("%d counters at once", n)
 		}
 		fmt.Fprintf(stderr, "lwtbench: %s for %s ...\n", name, c.Duration)
-		p, hc, err := hotCounterCase(ctx, c, session, keyspace, name, n)
+		// Each case counts on counters of its own: with -counters 1 the second case would
+		// otherwise add to the first case's counter and find its total off.
+		p, hc, err := hotCounterCase(ctx, c, session, keyspace, name, fmt.Sprintf("hot%d-", i+1), n)
 		if err != nil {
 			return nil, nil, fmt.Errorf("%s: %w", name, err)
 		}
@@ -126,8 +128,8 @@ func (h *hotRun) fail(err error) {
 	h.firstErr.CompareAndSwap(nil, &s)
 }
 
-func hotCounterCase(ctx context.Context, c Config, session *gocql.Session, keyspace, name string, n int) (PhaseResult, HotCounterCase, error) {
-	h, err := runHot(ctx, c, session, keyspace, fmt.Sprintf("hot-%d-", n), n, c.Duration)
+func hotCounterCase(ctx context.Context, c Config, session *gocql.Session, keyspace, name, prefix string, n int) (PhaseResult, HotCounterCase, error) {
+	h, err := runHot(ctx, c, session, keyspace, prefix, n, c.Duration)
 	if err != nil {
 		return PhaseResult{}, HotCounterCase{}, err
 	}

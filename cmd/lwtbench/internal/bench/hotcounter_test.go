@@ -57,3 +57,19 @@ func TestHotCounterSmoke(t *testing.T) {
 	assert.Contains(t, stdout.String(), "one hot counter")
 	assert.Contains(t, stdout.String(), "20 counters at once")
 }
+
+// TestHotCounterCasesCountApart runs -hot-counter with -counters 1: the second case counts on a
+// counter of its own, so both totals are exact (they shared one counter once, and the second
+// case's total was off by the first case's events).
+func TestHotCounterCasesCountApart(t *testing.T) {
+	hosts, err := testnode.Hosts()
+	require.NoError(t, err)
+	args := []string{"-hot-counter", "-hosts", strings.Join(hosts, ","), "-duration", "1s", "-warmup", "0", "-writers", "2",
+		"-counters", "1", "-quiet", "-out", t.TempDir(), "-timeout", "15s"}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	require.NoError(t, Run(ctx, args, noEnv, &stdout, &stderr), "stderr: %s", stderr.String())
+	assert.Contains(t, stdout.String(), "one hot counter: ")
+	assert.Equal(t, 2, strings.Count(stdout.String(), "exact true (0 of 1 counters wrong)"), stdout.String())
+}
