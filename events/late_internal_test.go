@@ -17,14 +17,8 @@ import (
 func TestLateClaimStoppedBeforeItsWrite(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	session, ks := testnode.NewSession(t)
-	t0 := time.Date(2025, 3, 1, 0, 0, 0, 0, time.UTC)
 	clock := testnode.NewClock(t0.Add(time.Hour))
-	newLog := func() *Log {
-		l, err := NewLog(session, WithKeyspace(ks), WithClock(clock.Now))
-		require.NoError(t, err)
-		return l
-	}
+	session, newLog := logsOn(t, clock)
 	crashed, other := newLog(), newLog()
 	total := func(want int64) {
 		t.Helper()
@@ -81,13 +75,9 @@ func TestLateClaimStoppedBeforeItsWrite(t *testing.T) {
 func TestLateWaitsForTheWindowToSettle(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	session, ks := testnode.NewSession(t)
-	t0 := time.Date(2025, 3, 1, 0, 0, 0, 0, time.UTC)
 	clock := testnode.NewClock(t0)
-	slow, err := NewLog(session, WithKeyspace(ks), WithClock(clock.Now))
-	require.NoError(t, err)
-	l, err := NewLog(session, WithKeyspace(ks), WithClock(clock.Now))
-	require.NoError(t, err)
+	session, newLog := logsOn(t, clock)
+	slow, l := newLog(), newLog()
 	e := Event{Counter: "c", ID: "e", Delta: 1, Time: t0}
 
 	clock.Set(t0.Add(DefaultWindow + DefaultGracePeriod + 300*time.Millisecond)) // closed, not settled
@@ -119,11 +109,9 @@ func TestLateWaitsForTheWindowToSettle(t *testing.T) {
 func TestOnTimeWriteRecheckedBeforeItIsSent(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	session, ks := testnode.NewSession(t)
-	t0 := time.Date(2025, 3, 1, 0, 0, 0, 0, time.UTC)
 	clock := testnode.NewClock(t0)
-	l, err := NewLog(session, WithKeyspace(ks), WithClock(clock.Now))
-	require.NoError(t, err)
+	session, newLog := logsOn(t, clock)
+	l := newLog()
 	e := Event{Counter: "c", ID: "e", Delta: 1, Time: t0}
 
 	clock.Set(t0.Add(DefaultWindow + DefaultGracePeriod)) // closed while the write was prepared

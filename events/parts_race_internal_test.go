@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -18,13 +17,9 @@ import (
 func TestTotalWhilePartsChange(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	session, ks := testnode.NewSession(t)
-	t0 := time.Date(2025, 3, 1, 0, 0, 0, 0, time.UTC)
 	clock := testnode.NewClock(t0)
-	four, err := NewLog(session, WithKeyspace(ks), WithClock(clock.Now), WithParts(4))
-	require.NoError(t, err)
-	seven, err := NewLog(session, WithKeyspace(ks), WithClock(clock.Now), WithParts(7))
-	require.NoError(t, err)
+	_, newLog := logsOn(t, clock)
+	four, seven := newLog(WithParts(4)), newLog(WithParts(7))
 	const n = 40
 	evs := make([]Event, n)
 	for i := range evs {

@@ -18,14 +18,8 @@ import (
 func TestRollupInterruptedBetweenItsSteps(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	session, ks := testnode.NewSession(t)
-	t0 := time.Date(2025, 3, 1, 0, 0, 0, 0, time.UTC)
 	clock := testnode.NewClock(t0)
-	newLog := func() *Log {
-		l, err := NewLog(session, WithKeyspace(ks), WithClock(clock.Now))
-		require.NoError(t, err)
-		return l
-	}
+	_, newLog := logsOn(t, clock)
 	crashed, other := newLog(), newLog()
 	for i := range 30 {
 		require.NoError(t, other.Record(ctx, Event{Counter: "c", ID: fmt.Sprint(i), Delta: 1, Time: t0.Add(time.Duration(i%3) * time.Second)}))

@@ -20,13 +20,9 @@ import (
 func TestCachedSumUsedOnlyWhileMarksHold(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	session, ks := testnode.NewSession(t)
-	t0 := time.Date(2025, 3, 1, 0, 0, 0, 0, time.UTC)
 	clock := testnode.NewClock(t0)
-	reader, err := NewLog(session, WithKeyspace(ks), WithClock(clock.Now), WithParts(1))
-	require.NoError(t, err)
-	writer, err := NewLog(session, WithKeyspace(ks), WithClock(clock.Now), WithParts(1))
-	require.NoError(t, err)
+	_, newLog := logsOn(t, clock)
+	reader, writer := newLog(WithParts(1)), newLog(WithParts(1))
 	for i := range 10 {
 		require.NoError(t, writer.Record(ctx, Event{Counter: "c", ID: fmt.Sprint(i), Delta: 1, Time: t0}))
 	}
@@ -73,11 +69,9 @@ func TestCachedSumUsedOnlyWhileMarksHold(t *testing.T) {
 func TestUnmarkedRowCountedOnceSettled(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	session, ks := testnode.NewSession(t)
-	t0 := time.Date(2025, 3, 1, 0, 0, 0, 0, time.UTC)
 	clock := testnode.NewClock(t0)
-	l, err := NewLog(session, WithKeyspace(ks), WithClock(clock.Now), WithParts(1))
-	require.NoError(t, err)
+	session, newLog := logsOn(t, clock)
+	l := newLog(WithParts(1))
 	require.NoError(t, l.Record(ctx, Event{Counter: "c", ID: "new", Delta: 1, Time: t0}))
 	clock.Set(t0.Add(DefaultWindow + 2*quietAfter))
 	got, err := l.Total(ctx, "c")
@@ -100,11 +94,10 @@ func TestUnmarkedRowCountedOnceSettled(t *testing.T) {
 func TestConcurrentRecordsShareWrites(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	session, ks := testnode.NewSession(t)
 	t0 := time.Now().UTC().Truncate(time.Hour)
 	clock := testnode.NewClock(t0)
-	l, err := NewLog(session, WithKeyspace(ks), WithClock(clock.Now), WithParts(1))
-	require.NoError(t, err)
+	_, newLog := logsOn(t, clock)
+	l := newLog(WithParts(1))
 	require.NoError(t, l.Record(ctx, Event{Counter: "c", ID: "first", Delta: 1, Time: t0})) // starts and indexes
 	writes := l.flush.numbers.Load()
 	const n = 200
