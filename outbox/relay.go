@@ -101,12 +101,17 @@ func NewRelay(session *gocql.Session, pub Publisher, opts ...Option) (*Relay, er
 
 // Run makes a pass every poll interval until ctx ends, then gives its shards up so another relay
 // takes them at once, and returns ctx.Err(). A pass's error is not fatal: what it left is
-// retried on the next pass. onPass, if not nil, sees each pass's stats and error.
+// retried on the next pass. onPass, if not nil, sees each pass's stats and error; a pass cut
+// short because ctx ended reports no error, since stopping is not a failure and what it left is
+// retried by the next relay.
 func (r *Relay) Run(ctx context.Context, onPass func(Stats, error)) error {
 	t := time.NewTicker(r.cfg.poll)
 	defer t.Stop()
 	for {
 		st, err := r.Poll(ctx)
+		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+			err = nil
+		}
 		if onPass != nil {
 			onPass(st, err)
 		}

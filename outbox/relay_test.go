@@ -61,3 +61,19 @@ func TestRelayAfterStoppedRelay(t *testing.T) {
 	require.Len(t, first.msgs, 1)
 	assert.Equal(t, "o-before-stop", first.msgs[0].Key)
 }
+
+// TestRelayStoppingReportsNoError: a pass cut short because Run's ctx ended is no failure, so
+// onPass sees no error for it (a relay's owner would otherwise log every shard's "context
+// canceled" at each shutdown), and Run returns the ctx's error.
+func TestRelayStoppingReportsNoError(t *testing.T) {
+	e := newEnv(t)
+	r := e.relay(t, &recorder{})
+	stopped, stop := context.WithCancel(ctxT(t))
+	stop()
+	_, err := r.Poll(stopped)
+	require.ErrorIs(t, err, context.Canceled, "the pass is cut short")
+	var passes []error
+	require.ErrorIs(t, r.Run(stopped, func(_ Stats, err error) { passes = append(passes, err) }), context.Canceled)
+	require.Len(t, passes, 1)
+	assert.NoError(t, passes[0])
+}
