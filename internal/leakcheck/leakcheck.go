@@ -11,10 +11,11 @@ import (
 )
 
 // Main runs the tests of m and fails the binary if they leave a goroutine running that is not
-// one of Driver's. Call it from TestMain.
-func Main(m *testing.M) { goleak.VerifyTestMain(m, Driver()...) }
+// one of the driver's listed in driverGoroutines. Call it from TestMain.
+func Main(m *testing.M) { goleak.VerifyTestMain(m, driverGoroutines()...) }
 
-// Driver returns the goleak options for gocql's goroutines that outlive their session's Close:
+// driverGoroutines returns the goleak options for gocql's goroutines that outlive their
+// session's Close:
 //   - a pool whose dial to a node failed (a node a test stopped, cut off or slowed down, or a
 //     connection that timed out on a loaded machine) sleeps a second before it tries again, as
 //     many times as its reconnection policy allows, and only then sees that its session is closed
@@ -22,7 +23,7 @@ func Main(m *testing.M) { goleak.VerifyTestMain(m, Driver()...) }
 //   - a node's UP event is handled in a goroutine that first sleeps the driver's node-up delay
 //     (10 s for Cassandra 5.0, gocql's handleNodeUp): a node brought back in a test's last seconds
 //     left one sleeping after the tests ended (internal/clustertest on a loaded CI run).
-func Driver() []goleak.Option {
+func driverGoroutines() []goleak.Option {
 	return []goleak.Option{
 		goleak.IgnoreAnyFunction("github.com/gocql/gocql.(*hostConnPool).connectMany"),
 		goleak.IgnoreAnyFunction("github.com/gocql/gocql.(*hostConnPool).connect"),
