@@ -101,19 +101,16 @@ func NewRelay(session *gocql.Session, pub Publisher, opts ...Option) (*Relay, er
 
 // Run makes a pass every poll interval until ctx ends, then gives its shards up so another relay
 // takes them at once, and returns ctx.Err(). A pass's error is not fatal: what it left is
-// retried on the next pass. onPass, if not nil, sees each pass's stats and error; a pass cut
-// short because ctx ended reports no error, since stopping is not a failure and what it left is
-// retried by the next relay.
+// retried on the next pass. onPass, if not nil, sees each pass's stats and error; the shards
+// of a pass cut short because ctx ended report no error, since stopping is not a failure and
+// what they left is retried by the next relay.
 func (r *Relay) Run(ctx context.Context, onPass func(Stats, error)) error {
 	t := time.NewTicker(r.cfg.poll)
 	defer t.Stop()
 	for {
 		st, err := r.Poll(ctx)
-		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
-			err = nil
-		}
 		if onPass != nil {
-			onPass(st, err)
+			onPass(st, withoutStop(err, ctx.Err()))
 		}
 		select {
 		case <-ctx.Done():
@@ -214,4 +211,24 @@ func (r *Relay) Held() map[int]int64 {
 		out[s] = sh.claim.Fence
 	}
 	return out
+}
+
+// withoutStop returns a pass's error without the parts that stop, the error of the ended
+// context of the pass (nil while it runs), caused: the shards that failed for another reason
+// are still reported.
+func withoutStop(err, stop error) error {
+	if err == nil || stop == nil {
+		return err
+	}
+	parts := []error{err}
+	if joined, ok := err.(interface{ Unwrap() []error }); ok {
+		parts = joined.Unwrap()
+	}
+	var kept []error
+	for _, e := range parts {
+		if !errors.Is(e, stop) {
+			kept = append(kept, e)
+		}
+	}
+	return errors.Join(kept...)
 }

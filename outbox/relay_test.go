@@ -2,6 +2,8 @@ package outbox
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -76,4 +78,20 @@ func TestRelayStoppingReportsNoError(t *testing.T) {
 	require.ErrorIs(t, r.Run(stopped, func(_ Stats, err error) { passes = append(passes, err) }), context.Canceled)
 	require.Len(t, passes, 1)
 	assert.NoError(t, passes[0])
+}
+
+// TestWithoutStopKeepsOtherFailures: of a pass's joined shard errors, only those caused by the
+// relay's own stop are dropped; while the relay runs, nothing is.
+func TestWithoutStopKeepsOtherFailures(t *testing.T) {
+	timeout := errors.New("write timeout")
+	stopped := fmt.Errorf("shard 3: %w", context.Canceled)
+	assert.NoError(t, withoutStop(nil, context.Canceled))
+	assert.NoError(t, withoutStop(stopped, context.Canceled))
+	assert.NoError(t, withoutStop(errors.Join(stopped, stopped), context.Canceled))
+	err := withoutStop(errors.Join(stopped, timeout), context.Canceled)
+	assert.ErrorIs(t, err, timeout)
+	assert.NotErrorIs(t, err, context.Canceled)
+	assert.ErrorIs(t, withoutStop(timeout, context.Canceled), timeout)
+	assert.ErrorIs(t, withoutStop(stopped, nil), context.Canceled, "a running relay reports every error")
+	assert.ErrorIs(t, withoutStop(stopped, context.DeadlineExceeded), context.Canceled, "only the stop's own error is dropped")
 }
