@@ -229,15 +229,17 @@ func TestBadArgumentsNeverPanicOrWrite(t *testing.T) {
 	assert.ErrorIs(t, s.Own(ctx, Key{"owned"}, 2, nil, nil), ErrInvalidArgument)
 }
 
-// TestClaimReadableWhileRenewing reads the claim fn sees while its lease is renewed many times
-// (run with -race): each read is a consistent copy, and the lease it shows only moves forward.
+// TestClaimReadableWhileRenewing reads the claim fn sees while its lease is renewed several
+// times (run with -race): each read is a consistent copy, and the lease it shows only moves
+// forward. The lease is 3 s, renewed every second: a 1 s lease left a renewal a third of a
+// second, which a loaded CI run's node once took longer than, and the run lost its lease.
 func TestClaimReadableWhileRenewing(t *testing.T) {
 	t.Parallel()
-	s, _, _ := newTestStore(t, WithLease(time.Second))
+	s, _, _ := newTestStore(t, WithLease(3*time.Second))
 	ctx := ctxT(t)
 	var leases []time.Time
 	_, err := s.ExecuteOnce(ctx, IdempotencyKey("tenant", "renewing"), func(ctx context.Context) ([]byte, error) {
-		deadline := time.Now().Add(2 * time.Second) // about six renewals
+		deadline := time.Now().Add(3500 * time.Millisecond) // three renewals
 		for time.Now().Before(deadline) {
 			c, ok := ClaimFromContext(ctx)
 			if !ok {
