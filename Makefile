@@ -170,14 +170,16 @@ cluster-down:
 
 ## test-cluster: the tests that kill, isolate and cut nodes (internal/clustertest, build tag
 ## cluster) on a cluster of three nodes in two datacentres, started for the run and torn down
-## after it, on failure too. Each scenario prints a REPORT row for docs/clusters.md's table.
+## after it, on failure too. Each scenario prints a REPORT row for docs/clusters.md's table; a
+## failed assertion prints its whole message (the error too), the rest is in out/cluster.log.
 ## A loaded two-core machine takes minutes to restart a node: the bound is generous.
 CLUSTER_TIMEOUT ?= 40m
 test-cluster:
 	@mkdir -p $(OUT)
 	@trap '$(CLUSTER) down' EXIT; $(CLUSTER) up; \
 	CLUSTER_HOSTS=$$($(CLUSTER) hosts) $(GO) test -tags cluster -race -count=1 -timeout $(CLUSTER_TIMEOUT) -v ./internal/clustertest/ 2>&1 \
-	  | tee $(OUT)/cluster.log | grep -E '^(=== RUN|\s*--- |ok|FAIL|PASS|panic)|REPORT|Error:|Messages:'
+	  | tee $(OUT)/cluster.log | awk '{ if ($$0 ~ /Error:/) e = 1; else if (e && $$0 !~ /^ +\t/) e = 0 } \
+	    e || /^(=== RUN|[[:space:]]*--- |ok|FAIL|PASS|panic)|REPORT/ { print; fflush() }'
 
 ## test-faults: the crash tests (internal/crashtest, build tag faults), a few minutes. Each test
 ## starts durable nodes of its own on 127.0.0.71-74:9342 through node.sh, kills, restarts or

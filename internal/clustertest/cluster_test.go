@@ -255,11 +255,12 @@ func (c *cluster) keyspace(name string, repl schema.Replication) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	var err error
-	for range 3 {
-		if err = schema.Apply(ctx, admin, schema.WithKeyspace(name), schema.WithReplication(repl)); err == nil {
+	for try := 1; ; try++ {
+		if err = schema.Apply(ctx, admin, schema.WithKeyspace(name), schema.WithReplication(repl)); err == nil || try == 3 {
 			break
 		}
 		c.t.Logf("apply schema to %s: %v; trying again", name, err)
+		time.Sleep(2 * time.Second) // what failed at once (a node not yet agreeing) takes seconds to pass
 	}
 	require.NoError(c.t, err)
 	c.t.Cleanup(func() {

@@ -12,6 +12,8 @@
 #   node.sh kill     SIGKILL by its PID, as a crash or power cut would stop it: nothing is
 #                    flushed and the data stays, for `restart` (which replays the commitlog)
 #   node.sh status   exit 0 when the node answers CQL
+#   node.sh joined N wait until the node holds N peers in its ring with their datacentres (a
+#                    node answers CQL before gossip has told it of the nodes started beside it)
 #   node.sh fetch    only resolve the jars
 #   node.sh log      print the node's log file
 #   node.sh nodetool ARGS  run nodetool against the node (needs CASSANDRA_JMX_PORT)
@@ -358,8 +360,12 @@ case "${1:-}" in
   restart) restart ;;
   kill) crash ;;
   status) running_pid >/dev/null && cql_ready ;;
+  joined)
+    [[ "${2:-}" =~ ^[0-9]+$ ]] || die "usage: node.sh joined N (the number of peers)"
+    pid=$(running_pid) || die "no node runs for $run_dir"
+    cql_ready -peers "$2" -wait "${start_timeout}s" -pid "$pid" ;;
   fetch) fetch ;;
   log) cat "$log_dir/system.log" ;;
   nodetool) shift; nodetool "$@" ;;
-  *) die "usage: node.sh up|down|restart|kill|status|fetch|log|nodetool ARGS" ;;
+  *) die "usage: node.sh up|down|restart|kill|status|joined N|fetch|log|nodetool ARGS" ;;
 esac

@@ -169,6 +169,9 @@ up() {
   local pids=()
   for i in $(seq 2 "$nodes"); do node "$i" up & pids+=($!); done
   for p in "${pids[@]}"; do wait "$p"; done
+  # Each node answers CQL before gossip has told it of the others; until then it refuses a
+  # keyspace with replicas in a datacentre it has not heard of.
+  for i in $(seq 1 "$nodes"); do node "$i" joined $((nodes - 1)); done
   trap - ERR
   say "$nodes nodes in $dcs datacentre(s) up after $((SECONDS - started))s: $(hosts)"
 }

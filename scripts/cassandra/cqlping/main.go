@@ -2,6 +2,12 @@
 // version and paxos variant. node.sh uses it as the node's readiness check. It takes the
 // cassdedup command's connection flags (-hosts, -username, -tls-ca, ...), so it also waits for
 // a node with password authentication until its default superuser exists.
+//
+// With -peers N it also waits until the node holds N peers in its ring, each with its
+// datacentre and tokens. A node answers CQL before gossip has told it of the nodes that started
+// beside it, and until then it refuses a keyspace that places replicas in their datacentre
+// ("Unrecognized strategy option {dc2} passed to NetworkTopologyStrategy"), so a cluster is up
+// only when every node knows every other.
 package main
 
 import (
@@ -29,15 +35,20 @@ func run() error {
 	conn.Register(flag.CommandLine, nil)
 	wait := flag.Duration("wait", 0, "keep trying this long before giving up")
 	pid := flag.Int("pid", 0, "stop waiting early when this process exits")
+	peers := flag.Int("peers", 0, "also wait until the node holds this many peers in its ring, each with its datacentre and tokens")
 	flag.Parse()
 	if _, err := conn.Cluster(); err != nil {
 		return err // a bad setting: no point in waiting
 	}
 	deadline := time.Now().Add(*wait)
 	for {
-		version, paxos, err := ping(&conn)
+		version, paxos, err := ping(&conn, *peers)
 		if err == nil {
-			fmt.Fprintf(os.Stderr, "cqlping: Cassandra %s answers, paxos_variant %s\n", version, paxos)
+			ring := ""
+			if *peers > 0 {
+				ring = fmt.Sprintf(", %d peers in its ring", *peers)
+			}
+			fmt.Fprintf(os.Stderr, "cqlping: Cassandra %s answers, paxos_variant %s%s\n", version, paxos, ring)
 			return nil
 		}
 		if *pid > 0 && syscall.Kill(*pid, 0) != nil {
@@ -52,7 +63,7 @@ func run() error {
 
 // ping connects with a configuration of its own: gocql's token-aware policy, which the
 // recommended configuration uses, serves one session only.
-func ping(conn *connect.Config) (version, paxos string, err error) {
+func ping(conn *connect.Config, peers int) (version, paxos string, err error) {
 	cluster, err := conn.Cluster()
 	if err != nil {
 		return "", "", err
@@ -72,5 +83,30 @@ func ping(conn *connect.Config) (version, paxos string, err error) {
 		paxos = "unknown"
 		err = nil
 	}
-	return version, paxos, err
+	if err != nil {
+		return "", "", err
+	}
+	if known, err := ringPeers(session); err != nil {
+		return "", "", err
+	} else if known < peers {
+		return "", "", fmt.Errorf("the node holds %d of %d peers in its ring", known, peers)
+	}
+	return version, paxos, nil
+}
+
+// ringPeers counts the peers the node has learnt with a datacentre and tokens: the ones it
+// can place replicas on.
+func ringPeers(session *gocql.Session) (int, error) {
+	iter := session.Query(`SELECT data_center, tokens FROM system.peers_v2`).Iter()
+	var (
+		dc     string
+		tokens []string
+		known  int
+	)
+	for iter.Scan(&dc, &tokens) {
+		if dc != "" && len(tokens) > 0 {
+			known++
+		}
+	}
+	return known, iter.Close()
 }
