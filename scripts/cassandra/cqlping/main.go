@@ -42,11 +42,11 @@ func run() error {
 	}
 	deadline := time.Now().Add(*wait)
 	for {
-		version, paxos, err := ping(&conn, *peers)
+		version, paxos, known, err := ping(&conn, *peers)
 		if err == nil {
 			ring := ""
 			if *peers > 0 {
-				ring = fmt.Sprintf(", %d peers in its ring", *peers)
+				ring = fmt.Sprintf(", %d peers in its ring", known)
 			}
 			fmt.Fprintf(os.Stderr, "cqlping: Cassandra %s answers, paxos_variant %s%s\n", version, paxos, ring)
 			return nil
@@ -62,36 +62,35 @@ func run() error {
 }
 
 // ping connects with a configuration of its own: gocql's token-aware policy, which the
-// recommended configuration uses, serves one session only.
-func ping(conn *connect.Config, peers int) (version, paxos string, err error) {
+// recommended configuration uses, serves one session only. It counts the node's ring peers
+// only when asked to wait for some (peers > 0): the plain readiness check needs no third query.
+func ping(conn *connect.Config, peers int) (version, paxos string, known int, err error) {
 	cluster, err := conn.Cluster()
 	if err != nil {
-		return "", "", err
+		return "", "", 0, err
 	}
 	// One node: looking up peers only slows the check.
 	cluster.DisableInitialHostLookup = true
 	session, err := cluster.CreateSession()
 	if err != nil {
-		return "", "", err
+		return "", "", 0, err
 	}
 	defer session.Close()
 	if err := session.Query(`SELECT release_version FROM system.local`).Scan(&version); err != nil {
-		return "", "", err
+		return "", "", 0, err
 	}
 	err = session.Query(`SELECT value FROM system_views.settings WHERE name = 'paxos_variant'`).Scan(&paxos)
 	if errors.Is(err, gocql.ErrNotFound) {
 		paxos = "unknown"
 		err = nil
 	}
-	if err != nil {
-		return "", "", err
+	if err != nil || peers == 0 {
+		return version, paxos, 0, err
 	}
-	if known, err := ringPeers(session); err != nil {
-		return "", "", err
-	} else if known < peers {
-		return "", "", fmt.Errorf("the node holds %d of %d peers in its ring", known, peers)
+	if known, err = ringPeers(session); err == nil && known < peers {
+		err = fmt.Errorf("the node holds %d of %d peers in its ring", known, peers)
 	}
-	return version, paxos, nil
+	return version, paxos, known, err
 }
 
 // ringPeers counts the peers the node has learnt with a datacentre and tokens: the ones it
