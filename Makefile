@@ -147,7 +147,7 @@ go-test:
 	@mkdir -p $(OUT)
 	@for m in $(MODULES); do echo "go test $$m"; \
 	  CQLSH=$(CQLSH) $(GO) -C $$m test -race -count=1 -timeout $(TEST_TIMEOUT) -v ./... 2>&1 || true; done \
-	  | tee $(OUT)/test.log | grep -E '^(go test |ok|FAIL|panic|--- FAIL|--- SKIP|\s+--- FAIL)|^\S+\.go:[0-9]+' || true
+	  | tee $(OUT)/test.log | grep -E '^(go test |ok|FAIL|panic|goleak|--- FAIL|--- SKIP|\s+--- FAIL)|^\S+\.go:[0-9]+' || true
 	@scripts/test-summary.sh $(OUT)/test.log
 
 ## cqlsh: the real CQL shell from PyPI in a private virtualenv (the schema tests run it).
