@@ -26,9 +26,13 @@ const grace = 10 * time.Second
 func Main(m *testing.M) {
 	code := m.Run()
 	if code == 0 {
+		start := time.Now()
+		first := goleak.Find(driverGoroutines()...)
 		if err := find(grace, driverGoroutines()...); err != nil {
 			fmt.Fprintf(os.Stderr, "goleak: goroutines still running %v after the tests ended: %v\n", grace, err)
 			code = 1
+		} else if first != nil { // worth knowing: what ends late on a loaded machine
+			fmt.Fprintf(os.Stderr, "leakcheck: goroutines ended %v after the tests: %.3000v\n", time.Since(start).Round(time.Millisecond), first)
 		}
 	}
 	os.Exit(code)
