@@ -27,25 +27,34 @@ func Main(m *testing.M) {
 	code := m.Run()
 	if code == 0 {
 		start := time.Now()
-		first := goleak.Find(driverGoroutines()...)
-		if err := find(grace, driverGoroutines()...); err != nil {
+		late, err := find(grace, driverGoroutines()...)
+		switch {
+		case err != nil:
 			fmt.Fprintf(os.Stderr, "goleak: goroutines still running %v after the tests ended: %v\n", grace, err)
 			code = 1
-		} else if first != nil { // worth knowing: what ends late on a loaded machine
-			fmt.Fprintf(os.Stderr, "leakcheck: goroutines ended %v after the tests: %.3000v\n", time.Since(start).Round(time.Millisecond), first)
+		case late != nil: // worth knowing: what ends late on a loaded machine
+			fmt.Fprintf(os.Stderr, "leakcheck: goroutines ended %v after the tests: %.3000v\n", time.Since(start).Round(time.Millisecond), late)
 		}
 	}
 	os.Exit(code)
 }
 
-// find returns goleak's report of the goroutines other than the caller's that are still running
-// once wait has passed, or nil as soon as there are none.
-func find(wait time.Duration, opts ...goleak.Option) error {
+// find waits up to wait for the goroutines other than the caller's to end. It returns goleak's
+// report of those still running once wait has passed (err), and its first report (late), which
+// names the goroutines that outlived goleak's own wait even if they ended later; both are nil
+// when every goroutine ended within goleak's wait.
+func find(wait time.Duration, opts ...goleak.Option) (late, err error) {
 	deadline := time.Now().Add(wait)
 	for {
-		err := goleak.Find(opts...)
-		if err == nil || time.Now().After(deadline) {
-			return err
+		err = goleak.Find(opts...)
+		if err == nil {
+			return late, nil
+		}
+		if late == nil {
+			late = err
+		}
+		if time.Now().After(deadline) {
+			return late, err
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

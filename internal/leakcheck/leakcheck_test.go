@@ -6,21 +6,30 @@ import (
 	"time"
 )
 
-// A goroutine that ends within the wait is not a leak, however late it ends; one that is still
-// running when the wait is over is reported by the function it runs.
+// A goroutine that ends within the wait is not a leak, however late it ends, but one that
+// outlived goleak's own wait is named as late; one still running when the wait is over is
+// reported by the function it runs.
 func TestFindWaitsForGoroutinesThatEnd(t *testing.T) {
-	late := make(chan struct{})
-	go func() { <-late }()
-	time.AfterFunc(300*time.Millisecond, func() { close(late) })
-	if err := find(5*time.Second, driverGoroutines()...); err != nil {
+	if late, err := find(time.Second, driverGoroutines()...); late != nil || err != nil {
+		t.Fatalf("with no goroutine of the test's running: late %v, err %v", late, err)
+	}
+
+	ends := make(chan struct{})
+	go blockUntil(ends)
+	time.AfterFunc(time.Second, func() { close(ends) }) // past goleak's own wait of under half a second
+	late, err := find(5*time.Second, driverGoroutines()...)
+	if err != nil {
 		t.Fatalf("a goroutine that ended within the wait was reported: %v", err)
+	}
+	if late == nil || !strings.Contains(late.Error(), "leakcheck.blockUntil") {
+		t.Fatalf("a goroutine that ended after goleak's own wait is not named as late: %v", late)
 	}
 
 	stuck := make(chan struct{})
 	defer close(stuck)
 	go blockUntil(stuck)
 	start := time.Now()
-	err := find(time.Second, driverGoroutines()...)
+	_, err = find(time.Second, driverGoroutines()...)
 	if err == nil {
 		t.Fatal("a goroutine still running after the wait was not reported")
 	}
