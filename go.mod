@@ -1,6 +1,8 @@
 module github.com/cassdedup/cassdedup
 
-go 1.25.0
+go 1.26.0
+
+toolchain go1.27.3
 
 require (
 	github.com/bits-and-blooms/bloom/v3 v3.7.1

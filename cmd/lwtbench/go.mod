@@ -2,6 +2,8 @@ module github.com/cassdedup/cassdedup/cmd/lwtbench
 
 go 1.26.0
 
+toolchain go1.27.3
+
 require (
 	github.com/HdrHistogram/hdrhistogram-go v1.4.0
 	github.com/cassdedup/cassdedup v0.0.0-00010101000000-000000000000
