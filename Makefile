@@ -224,14 +224,21 @@ schema:
 	@$(call with_cassandra,$(GO) run ./cmd/cassdedup schema apply -hosts "$$CASSANDRA_HOSTS")
 
 ## vulncheck: govulncheck over every module: the known vulnerabilities that each module's code
-## reaches through its dependencies. It needs the Go vulnerability database (vuln.go.dev, or
-## GOVULNDB=file:///a/local/copy), so it is not part of `make test`. GOVULNCHECK names the binary
-## (default: govulncheck on the PATH, else in $(shell go env GOPATH)/bin).
-GOVULNCHECK ?= $(or $(shell command -v govulncheck),$(shell $(GO) env GOPATH)/bin/govulncheck)
+## reaches through its dependencies and the standard library of the toolchain its go.mod names
+## (GOTOOLCHAIN=auto, so the `toolchain` line is honoured even where the installed Go says
+## local). Not part of `make test`. The database is GOVULNDB when set (https://vuln.go.dev, or
+## file:///a/local/copy), else a local copy that scripts/vuln/vulndb.sh builds once from the
+## golang.org/x/vulndb module into the cache (vuln.go.dev need not be reachable). GOVULNCHECK
+## names the binary, else the script installs govulncheck from the module proxy into the cache.
+VULNDB_SH := scripts/vuln/vulndb.sh
+TOOLCHAIN := $(shell sed -n 's/^toolchain //p' go.mod)
 vulncheck:
-	@[ -x "$(GOVULNCHECK)" ] || { echo "no govulncheck: go install golang.org/x/vuln/cmd/govulncheck@latest"; exit 1; }
-	@fail=0; for m in $(MODULES); do echo "govulncheck $$m"; \
-	  (cd $$m && $(GOVULNCHECK) $${GOVULNDB:+-db "$$GOVULNDB"} ./...) || fail=1; done; exit $$fail
+	@gvc='$(GOVULNCHECK)'; db='$(GOVULNDB)'; \
+	gvc=$${gvc:-$$(GO=$(GO) GOTOOLCHAIN=$${GOTOOLCHAIN:-$(TOOLCHAIN)} $(VULNDB_SH) govulncheck)}; \
+	db=$${db:-$$(GO=$(GO) $(VULNDB_SH) db)}; \
+	echo "govulncheck: $$gvc, database $$db"; \
+	fail=0; for m in $(MODULES); do echo "govulncheck $$m"; \
+	  (cd $$m && GOTOOLCHAIN=$${GOTOOLCHAIN:-auto} $$gvc -db "$$db" ./...) || fail=1; done; exit $$fail
 
 ## fuzz: run each fuzz target of every module for FUZZTIME (default 20s).
 FUZZTIME ?= 20s
