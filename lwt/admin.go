@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/gocql/gocql"
+
+	"github.com/cassdedup/cassdedup/lwt/cas"
 )
 
 // adminStatements are the operator's statements: an inspection read, the two repairs and the
@@ -56,7 +58,7 @@ func (s *Store) Inspect(ctx context.Context, key Key) (*Inspection, error) {
 		return nil, err
 	}
 	start := time.Now()
-	row, found, err := ReadSerial(ctx, s.session.Query(s.adm.inspect, key...), s.cfg.serial)
+	row, found, err := cas.ReadSerial(ctx, s.session.Query(s.adm.inspect, key...), s.cfg.serial)
 	s.record(Observation{Kind: ObservedLWT, Key: key, Op: "read", Applied: found, Latency: time.Since(start), Err: err})
 	if err != nil {
 		return nil, err
@@ -67,7 +69,7 @@ func (s *Store) Inspect(ctx context.Context, key Key) (*Inspection, error) {
 	return s.inspection(key, row), nil
 }
 
-func (s *Store) inspection(key Key, row Row) *Inspection {
+func (s *Store) inspection(key Key, row cas.Row) *Inspection {
 	in := &Inspection{Key: key, Record: *recordFromRow(row), TTL: time.Duration(get[int](row, "status_ttl")) * time.Second}
 	in.LiveLease = in.Status == StatusStarted && in.LeaseLive(s.now())
 	return in
@@ -152,14 +154,14 @@ func (s *Store) ReleaseKey(ctx context.Context, key Key, opts ...AdminOption) (A
 	if err != nil {
 		return AdminResult{}, err
 	}
-	return s.administer(ctx, key, cfg, "admin-release", func(in *Inspection) (bool, *gocql.Query, func(Row, bool) bool) {
+	return s.administer(ctx, key, cfg, "admin-release", func(in *Inspection) (bool, *gocql.Query, func(cas.Row, bool) bool) {
 		if in.Status == StatusReleased {
 			return false, nil, nil
 		}
 		now := s.now().Truncate(time.Millisecond)
 		args := append([]any{s.keepTTL(in, now), s.clip([]byte(cfg.note)), now}, key...)
 		args = append(args, fenceArgs(in)...)
-		released := func(row Row, found bool) bool {
+		released := func(row cas.Row, found bool) bool {
 			r := recordFromRow(row)
 			return found && r.Status == StatusReleased && r.Owner == in.Owner && r.Fence == in.Fence && r.UpdatedAt.Equal(now)
 		}
@@ -179,10 +181,10 @@ func (s *Store) Delete(ctx context.Context, key Key, opts ...AdminOption) (Admin
 	if err != nil {
 		return AdminResult{}, err
 	}
-	return s.administer(ctx, key, cfg, "admin-delete", func(in *Inspection) (bool, *gocql.Query, func(Row, bool) bool) {
+	return s.administer(ctx, key, cfg, "admin-delete", func(in *Inspection) (bool, *gocql.Query, func(cas.Row, bool) bool) {
 		args := append(append([]any{}, key...), fenceArgs(in)...)
 		// Only a new claim can create the row again, and it has a new random owner.
-		gone := func(row Row, found bool) bool {
+		gone := func(row cas.Row, found bool) bool {
 			r := recordFromRow(row)
 			return !found || r.Owner != in.Owner || r.Fence != in.Fence
 		}
@@ -193,7 +195,7 @@ func (s *Store) Delete(ctx context.Context, key Key, opts ...AdminOption) (Admin
 // administer reads key, lets decide choose a fenced write, and runs it through Resolve until
 // it applies or is not needed.
 func (s *Store) administer(ctx context.Context, key Key, cfg adminConfig, op string,
-	decide func(*Inspection) (bool, *gocql.Query, func(Row, bool) bool)) (AdminResult, error) {
+	decide func(*Inspection) (bool, *gocql.Query, func(cas.Row, bool) bool)) (AdminResult, error) {
 	for range adminRounds {
 		in, err := s.Inspect(ctx, key)
 		if err != nil {
@@ -210,9 +212,9 @@ func (s *Store) administer(ctx context.Context, key Key, cfg adminConfig, op str
 		if !write {
 			return res, nil
 		}
-		applied, _, err := Resolve(ctx, Conditional{
+		applied, _, err := cas.Resolve(ctx, cas.Conditional{
 			Op: op, Write: q, Read: s.session.Query(s.stmt.read, key...), Applied: done,
-			Patience: transitionPatience, Observer: s.observe(), Key: key,
+			Patience: transitionPatience, Observe: s.observeCAS(key),
 		}, s.cfg.commit, s.cfg.serial)
 		if err != nil {
 			return res, err

@@ -10,6 +10,7 @@ import (
 
 	"github.com/cassdedup/cassdedup/internal/argcheck"
 	"github.com/cassdedup/cassdedup/internal/loop"
+	"github.com/cassdedup/cassdedup/lwt/cas"
 )
 
 // BatchEnd is how one claim of a batch ends: its status (COMPLETED, FAILED or RELEASED) and
@@ -28,7 +29,7 @@ type BatchEnd struct {
 // A batch rejected because some claims were lost is sent again without them. A batch whose
 // outcome is unknown is read back at the serial consistency; one that did not apply is sent
 // again with backoff while ctx lasts (give it a commit budget that outlives the caller's ctx:
-// the work is done). An end that ctx stops is an *OutcomeUnknownError when some send of it
+// the work is done). An end that ctx stops is an *cas.OutcomeUnknownError when some send of it
 // may have applied.
 func (s *BatchStore) FinishBatch(ctx context.Context, ends []BatchEnd) []error {
 	if err := s.checkCall(ctx); err != nil {
@@ -169,7 +170,7 @@ func (s *BatchStore) transition(ctx context.Context, t batchTransition, claims [
 		for j, i := range sent {
 			keys[j] = claims[i].Key[s.nParts].(string)
 		}
-		settleAll := func(rows []Row) (done, waiting []int) {
+		settleAll := func(rows []cas.Row) (done, waiting []int) {
 			found := s.byKey(rows)
 			for _, i := range sent {
 				row := found[claims[i].Key[s.nParts].(string)]
@@ -185,9 +186,9 @@ func (s *BatchStore) transition(ctx context.Context, t batchTransition, claims [
 			}
 			return done, waiting
 		}
-		applied, rows, err := ResolveBatch(ctx, BatchConditional{
+		applied, rows, err := cas.ResolveBatch(ctx, cas.BatchConditional{
 			Op: t.op, Session: s.base.session, Batch: b, Read: s.readKeys(partition, keys),
-			Applied: func(rows []Row) bool {
+			Applied: func(rows []cas.Row) bool {
 				found := s.byKey(rows)
 				for _, i := range sent {
 					row := found[claims[i].Key[s.nParts].(string)]
@@ -197,7 +198,7 @@ func (s *BatchStore) transition(ctx context.Context, t batchTransition, claims [
 				}
 				return true
 			},
-			Patience: transitionPatience, Observer: s.base.observe(), Key: partition,
+			Patience: transitionPatience, Observe: s.base.observeCAS(partition),
 		}, s.base.cfg.commit, s.base.cfg.serial)
 		switch {
 		case err == nil && applied:
@@ -227,7 +228,7 @@ func (s *BatchStore) transition(ctx context.Context, t batchTransition, claims [
 		if werr := loop.Sleep(ctx, delay); werr != nil {
 			for _, i := range pending {
 				if unknown {
-					errs[i] = &OutcomeUnknownError{Op: t.op, Err: errors.Join(last, werr)}
+					errs[i] = &cas.OutcomeUnknownError{Op: t.op, Err: errors.Join(last, werr)}
 				} else {
 					errs[i] = fmt.Errorf("lwt: %s: %w", t.op, errors.Join(last, werr))
 				}

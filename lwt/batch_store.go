@@ -8,6 +8,7 @@ import (
 	"github.com/gocql/gocql"
 
 	"github.com/cassdedup/cassdedup/internal/argcheck"
+	"github.com/cassdedup/cassdedup/lwt/cas"
 )
 
 // BatchStore runs the record state machine of Store on a BatchTable, many records of one
@@ -104,7 +105,7 @@ const maxClaimRounds = 8
 //
 // The error is for the whole call: ErrInvalidKey, ErrInvalidArgument (no items, more than
 // MaxBatchRows, a key twice), ctx.Err(), a driver error from a batch that certainly did not
-// apply, or an *OutcomeUnknownError (the batch's claims, if it applied, hold their records
+// apply, or an *cas.OutcomeUnknownError (the batch's claims, if it applied, hold their records
 // until their leases pass).
 func (s *BatchStore) BeginBatch(ctx context.Context, partition Key, items []BatchItem) ([]Begun, error) {
 	if err := s.checkCall(ctx); err != nil {
@@ -128,10 +129,10 @@ func (s *BatchStore) BeginBatch(ctx context.Context, partition Key, items []Batc
 			}
 			break
 		}
-		applied, rows, err := ResolveBatch(ctx, BatchConditional{
+		applied, rows, err := cas.ResolveBatch(ctx, cas.BatchConditional{
 			Op: "claim", Session: s.base.session, Batch: b, Read: s.readQuery(partition, planned),
-			Applied:  func(rows []Row) bool { return showsAll(s.byKey(rows), planned, StatusStarted) },
-			Patience: s.base.claimPatience(), Observer: s.base.observe(), Key: partition,
+			Applied:  func(rows []cas.Row) bool { return showsAll(s.byKey(rows), planned, StatusStarted) },
+			Patience: s.base.claimPatience(), Observe: s.base.observeCAS(partition),
 		}, s.base.cfg.commit, s.base.cfg.serial)
 		if err != nil {
 			return nil, err
@@ -263,16 +264,16 @@ func (s *BatchStore) readKeys(partition Key, keys []string) *gocql.Query {
 }
 
 // read reads the records of slots at the serial consistency.
-func (s *BatchStore) read(ctx context.Context, partition Key, slots []*slot) ([]Row, error) {
+func (s *BatchStore) read(ctx context.Context, partition Key, slots []*slot) ([]cas.Row, error) {
 	start := time.Now()
-	rows, err := readSerialRows(ctx, s.readQuery(partition, slots), s.base.cfg.serial)
+	rows, err := cas.ReadSerialAll(ctx, s.readQuery(partition, slots), s.base.cfg.serial)
 	s.base.record(Observation{Kind: ObservedLWT, Key: partition, Op: "read", Applied: len(rows) > 0, Latency: time.Since(start), Err: err})
 	return rows, err
 }
 
 // byKey indexes rows by the record key they hold.
-func (s *BatchStore) byKey(rows []Row) map[string]Row {
-	m := make(map[string]Row, len(rows))
+func (s *BatchStore) byKey(rows []cas.Row) map[string]cas.Row {
+	m := make(map[string]cas.Row, len(rows))
 	for _, r := range rows {
 		if k, ok := r[s.keyCol].(string); ok {
 			m[k] = r
@@ -283,7 +284,7 @@ func (s *BatchStore) byKey(rows []Row) map[string]Row {
 
 // showsAll reports whether every planned claim's record shows it in status to: the batch that
 // carried them applied (a batch applies whole, and the owner id is new to it).
-func showsAll(found map[string]Row, planned []*slot, to Status) bool {
+func showsAll(found map[string]cas.Row, planned []*slot, to Status) bool {
 	for _, sl := range planned {
 		row, ok := found[sl.item.Key]
 		if !ok || !holds(sl.plan, to)(row, true) {
@@ -295,7 +296,7 @@ func showsAll(found map[string]Row, planned []*slot, to Status) bool {
 
 // fullRows reports whether rows carry whole records, as a rejected batch does when one of its
 // statements is an INSERT ... IF NOT EXISTS; otherwise they carry the conditions' columns.
-func fullRows(rows []Row) bool {
+func fullRows(rows []cas.Row) bool {
 	for _, r := range rows {
 		if _, ok := r["fingerprint"]; !ok {
 			return false

@@ -34,7 +34,7 @@ func (c *Claim) Created() bool { return c.Previous == nil && c.Attempts == 1 }
 //     Release;
 //   - a final Record (COMPLETED or FAILED): replay it;
 //   - an error: ErrKeyReuse, *InProgressError (ErrInProgress), ErrInvalidKey,
-//     *OutcomeUnknownError (the claim may hold the key until its lease passes), or a driver
+//     *cas.OutcomeUnknownError (the claim may hold the key until its lease passes), or a driver
 //     error.
 //
 // A claim whose previous owner released it or let its lease pass is taken by a conditional

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/cassdedup/cassdedup/lwt/cas"
 )
 
 // Sentinel errors. Test for them with errors.Is; the typed errors below wrap them and carry data.
@@ -23,14 +25,15 @@ var (
 	// ErrOutcomeUnknown: a write may or may not have applied. The driver could not report its
 	// outcome (a CAS write timeout, no response, a lost connection, ctx ending mid-flight) and
 	// serial reads within the store's patience could not tell. Every error of this module that
-	// means "may or may not have applied" matches it, and an *OutcomeUnknownError carries the
+	// means "may or may not have applied" matches it, and a *cas.OutcomeUnknownError carries the
 	// driver's error. What a retry does depends on which write it was: a claim whose outcome is
 	// unknown blocks its key until the claim's lease passes, after which a retry takes the key
 	// over and runs the function; a completion whose outcome is unknown means the function HAS
 	// run and its result may be lost, so a retry after the lease may run it a second time. Give
 	// such functions an idempotent downstream write (keyed by the idempotency key or fenced by
 	// ClaimFromContext(ctx).Fence) if a second run would harm.
-	ErrOutcomeUnknown = errors.New("lwt: outcome unknown")
+	// It is cas.ErrOutcomeUnknown, so one errors.Is test covers this package and package cas.
+	ErrOutcomeUnknown = cas.ErrOutcomeUnknown
 
 	// ErrInvalidOption: an option passed to NewStore is out of range. Nothing was written.
 	ErrInvalidOption = errors.New("lwt: invalid option")
@@ -47,10 +50,6 @@ var (
 	// large blob in a Paxos round would fail or stall the mutation instead).
 	ErrResultTooLarge = errors.New("lwt: result too large")
 
-	// ErrMalformedCASResult: a conditional statement returned no boolean [applied] column, which
-	// happens when the statement was not conditional at all.
-	ErrMalformedCASResult = errors.New("lwt: malformed CAS result")
-
 	// ErrNotFound: Store.Get found no live record for the key.
 	ErrNotFound = errors.New("lwt: record not found")
 
@@ -58,23 +57,6 @@ var (
 	// and replayed to later callers (see Permanent and FailureError).
 	ErrStoredFailure = errors.New("lwt: operation failed permanently")
 )
-
-// OutcomeUnknownError reports a write whose outcome could not be learnt: the driver could not
-// report it (a CAS write timeout, a client-side timeout, a connection lost after the request
-// was sent, ctx ending mid-flight) and reading it back failed too. It matches
-// ErrOutcomeUnknown and unwraps to the driver's error (and the read's, when one was made).
-type OutcomeUnknownError struct {
-	Op  string // the statement kind, e.g. "claim" or "complete"
-	Err error  // the driver's error
-}
-
-// Error describes the error.
-func (e *OutcomeUnknownError) Error() string {
-	return fmt.Sprintf("lwt: outcome unknown: %s: %v", e.Op, e.Err)
-}
-
-// Unwrap returns ErrOutcomeUnknown and the driver's error, so both match with errors.Is/As.
-func (e *OutcomeUnknownError) Unwrap() []error { return []error{ErrOutcomeUnknown, e.Err} }
 
 // InProgressError is ErrInProgress with the holder's lease, so a caller can tell a client when
 // to retry (an HTTP Retry-After).

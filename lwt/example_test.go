@@ -143,25 +143,6 @@ func ExampleStore_Begin() {
 	}
 }
 
-func ExampleInsertIfNotExists() {
-	session := connect()
-	defer session.Close()
-	owner, _ := gocql.RandomUUID()
-	applied, existing, err := lwt.InsertIfNotExists(context.Background(),
-		session.Query(`INSERT INTO idempotency_keys (namespace, key, status, owner) VALUES (?, ?, 'STARTED', ?) IF NOT EXISTS`, "ns", "k", owner),
-		gocql.Serial)
-	if errors.Is(err, lwt.ErrOutcomeUnknown) {
-		// Read at SERIAL and look for owner before deciding anything.
-		row, found, err := lwt.ReadSerial(context.Background(), session.Query(`SELECT owner FROM idempotency_keys WHERE namespace = ? AND key = ?`, "ns", "k"), gocql.Serial)
-		fmt.Println(found && row["owner"] == owner, err)
-		return
-	}
-	if err != nil {
-		log.Fatal(err)
-	}
-	fmt.Println(applied, existing["owner"])
-}
-
 // Claim the records of one partition with one conditional batch, run each claimed operation,
 // and end them all with another.
 func ExampleBatchStore() {

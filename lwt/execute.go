@@ -115,7 +115,7 @@ type call struct {
 //
 // Errors: ErrInvalidKey and ErrInvalidArgument (nothing ran or was written), ErrKeyReuse,
 // *InProgressError, ErrLeaseLost (another worker took the claim over; the result was not
-// stored), ErrResultTooLarge (nothing stored; the claim is released), *OutcomeUnknownError (see
+// stored), ErrResultTooLarge (nothing stored; the claim is released), *cas.OutcomeUnknownError (see
 // ErrOutcomeUnknown for what a retry does), ctx.Err() while claiming or waiting, fn's own error,
 // or a driver error from a claim that certainly did not apply.
 func (s *Store) ExecuteOnce(ctx context.Context, key Key, fn func(context.Context) ([]byte, error), opts ...CallOption) (Result, error) {

@@ -13,6 +13,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/cassdedup/cassdedup/lwt/cas"
 )
 
 // TestExecuteOnceConcurrent: 64 goroutines attempt each of 200 keys; every fn runs exactly once
@@ -225,7 +227,7 @@ func TestLeaseLostCancelsFunction(t *testing.T) {
 		cl, _ := ClaimFromContext(fctx)
 		// Simulate the node losing this claim: a conditional write with our owner's token.
 		now := clock.Now()
-		applied, _, err := UpdateIf(ctx, s.session.Query(`UPDATE idempotency_keys USING TTL ? SET owner = ?, fence = ? WHERE namespace = 'tenant' AND key = 'stolen2' IF owner = ? AND fence = ?`,
+		applied, _, err := cas.UpdateIf(ctx, s.session.Query(`UPDATE idempotency_keys USING TTL ? SET owner = ?, fence = ? WHERE namespace = 'tenant' AND key = 'stolen2' IF owner = ? AND fence = ?`,
 			ttlSeconds(cl.ExpiresAt, now), mustUUID(t), cl.Fence+1, cl.Owner, cl.Fence), s.cfg.serial)
 		require.NoError(t, err)
 		require.True(t, applied)

@@ -3,7 +3,6 @@ package lwt_test
 import (
 	"context"
 	"testing"
-	"time"
 
 	"github.com/gocql/gocql"
 	"github.com/stretchr/testify/assert"
@@ -91,47 +90,4 @@ func TestNilReceiverAndContextAreInvalidArguments(t *testing.T) {
 	}
 	var nilBatch *lwt.BatchStore
 	assert.Zero(t, nilBatch.Stats())
-}
-
-// TestNilQueryAndContextAreInvalidArguments: the conditional-write primitives refuse a nil
-// context or statement with ErrInvalidArgument instead of panicking.
-func TestNilQueryAndContextAreInvalidArguments(t *testing.T) {
-	t.Parallel()
-	q := (&gocql.Session{}).Query("INSERT INTO ks.t (k) VALUES (1) IF NOT EXISTS")
-	applied := func(lwt.Row, bool) bool { return false }
-	calls := map[string]func(ctx context.Context, q *gocql.Query) error{
-		"InsertIfNotExists": func(ctx context.Context, q *gocql.Query) error {
-			_, _, err := lwt.InsertIfNotExists(ctx, q, gocql.Serial)
-			return err
-		},
-		"UpdateIf": func(ctx context.Context, q *gocql.Query) error {
-			_, _, err := lwt.UpdateIf(ctx, q, gocql.Serial)
-			return err
-		},
-		"ExecCAS": func(ctx context.Context, q *gocql.Query) error {
-			_, _, err := lwt.ExecCAS(ctx, q, gocql.Serial)
-			return err
-		},
-		"ReadSerial": func(ctx context.Context, q *gocql.Query) error {
-			_, _, err := lwt.ReadSerial(ctx, q, gocql.Serial)
-			return err
-		},
-		"Resolve": func(ctx context.Context, q *gocql.Query) error {
-			_, _, err := lwt.Resolve(ctx, lwt.Conditional{Op: "t", Write: q, Read: q, Applied: applied, Patience: time.Second}, gocql.Quorum, gocql.Serial)
-			return err
-		},
-	}
-	for name, call := range calls {
-		assert.ErrorIs(t, call(context.Background(), nil), lwt.ErrInvalidArgument, "nil query: %s", name)
-		assert.ErrorIs(t, call(nil, q), lwt.ErrInvalidArgument, "nil context: %s", name) //nolint:staticcheck // on purpose
-	}
-	b := (&gocql.Session{}).NewBatch(gocql.LoggedBatch) //nolint:staticcheck // the form the package takes
-	_, _, err := lwt.ExecBatchCAS(context.Background(), &gocql.Session{}, nil, gocql.Serial)
-	assert.ErrorIs(t, err, lwt.ErrInvalidArgument)
-	_, _, err = lwt.ExecBatchCAS(nil, &gocql.Session{}, b, gocql.Serial) //nolint:staticcheck // on purpose
-	assert.ErrorIs(t, err, lwt.ErrInvalidArgument)
-	_, _, err = lwt.ResolveBatch(context.Background(), lwt.BatchConditional{Op: "t"}, gocql.Quorum, gocql.Serial)
-	assert.ErrorIs(t, err, lwt.ErrInvalidArgument)
-	_, _, err = lwt.ResolveBatch(nil, lwt.BatchConditional{Op: "t", Batch: b}, gocql.Quorum, gocql.Serial) //nolint:staticcheck // on purpose
-	assert.ErrorIs(t, err, lwt.ErrInvalidArgument)
 }

@@ -3,6 +3,8 @@ package lwt
 import (
 	"fmt"
 	"time"
+
+	"github.com/cassdedup/cassdedup/lwt/cas"
 )
 
 // ObservationKind names what an Observation reports.
@@ -77,4 +79,26 @@ func (o Observation) Result() string {
 		return "applied"
 	}
 	return "not_applied"
+}
+
+// ObserveCAS adapts o to the Observe function of a cas.Conditional or cas.BatchConditional: each
+// cas.Event becomes an Observation of key (an ObservedLWT, ObservedOutcomeUnknown or
+// ObservedOutcomeResolved). It returns nil when o is nil, so nothing is reported.
+func ObserveCAS(o Observer, key Key) func(cas.Event) {
+	if o == nil {
+		return nil
+	}
+	return func(e cas.Event) { o.Observe(fromEvent(e, key)) }
+}
+
+// observedKinds maps a cas.EventKind to the Observation kind that reports it.
+var observedKinds = [...]ObservationKind{cas.Ran: ObservedLWT, cas.Unknown: ObservedOutcomeUnknown, cas.Resolved: ObservedOutcomeResolved}
+
+// fromEvent is the Observation of key that reports e.
+func fromEvent(e cas.Event, key Key) Observation {
+	var kind ObservationKind
+	if e.Kind > 0 && int(e.Kind) < len(observedKinds) {
+		kind = observedKinds[e.Kind]
+	}
+	return Observation{Kind: kind, Key: key, Op: e.Op, Applied: e.Applied, Latency: e.Latency, Err: e.Err}
 }

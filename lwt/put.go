@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/gocql/gocql"
+
+	"github.com/cassdedup/cassdedup/lwt/cas"
 )
 
 // PutCompleted records key as COMPLETED with result, by a plain (non-LWT) write: the fast path
@@ -58,7 +60,7 @@ func (s *Store) PutCompletedIfNotExists(ctx context.Context, key Key, fingerprin
 		return false, nil, err
 	}
 	// The owner id is random per put, so a record showing it was written by this put.
-	mine := func(row Row, found bool) bool { return found && recordFromRow(row).Owner == rec.Owner }
+	mine := func(row cas.Row, found bool) bool { return found && recordFromRow(row).Owner == rec.Owner }
 	applied, row, err := s.resolve(ctx, "put", key, s.session.Query(s.stmt.putIfNotExists, args...), mine, s.cfg.commitTimeout)
 	if err != nil || applied || row == nil {
 		// No row after an unknown INSERT means it did not apply; the caller may put again.

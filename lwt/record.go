@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"github.com/gocql/gocql"
+
+	"github.com/cassdedup/cassdedup/lwt/cas"
 )
 
 // Status is the state of a record.
@@ -52,7 +54,7 @@ func (r *Record) LeaseLive(now time.Time) bool {
 func (r *Record) Final() bool { return r.Status == StatusCompleted || r.Status == StatusFailed }
 
 // recordFromRow decodes the columns present in row; missing or mistyped ones stay zero.
-func recordFromRow(row Row) *Record {
+func recordFromRow(row cas.Row) *Record {
 	r := &Record{}
 	r.Status = Status(get[string](row, "status"))
 	r.Fingerprint = get[[]byte](row, "fingerprint")
@@ -69,7 +71,7 @@ func recordFromRow(row Row) *Record {
 	return r
 }
 
-func get[T any](row Row, col string) T {
+func get[T any](row cas.Row, col string) T {
 	v, _ := row[col].(T)
 	return v
 }

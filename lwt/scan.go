@@ -11,6 +11,7 @@ import (
 	"github.com/gocql/gocql"
 
 	"github.com/cassdedup/cassdedup/internal/loop"
+	"github.com/cassdedup/cassdedup/lwt/cas"
 )
 
 // Defaults and limits of a scan.
@@ -249,7 +250,7 @@ func (sc *scan) readRange(ctx context.Context, lo, hi int64) error {
 func (sc *scan) page(iter *gocql.Iter) (int, error) {
 	n := 0
 	for {
-		row, ok, err := scanRow(iter)
+		row, ok, err := cas.NextRow(iter)
 		if err != nil || !ok {
 			return n, err
 		}

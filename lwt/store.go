@@ -10,6 +10,7 @@ import (
 	"github.com/gocql/gocql"
 
 	"github.com/cassdedup/cassdedup/internal/argcheck"
+	"github.com/cassdedup/cassdedup/lwt/cas"
 )
 
 // Store runs the record state machine on one table. Every transition is a lightweight
@@ -113,7 +114,7 @@ func (s *Store) Get(ctx context.Context, key Key) (*Record, error) {
 		return nil, err
 	}
 	start := time.Now()
-	row, found, err := ReadSerial(ctx, s.session.Query(s.stmt.read, key...), s.cfg.serial)
+	row, found, err := cas.ReadSerial(ctx, s.session.Query(s.stmt.read, key...), s.cfg.serial)
 	s.record(Observation{Kind: ObservedLWT, Key: key, Op: "read", Applied: found, Latency: time.Since(start), Err: err})
 	if err != nil {
 		return nil, err
@@ -137,10 +138,16 @@ func (s *Store) now() time.Time { return s.cfg.now() }
 // observe is the Observer that Resolve reports to: the store's counters and the user's observer.
 func (s *Store) observe() Observer { return ObserverFunc(s.record) }
 
+// observeCAS reports the events of a conditional write on key to the store's statistics and
+// observer.
+func (s *Store) observeCAS(key Key) func(cas.Event) {
+	return func(e cas.Event) { s.record(fromEvent(e, key)) }
+}
+
 // holds returns the test Resolve applies after an unknown outcome: the record shows c's owner
 // and fence in status to, so the write (ours alone, by the random owner) applied.
-func holds(c *Claim, to Status) func(Row, bool) bool {
-	return func(row Row, found bool) bool {
+func holds(c *Claim, to Status) func(cas.Row, bool) bool {
+	return func(row cas.Row, found bool) bool {
 		if !found {
 			return false
 		}
@@ -162,25 +169,25 @@ func (s *Store) leaseTTL(c *Claim, now time.Time) int {
 func leaseSeconds(d time.Duration) int { return int(math.Ceil(d.Seconds())) + 1 }
 
 // resolve runs a conditional write of the record of key through Resolve.
-func (s *Store) resolve(ctx context.Context, op string, key Key, write *gocql.Query, applied func(Row, bool) bool, patience time.Duration) (bool, Row, error) {
-	return Resolve(ctx, Conditional{
+func (s *Store) resolve(ctx context.Context, op string, key Key, write *gocql.Query, applied func(cas.Row, bool) bool, patience time.Duration) (bool, cas.Row, error) {
+	return cas.Resolve(ctx, cas.Conditional{
 		Op: op, Write: write, Read: s.session.Query(s.stmt.read, key...), Applied: applied,
-		Patience: patience, Observer: s.observe(), Key: key,
+		Patience: patience, Observe: s.observeCAS(key),
 	}, s.cfg.commit, s.cfg.serial)
 }
 
 // resolveClaim runs a claim: the conditional statement write of the record's cells, batched
 // with the lease cells, through ResolveBatch. It returns whether c now holds the key and the
 // row Cassandra returned (or the serial read found) otherwise.
-func (s *Store) resolveClaim(ctx context.Context, op string, c *Claim, now time.Time, write string, args []any) (bool, Row, error) {
+func (s *Store) resolveClaim(ctx context.Context, op string, c *Claim, now time.Time, write string, args []any) (bool, cas.Row, error) {
 	b := s.session.NewBatch(gocql.UnloggedBatch)
 	b.Query(write, args...)
 	b.Query(s.stmt.lease, append([]any{s.leaseTTL(c, now), c.Owner, c.LeaseUntil}, c.Key...)...)
 	mine := holds(c, StatusStarted)
-	applied, rows, err := ResolveBatch(ctx, BatchConditional{
+	applied, rows, err := cas.ResolveBatch(ctx, cas.BatchConditional{
 		Op: op, Session: s.session, Batch: b, Read: s.session.Query(s.stmt.read, c.Key...),
-		Applied:  func(rows []Row) bool { return len(rows) > 0 && mine(rows[0], true) },
-		Patience: s.claimPatience(), Observer: s.observe(), Key: c.Key,
+		Applied:  func(rows []cas.Row) bool { return len(rows) > 0 && mine(rows[0], true) },
+		Patience: s.claimPatience(), Observe: s.observeCAS(c.Key),
 	}, s.cfg.commit, s.cfg.serial)
 	if err != nil || applied || len(rows) == 0 {
 		return applied, nil, err

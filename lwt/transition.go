@@ -9,6 +9,7 @@ import (
 	"github.com/gocql/gocql"
 
 	"github.com/cassdedup/cassdedup/internal/loop"
+	"github.com/cassdedup/cassdedup/lwt/cas"
 )
 
 // errClaimEnded: the record shows this claim already ended (COMPLETED, FAILED or RELEASED by
@@ -32,7 +33,7 @@ func (s *Store) Renew(ctx context.Context, c *Claim) error {
 	}
 	// Milliseconds, as Cassandra stores timestamps, so a read-back can recognise this renewal.
 	until := s.now().Add(s.cfg.lease).Truncate(time.Millisecond)
-	renewed := func(row Row, found bool) bool {
+	renewed := func(row cas.Row, found bool) bool {
 		return holds(c, StatusStarted)(row, found) && recordFromRow(row).LeaseUntil.Equal(until)
 	}
 	err := s.transition(ctx, c, "renew", s.stmt.renew, renewed, func(now time.Time, _ int) []any {
@@ -47,7 +48,7 @@ func (s *Store) Renew(ctx context.Context, c *Claim) error {
 
 // Complete stores result as the key's answer (COMPLETED). ErrLeaseLost means the claim was taken
 // over or the record expired and nothing was stored. A send whose outcome is unknown is read
-// back and sent again while ctx lasts; *OutcomeUnknownError means ctx ended first.
+// back and sent again while ctx lasts; *cas.OutcomeUnknownError means ctx ended first.
 func (s *Store) Complete(ctx context.Context, c *Claim, result []byte) error {
 	if err := s.checkCall(ctx); err != nil {
 		return err
@@ -128,7 +129,7 @@ func (s *Store) finishCells(ctx context.Context, c *Claim, to Status, result []b
 // (the read found the write lost), or that failed before reaching a replica, is sent again with
 // backoff. The condition makes a repeated send harmless: once one applied, the next is rejected
 // and the record shows it.
-func (s *Store) transition(ctx context.Context, c *Claim, op, stmt string, done func(Row, bool) bool, args func(now time.Time, ttl int) []any) error {
+func (s *Store) transition(ctx context.Context, c *Claim, op, stmt string, done func(cas.Row, bool) bool, args func(now time.Time, ttl int) []any) error {
 	delay := 20 * time.Millisecond
 	var last error
 	unknown := false
@@ -162,7 +163,7 @@ func (s *Store) transition(ctx context.Context, c *Claim, op, stmt string, done 
 		}
 		if werr := loop.Sleep(ctx, delay); werr != nil {
 			if unknown {
-				return &OutcomeUnknownError{Op: op, Err: errors.Join(last, werr)}
+				return &cas.OutcomeUnknownError{Op: op, Err: errors.Join(last, werr)}
 			}
 			return fmt.Errorf("lwt: %s: %w", op, errors.Join(last, werr))
 		}
@@ -174,7 +175,7 @@ func (s *Store) transition(ctx context.Context, c *Claim, op, stmt string, done 
 // statement the node refuses as such (syntax, invalid, unauthorized, configuration) or a result
 // that cannot be decoded.
 func resendable(err error) bool {
-	if errors.Is(err, ErrMalformedCASResult) {
+	if errors.Is(err, cas.ErrMalformedResult) {
 		return false
 	}
 	var re gocql.RequestError

@@ -13,6 +13,7 @@ import (
 
 	"github.com/cassdedup/cassdedup/internal/faultproxy"
 	"github.com/cassdedup/cassdedup/internal/testnode"
+	"github.com/cassdedup/cassdedup/lwt/cas"
 )
 
 // faultyStores returns a store that reaches the node through a fault proxy (client timeout
@@ -132,7 +133,7 @@ func TestUnknownOutcomeUnresolved(t *testing.T) {
 	_, err := s.ExecuteOnce(ctx, key, fn)
 	require.ErrorIs(t, err, ErrOutcomeUnknown)
 	assert.ErrorIs(t, err, gocql.ErrTimeoutNoResponse, "the driver's error is wrapped")
-	var ou *OutcomeUnknownError
+	var ou *cas.OutcomeUnknownError
 	require.ErrorAs(t, err, &ou)
 	assert.Equal(t, "claim", ou.Op)
 	assert.Zero(t, runs.Load())
@@ -215,7 +216,7 @@ func TestUnknownOutcomeCompleteGivesUp(t *testing.T) {
 		return []byte("done"), nil
 	})
 	require.ErrorIs(t, err, ErrOutcomeUnknown)
-	var ou *OutcomeUnknownError
+	var ou *cas.OutcomeUnknownError
 	require.ErrorAs(t, err, &ou)
 	assert.Equal(t, "complete", ou.Op)
 	assert.ErrorIs(t, err, gocql.ErrTimeoutNoResponse)

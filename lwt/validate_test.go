@@ -69,7 +69,7 @@ func assertTTLsEqual(t *testing.T, session *gocql.Session, key Key, limit int) {
 		}
 		lo, hi = min(lo, *v), max(hi, *v)
 	}
-	assert.LessOrEqual(t, hi-lo, 1, "TTLs differ: %v", deref(ttls))
+	assert.LessOrEqual(t, hi-lo, 1, "TTLs differ: from %d to %d", lo, hi)
 	assert.LessOrEqual(t, hi, limit)
 }
 

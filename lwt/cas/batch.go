@@ -1,4 +1,4 @@
-package lwt
+package cas
 
 import (
 	"context"
@@ -11,21 +11,21 @@ import (
 	"github.com/cassdedup/cassdedup/internal/argcheck"
 )
 
-// ExecBatchCAS runs b, a conditional batch whose statements all write one partition, as one
+// ExecBatch runs b, a conditional batch whose statements all write one partition, as one
 // lightweight transaction (one Paxos round) and decodes its result: whether it applied and, when
 // it did not, the rows Cassandra returned (the current values of the rows the conditions
-// checked, one per row). It is sent once, like ExecCAS: no retry policy, no speculative
+// checked, one per row). It is sent once, like Exec: no retry policy, no speculative
 // execution. Each statement may carry its own USING TTL, which is how a record and its shorter
-// lease cell are written together. Outcome-unknown errors are as for ExecCAS.
-func ExecBatchCAS(ctx context.Context, session *gocql.Session, b *gocql.Batch, serial gocql.SerialConsistency) (applied bool, rows []Row, err error) {
+// lease cell are written together. Outcome-unknown errors are as for Exec.
+func ExecBatch(ctx context.Context, session *gocql.Session, b *gocql.Batch, serial gocql.SerialConsistency) (applied bool, rows []Row, err error) {
 	if err := argcheck.Call(ErrInvalidArgument, "*gocql.Batch", b == nil, ctx); err != nil {
 		return false, nil, err
 	}
-	if serial != gocql.Serial && serial != gocql.LocalSerial {
-		return false, nil, fmt.Errorf("lwt: serial consistency must be SERIAL or LOCAL_SERIAL, not %v", serial)
+	if err := checkSerial(serial); err != nil {
+		return false, nil, err
 	}
 	if session == nil || b == nil || !conditional(b) {
-		return false, nil, fmt.Errorf("%w: not a conditional batch", ErrMalformedCASResult)
+		return false, nil, fmt.Errorf("%w: not a conditional batch", ErrMalformedResult)
 	}
 	if err := ctx.Err(); err != nil {
 		return false, nil, err // never sent: certainly not applied
@@ -43,7 +43,7 @@ func ExecBatchCAS(ctx context.Context, session *gocql.Session, b *gocql.Batch, s
 		rows = append(rows, Row(first))
 	}
 	for {
-		row, ok, scanErr := scanRow(iter)
+		row, ok, scanErr := NextRow(iter)
 		if scanErr != nil || !ok {
 			err = scanErr
 			break
@@ -64,11 +64,11 @@ func ExecBatchCAS(ctx context.Context, session *gocql.Session, b *gocql.Batch, s
 }
 
 // mapExecuteBatchCAS calls gocql's MapExecuteBatchCAS, whose unchecked [applied] assertion in
-// v1.7.0 panics on a result without that column; the panic becomes ErrMalformedCASResult.
+// v1.7.0 panics on a result without that column; the panic becomes ErrMalformedResult.
 func mapExecuteBatchCAS(session *gocql.Session, b *gocql.Batch, first map[string]any) (applied bool, iter *gocql.Iter, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			applied, iter, err = false, nil, fmt.Errorf("%w: no boolean [applied] column", ErrMalformedCASResult)
+			applied, iter, err = false, nil, fmt.Errorf("%w: no boolean [applied] column", ErrMalformedResult)
 		}
 	}()
 	applied, iter, err = session.MapExecuteBatchCAS(b, first)
@@ -86,7 +86,7 @@ func conditional(b *gocql.Batch) bool {
 	return false
 }
 
-// casError classifies the error of a conditional write as ExecCAS does.
+// casError classifies the error of a conditional write as Exec does.
 func casError(ctx context.Context, err error) error {
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		return &OutcomeUnknownError{Op: "cas", Err: ctxErr}
@@ -108,11 +108,10 @@ type BatchConditional struct {
 	// Applied reports whether the rows read back show that the batch applied.
 	Applied  func(rows []Row) bool
 	Patience time.Duration
-	Observer Observer
-	Key      Key
+	Observe  func(Event)
 }
 
-// ResolveBatch runs c.Batch once with ExecBatchCAS at the given consistencies and settles an
+// ResolveBatch runs c.Batch once with ExecBatch at the given consistencies and settles an
 // unknown outcome as Resolve does: it reads the rows at serial and decides with c.Applied;
 // rows are then the rows read. Errors as for Resolve.
 func ResolveBatch(ctx context.Context, c BatchConditional, commit gocql.Consistency, serial gocql.SerialConsistency) (applied bool, rows []Row, err error) {
@@ -120,8 +119,8 @@ func ResolveBatch(ctx context.Context, c BatchConditional, commit gocql.Consiste
 		return false, nil, err
 	}
 	c.Batch.Cons = commit
-	single := Conditional{Op: c.Op, Read: c.Read, Patience: c.Patience, Observer: c.Observer, Key: c.Key}
+	single := Conditional{Op: c.Op, Read: c.Read, Patience: c.Patience, Observe: c.Observe}
 	return single.settle(ctx, serial, func() (bool, []Row, error) {
-		return ExecBatchCAS(ctx, c.Session, c.Batch, serial)
+		return ExecBatch(ctx, c.Session, c.Batch, serial)
 	}, c.Applied)
 }

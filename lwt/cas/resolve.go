@@ -1,4 +1,4 @@
-package lwt
+package cas
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 // unknown: a SELECT of the row it writes, read at the serial consistency (which completes any
 // Paxos round in flight), and a test of whether that row shows the write applied.
 //
-// Every conditional write of this module (claims, transitions, fast-path puts, counter claims,
+// Every conditional write of the module (claims, transitions, fast-path puts, counter claims,
 // rollup watermarks) runs through Resolve, so an unknown outcome is settled the same way
 // everywhere.
 type Conditional struct {
@@ -32,13 +32,11 @@ type Conditional struct {
 	// Patience is how long failing serial reads are retried, with backoff, before the outcome
 	// is reported unknown; 0 reads once. ctx bounds it too.
 	Patience time.Duration
-	// Observer, if set, sees the write, each read and the resolution.
-	Observer Observer
-	// Key is the record's key, passed to Observer.
-	Key Key
+	// Observe, if set, sees the write, each read and the resolution.
+	Observe func(Event)
 }
 
-// Resolve runs c.Write once (as ExecCAS does) and returns whether it applied and the row
+// Resolve runs c.Write once (as Exec does) and returns whether it applied and the row
 // Cassandra returned when it did not. When the driver cannot tell (a CAS write timeout, no
 // response, a lost connection, ctx ending mid-flight), Resolve reads the row at serial and
 // decides with c.Applied; row is then the row read (nil when none was found). If the row cannot
@@ -49,7 +47,7 @@ func Resolve(ctx context.Context, c Conditional, commit gocql.Consistency, seria
 		return false, nil, err
 	}
 	applied, rows, err := c.settle(ctx, serial, func() (bool, []Row, error) {
-		applied, row, err := ExecCAS(ctx, c.Write.Consistency(commit), serial)
+		applied, row, err := Exec(ctx, c.Write.Consistency(commit), serial)
 		if row == nil {
 			return applied, nil, err
 		}
@@ -76,16 +74,16 @@ func (c Conditional) settle(ctx context.Context, serial gocql.SerialConsistency,
 	if errors.As(err, &unknown) {
 		unknown.Op = c.Op
 	}
-	c.observe(Observation{Kind: ObservedLWT, Op: c.Op, Applied: ok, Latency: time.Since(start), Err: err})
+	c.observe(Event{Kind: Ran, Op: c.Op, Applied: ok, Latency: time.Since(start), Err: err})
 	if unknown == nil {
 		return ok, rows, err
 	}
-	c.observe(Observation{Kind: ObservedOutcomeUnknown, Op: c.Op, Err: err})
+	c.observe(Event{Kind: Unknown, Op: c.Op, Err: err})
 	rows, rerr := c.readBackRows(ctx, serial)
 	if rerr != nil {
 		return false, nil, &OutcomeUnknownError{Op: c.Op, Err: errors.Join(unknown.Err, rerr)}
 	}
-	c.observe(Observation{Kind: ObservedOutcomeResolved, Op: c.Op})
+	c.observe(Event{Kind: Resolved, Op: c.Op})
 	return applied(rows), rows, nil
 }
 
@@ -95,8 +93,8 @@ func (c Conditional) readBackRows(ctx context.Context, serial gocql.SerialConsis
 	delay := 20 * time.Millisecond
 	for {
 		start := time.Now()
-		rows, err := readSerialRows(ctx, c.Read, serial)
-		c.observe(Observation{Kind: ObservedLWT, Op: "read", Applied: len(rows) > 0, Latency: time.Since(start), Err: err})
+		rows, err := ReadSerialAll(ctx, c.Read, serial)
+		c.observe(Event{Kind: Ran, Op: "read", Applied: len(rows) > 0, Latency: time.Since(start), Err: err})
 		if err == nil {
 			return rows, nil
 		}
@@ -110,9 +108,8 @@ func (c Conditional) readBackRows(ctx context.Context, serial gocql.SerialConsis
 	}
 }
 
-func (c Conditional) observe(o Observation) {
-	if c.Observer != nil {
-		o.Key = c.Key
-		c.Observer.Observe(o)
+func (c Conditional) observe(e Event) {
+	if c.Observe != nil {
+		c.Observe(e)
 	}
 }

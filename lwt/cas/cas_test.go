@@ -1,4 +1,4 @@
-package lwt
+package cas
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"testing"
+	"time"
 
 	"github.com/gocql/gocql"
 	"github.com/stretchr/testify/assert"
@@ -65,10 +66,10 @@ func TestCASRejectsNonConditional(t *testing.T) {
 	t.Parallel()
 	session, _ := testnode.NewSession(t)
 	ctx := context.Background()
-	_, _, err := ExecCAS(ctx, session.Query(`INSERT INTO idempotency_keys (namespace, key, status) VALUES ('ns', 'plain', 'STARTED')`), gocql.Serial)
-	assert.ErrorIs(t, err, ErrMalformedCASResult, "a plain write has no [applied] column")
+	_, _, err := Exec(ctx, session.Query(`INSERT INTO idempotency_keys (namespace, key, status) VALUES ('ns', 'plain', 'STARTED')`), gocql.Serial)
+	assert.ErrorIs(t, err, ErrMalformedResult, "a plain write has no [applied] column")
 	_, _, err = InsertIfNotExists(ctx, session.Query(`UPDATE idempotency_keys SET status = 'X' WHERE namespace = 'a' AND key = 'b' IF EXISTS`), gocql.Serial)
-	assert.ErrorIs(t, err, ErrMalformedCASResult)
+	assert.ErrorIs(t, err, ErrMalformedResult)
 	_, _, err = InsertIfNotExists(ctx, session.Query(`INSERT INTO idempotency_keys (namespace, key) VALUES ('a', 'b') IF NOT EXISTS`), gocql.SerialConsistency(gocql.Quorum))
 	assert.Error(t, err)
 }
@@ -106,9 +107,9 @@ func TestIsOutcomeUnknown(t *testing.T) {
 	assert.ErrorIs(t, e, ErrOutcomeUnknown)
 }
 
-// TestExecBatchCAS: a conditional batch on one partition applies once, each statement with its
+// TestExecBatch: a conditional batch on one partition applies once, each statement with its
 // own TTL; a rejected one returns the current row; a batch without a condition is refused.
-func TestExecBatchCAS(t *testing.T) {
+func TestExecBatch(t *testing.T) {
 	t.Parallel()
 	session, _ := testnode.NewSession(t)
 	ctx := context.Background()
@@ -118,7 +119,7 @@ func TestExecBatchCAS(t *testing.T) {
 		b.Query(`UPDATE idempotency_keys USING TTL 30 SET lease_until = toTimestamp(now()) WHERE namespace = 'b' AND key = 'k'`)
 		return b
 	}
-	applied, rows, err := ExecBatchCAS(ctx, session, batch("first"), gocql.Serial)
+	applied, rows, err := ExecBatch(ctx, session, batch("first"), gocql.Serial)
 	require.NoError(t, err)
 	assert.True(t, applied)
 	assert.Empty(t, rows)
@@ -127,7 +128,7 @@ func TestExecBatchCAS(t *testing.T) {
 	assert.Greater(t, statusTTL, 500)
 	assert.LessOrEqual(t, leaseTTL, 30, "each statement keeps its own TTL")
 
-	applied, rows, err = ExecBatchCAS(ctx, session, batch("second"), gocql.Serial)
+	applied, rows, err = ExecBatch(ctx, session, batch("second"), gocql.Serial)
 	require.NoError(t, err)
 	assert.False(t, applied)
 	require.Len(t, rows, 1)
@@ -135,6 +136,59 @@ func TestExecBatchCAS(t *testing.T) {
 
 	plain := session.NewBatch(gocql.UnloggedBatch)
 	plain.Query(`UPDATE idempotency_keys SET status = 'x' WHERE namespace = 'b' AND key = 'k'`)
-	_, _, err = ExecBatchCAS(ctx, session, plain, gocql.Serial)
-	assert.ErrorIs(t, err, ErrMalformedCASResult)
+	_, _, err = ExecBatch(ctx, session, plain, gocql.Serial)
+	assert.ErrorIs(t, err, ErrMalformedResult)
+}
+
+// TestNilQueryAndContextAreInvalidArguments: the primitives refuse a nil context, statement or
+// batch, and a serial consistency that is not one, with ErrInvalidArgument instead of panicking.
+func TestNilQueryAndContextAreInvalidArguments(t *testing.T) {
+	t.Parallel()
+	q := (&gocql.Session{}).Query("INSERT INTO ks.t (k) VALUES (1) IF NOT EXISTS")
+	applied := func(Row, bool) bool { return false }
+	calls := map[string]func(ctx context.Context, q *gocql.Query) error{
+		"InsertIfNotExists": func(ctx context.Context, q *gocql.Query) error {
+			_, _, err := InsertIfNotExists(ctx, q, gocql.Serial)
+			return err
+		},
+		"UpdateIf": func(ctx context.Context, q *gocql.Query) error {
+			_, _, err := UpdateIf(ctx, q, gocql.Serial)
+			return err
+		},
+		"Exec": func(ctx context.Context, q *gocql.Query) error {
+			_, _, err := Exec(ctx, q, gocql.Serial)
+			return err
+		},
+		"ReadSerial": func(ctx context.Context, q *gocql.Query) error {
+			_, _, err := ReadSerial(ctx, q, gocql.Serial)
+			return err
+		},
+		"ReadSerialAll": func(ctx context.Context, q *gocql.Query) error {
+			_, err := ReadSerialAll(ctx, q, gocql.Serial)
+			return err
+		},
+		"Resolve": func(ctx context.Context, q *gocql.Query) error {
+			_, _, err := Resolve(ctx, Conditional{Op: "t", Write: q, Read: q, Applied: applied, Patience: time.Second}, gocql.Quorum, gocql.Serial)
+			return err
+		},
+	}
+	for name, call := range calls {
+		assert.ErrorIs(t, call(context.Background(), nil), ErrInvalidArgument, "nil query: %s", name)
+		assert.ErrorIs(t, call(nil, q), ErrInvalidArgument, "nil context: %s", name) //nolint:staticcheck // on purpose
+	}
+	_, _, err := Exec(context.Background(), q, gocql.SerialConsistency(gocql.Quorum))
+	assert.ErrorIs(t, err, ErrInvalidArgument, "QUORUM is no serial consistency")
+	_, err = ReadSerialAll(context.Background(), q, gocql.SerialConsistency(gocql.One))
+	assert.ErrorIs(t, err, ErrInvalidArgument)
+	b := (&gocql.Session{}).NewBatch(gocql.LoggedBatch) //nolint:staticcheck // the form the package takes
+	_, _, err = ExecBatch(context.Background(), &gocql.Session{}, nil, gocql.Serial)
+	assert.ErrorIs(t, err, ErrInvalidArgument)
+	_, _, err = ExecBatch(nil, &gocql.Session{}, b, gocql.Serial) //nolint:staticcheck // on purpose
+	assert.ErrorIs(t, err, ErrInvalidArgument)
+	_, _, err = ExecBatch(context.Background(), &gocql.Session{}, b, gocql.SerialConsistency(gocql.Quorum))
+	assert.ErrorIs(t, err, ErrInvalidArgument)
+	_, _, err = ResolveBatch(context.Background(), BatchConditional{Op: "t"}, gocql.Quorum, gocql.Serial)
+	assert.ErrorIs(t, err, ErrInvalidArgument)
+	_, _, err = ResolveBatch(nil, BatchConditional{Op: "t", Batch: b}, gocql.Quorum, gocql.Serial) //nolint:staticcheck // on purpose
+	assert.ErrorIs(t, err, ErrInvalidArgument)
 }

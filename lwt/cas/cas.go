@@ -1,4 +1,4 @@
-package lwt
+package cas
 
 import (
 	"context"
@@ -35,9 +35,9 @@ func InsertIfNotExists(ctx context.Context, q *gocql.Query, serial gocql.SerialC
 		return false, nil, err
 	}
 	if !strings.Contains(strings.ToUpper(q.Statement()), "IF NOT EXISTS") {
-		return false, nil, fmt.Errorf("%w: statement has no IF NOT EXISTS", ErrMalformedCASResult)
+		return false, nil, fmt.Errorf("%w: statement has no IF NOT EXISTS", ErrMalformedResult)
 	}
-	return ExecCAS(ctx, q, serial)
+	return Exec(ctx, q, serial)
 }
 
 // UpdateIf runs q, a conditional UPDATE or DELETE (... IF col = ? ..., or IF EXISTS), as a
@@ -49,25 +49,25 @@ func UpdateIf(ctx context.Context, q *gocql.Query, serial gocql.SerialConsistenc
 		return false, nil, err
 	}
 	if !strings.Contains(strings.ToUpper(q.Statement()), " IF ") {
-		return false, nil, fmt.Errorf("%w: statement has no IF clause", ErrMalformedCASResult)
+		return false, nil, fmt.Errorf("%w: statement has no IF clause", ErrMalformedResult)
 	}
-	return ExecCAS(ctx, q, serial)
+	return Exec(ctx, q, serial)
 }
 
-// ExecCAS runs any conditional statement as InsertIfNotExists does and decodes its result.
-func ExecCAS(ctx context.Context, q *gocql.Query, serial gocql.SerialConsistency) (applied bool, row Row, err error) {
+// Exec runs any conditional statement as InsertIfNotExists does and decodes its result.
+func Exec(ctx context.Context, q *gocql.Query, serial gocql.SerialConsistency) (applied bool, row Row, err error) {
 	if err := argcheck.Call(ErrInvalidArgument, "*gocql.Query", q == nil, ctx); err != nil {
 		return false, nil, err
 	}
-	if serial != gocql.Serial && serial != gocql.LocalSerial {
-		return false, nil, fmt.Errorf("lwt: serial consistency must be SERIAL or LOCAL_SERIAL, not %v", serial)
+	if err := checkSerial(serial); err != nil {
+		return false, nil, err
 	}
 	if err := ctx.Err(); err != nil {
 		return false, nil, err // never sent: certainly not applied
 	}
-	q = prepareCAS(ctx, q, serial)
+	q = prepare(ctx, q, serial)
 	iter := q.Iter()
-	applied, row, scanErr := scanCAS(iter)
+	applied, row, scanErr := scanResult(iter)
 	closeErr := iter.Close()
 	if closeErr != nil {
 		if ctxErr := ctx.Err(); ctxErr != nil {
@@ -85,12 +85,21 @@ func ExecCAS(ctx context.Context, q *gocql.Query, serial gocql.SerialConsistency
 	return applied, row, nil
 }
 
-// prepareCAS sets what every conditional statement needs. Idempotent(false) also turns off
+// checkSerial refuses a serial consistency that is not one: a conditional write or serial read
+// at QUORUM would be a plain one.
+func checkSerial(serial gocql.SerialConsistency) error {
+	if serial != gocql.Serial && serial != gocql.LocalSerial {
+		return fmt.Errorf("%w: serial consistency must be SERIAL or LOCAL_SERIAL, not %v", ErrInvalidArgument, serial)
+	}
+	return nil
+}
+
+// prepare sets what every conditional statement needs. Idempotent(false) also turns off
 // speculative execution, which gocql only uses for idempotent queries; the explicit
 // NonSpeculativeExecution keeps that true if the session default changes. NoSkipMetadata makes
 // the node send the result's columns, which vary between applied and not applied.
 // WithContext returns a copy in gocql v1.7.0, so the copy is the query to run.
-func prepareCAS(ctx context.Context, q *gocql.Query, serial gocql.SerialConsistency) *gocql.Query {
+func prepare(ctx context.Context, q *gocql.Query, serial gocql.SerialConsistency) *gocql.Query {
 	return q.WithContext(ctx).
 		Idempotent(false).
 		RetryPolicy(nil).
@@ -99,38 +108,40 @@ func prepareCAS(ctx context.Context, q *gocql.Query, serial gocql.SerialConsiste
 		NoSkipMetadata()
 }
 
-// scanCAS reads the single row of a CAS result into a Row, without trusting its shape. The
+// scanResult reads the single row of a CAS result into a Row, without trusting its shape. The
 // commonest answers, an applied write and a condition on a missing row, carry [applied] alone:
 // those are scanned into a bool, with no Row (nil) and none of the allocations of one.
-func scanCAS(iter *gocql.Iter) (bool, Row, error) {
+func scanResult(iter *gocql.Iter) (bool, Row, error) {
 	cols := iter.Columns()
 	if len(cols) == 0 {
-		return false, nil, fmt.Errorf("%w: no columns", ErrMalformedCASResult)
+		return false, nil, fmt.Errorf("%w: no columns", ErrMalformedResult)
 	}
 	if len(cols) == 1 && cols[0].Name == "[applied]" && cols[0].TypeInfo.Type() == gocql.TypeBoolean {
 		var applied bool
 		if !iter.Scan(&applied) {
-			return false, nil, fmt.Errorf("%w: no row", ErrMalformedCASResult)
+			return false, nil, fmt.Errorf("%w: no row", ErrMalformedResult)
 		}
 		return applied, nil, nil
 	}
-	row, ok, err := scanRow(iter)
+	row, ok, err := NextRow(iter)
 	if err != nil {
 		return false, nil, err
 	}
 	if !ok {
-		return false, nil, fmt.Errorf("%w: no row", ErrMalformedCASResult)
+		return false, nil, fmt.Errorf("%w: no row", ErrMalformedResult)
 	}
 	applied, isBool := row["[applied]"].(bool)
 	if _, present := row["[applied]"]; !present || !isBool {
-		return false, nil, fmt.Errorf("%w: no boolean [applied] column", ErrMalformedCASResult)
+		return false, nil, fmt.Errorf("%w: no boolean [applied] column", ErrMalformedResult)
 	}
 	delete(row, "[applied]")
 	return applied, row, nil
 }
 
-// scanRow scans the next row of iter into a Row using the columns the node sent.
-func scanRow(iter *gocql.Iter) (Row, bool, error) {
+// NextRow scans the next row of iter into a Row using the columns the node sent; ok is false
+// when there is none left. It is how every row of this package is read, and how a caller reads
+// the rows of its own SELECT in the same form.
+func NextRow(iter *gocql.Iter) (row Row, ok bool, err error) {
 	rd, err := iter.RowData()
 	if err != nil {
 		return nil, false, err
@@ -138,7 +149,7 @@ func scanRow(iter *gocql.Iter) (Row, bool, error) {
 	if !iter.Scan(rd.Values...) {
 		return nil, false, nil
 	}
-	row := make(Row, len(rd.Columns))
+	row = make(Row, len(rd.Columns))
 	for i, name := range rd.Columns {
 		row[name] = deref(rd.Values[i])
 	}
@@ -185,25 +196,29 @@ func ReadSerial(ctx context.Context, q *gocql.Query, serial gocql.SerialConsiste
 	if err := argcheck.Call(ErrInvalidArgument, "*gocql.Query", q == nil, ctx); err != nil {
 		return nil, false, err
 	}
-	if serial != gocql.Serial && serial != gocql.LocalSerial {
-		return nil, false, fmt.Errorf("lwt: serial consistency must be SERIAL or LOCAL_SERIAL, not %v", serial)
-	}
-	rows, err := readSerialRows(ctx, q, serial)
+	rows, err := ReadSerialAll(ctx, q, serial)
 	if err != nil || len(rows) == 0 {
 		return nil, false, err
 	}
 	return rows[0], true, nil
 }
 
-// readSerialRows reads every row q selects at serial consistency.
-func readSerialRows(ctx context.Context, q *gocql.Query, serial gocql.SerialConsistency) ([]Row, error) {
+// ReadSerialAll reads every row q selects at serial consistency, as ReadSerial reads one: the
+// rows of a partition that a conditional batch wrote.
+func ReadSerialAll(ctx context.Context, q *gocql.Query, serial gocql.SerialConsistency) ([]Row, error) {
+	if err := argcheck.Call(ErrInvalidArgument, "*gocql.Query", q == nil, ctx); err != nil {
+		return nil, err
+	}
+	if err := checkSerial(serial); err != nil {
+		return nil, err
+	}
 	// gocql has no SERIAL read constant; the protocol's read consistency SERIAL is the same code.
 	q = q.WithContext(ctx).Consistency(gocql.Consistency(serial)).Idempotent(true).NoSkipMetadata()
 	iter := q.Iter()
 	var rows []Row
 	var scanErr error
 	for {
-		row, ok, err := scanRow(iter)
+		row, ok, err := NextRow(iter)
 		if err != nil || !ok {
 			scanErr = err
 			break

@@ -1,4 +1,4 @@
-package lwt
+package cas
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 )
 
 // BenchmarkCAS measures one conditional insert of a claim's cells (the statement lwtbench's
-// lwt-new sends) through ExecCAS: allocs/op is the client's cost per LWT, the decoding of the
+// lwt-new sends) through Exec: allocs/op is the client's cost per LWT, the decoding of the
 // result included, on the recommended session (cqlsession). new-key is applied (the node
 // returns [applied] alone); existing-key is rejected (the node returns the whole row);
 // plain-insert is the same statement without its condition, the floor the others compare to.
@@ -34,7 +34,7 @@ func BenchmarkCAS(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				applied, _, err := ExecCAS(ctx, insert(key(n)), gocql.Serial)
+				applied, _, err := Exec(ctx, insert(key(n)), gocql.Serial)
 				if err != nil || applied != want {
 					b.Fatalf("applied %v, err %v", applied, err)
 				}
