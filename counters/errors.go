@@ -7,8 +7,8 @@ import (
 )
 
 // Errors returned by the package, checked with errors.Is; returned errors wrap them with the
-// offending value. A claim that may or may not have applied matches lwt.ErrOutcomeUnknown (an
-// *lwt.OutcomeUnknownError with the driver's error); nothing was incremented by that call, and
+// offending value. A claim that may or may not have applied matches lwt.ErrOutcomeUnknown (a
+// *cas.OutcomeUnknownError with the driver's error); nothing was incremented by that call, and
 // a retry of the same operation is safe.
 var (
 	// ErrInvalidCounter is returned for an empty, over-long or non-UTF-8 counter name.

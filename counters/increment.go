@@ -10,6 +10,7 @@ import (
 
 	"github.com/cassdedup/cassdedup/events"
 	"github.com/cassdedup/cassdedup/lwt"
+	"github.com/cassdedup/cassdedup/lwt/cas"
 )
 
 // Op is one increment.
@@ -92,14 +93,14 @@ func (s *Store) claim(ctx context.Context, op Op) (gocql.UUID, error) {
 		return gocql.UUID{}, fmt.Errorf("counters: index claim %q: %w", op.ID, err)
 	}
 	key := lwt.Key{op.Counter, op.ID}
-	mine := func(row lwt.Row, found bool) bool { o, _ := row["owner"].(gocql.UUID); return found && o == owner }
+	mine := func(row cas.Row, found bool) bool { o, _ := row["owner"].(gocql.UUID); return found && o == owner }
 	// A claim whose outcome was unknown and which the read found absent did not apply: send it
 	// again. Twice more at most; a node that keeps losing them is reported.
 	for range 3 {
-		applied, row, err := lwt.Resolve(ctx, lwt.Conditional{
+		applied, row, err := cas.Resolve(ctx, cas.Conditional{
 			Op: "claim", Write: s.session.Query(s.q.claim, op.Counter, op.ID, op.Delta, owner, now, ttl),
 			Read: s.session.Query(s.q.readOp, op.Counter, op.ID), Applied: mine,
-			Patience: resolvePatience, Observer: s.cfg.observer, Key: key,
+			Patience: resolvePatience, Observe: lwt.ObserveCAS(s.cfg.observer, key),
 		}, s.cfg.consistency, s.cfg.serial)
 		switch {
 		case err != nil:
@@ -117,7 +118,7 @@ func (s *Store) claim(ctx context.Context, op Op) (gocql.UUID, error) {
 const resolvePatience = 2 * time.Second
 
 // rejected explains a claim that found the operation already claimed.
-func rejected(op Op, row lwt.Row) error {
+func rejected(op Op, row cas.Row) error {
 	delta, _ := row["delta"].(int64)
 	status, _ := row["status"].(string)
 	switch {
@@ -153,15 +154,15 @@ func (s *Store) apply(ctx context.Context, op Op, owner gocql.UUID) error {
 // mark marks owner's claim of op applied, the counter having been incremented.
 func (s *Store) mark(ctx context.Context, op Op, owner gocql.UUID) error {
 	now := s.cfg.now().UTC()
-	marked := func(row lwt.Row, found bool) bool {
+	marked := func(row cas.Row, found bool) bool {
 		o, _ := row["owner"].(gocql.UUID)
 		st, _ := row["status"].(string)
 		return found && o == owner && st == statusApplied
 	}
-	applied, _, err := lwt.Resolve(ctx, lwt.Conditional{
+	applied, _, err := cas.Resolve(ctx, cas.Conditional{
 		Op: "mark", Write: s.session.Query(s.q.mark, s.ttlSeconds(now), now, op.Counter, op.ID, owner),
 		Read: s.session.Query(s.q.readOp, op.Counter, op.ID), Applied: marked,
-		Patience: resolvePatience, Observer: s.cfg.observer, Key: lwt.Key{op.Counter, op.ID},
+		Patience: resolvePatience, Observe: lwt.ObserveCAS(s.cfg.observer, lwt.Key{op.Counter, op.ID}),
 	}, s.cfg.consistency, s.cfg.serial)
 	if err == nil && !applied {
 		err = errors.New("claim lost (expired)")
@@ -181,11 +182,11 @@ func (s *Store) failedIncrement(ctx context.Context, op Op, owner gocql.UUID, ca
 		s.observe(lwt.Observation{Kind: lwt.ObservedUnconfirmed, Key: lwt.Key{op.Counter, op.ID}, Op: "increment", Err: cause})
 		return fmt.Errorf("%w: %q increment: %w", ErrUnconfirmed, op.ID, cause)
 	}
-	released := func(row lwt.Row, found bool) bool { o, _ := row["owner"].(gocql.UUID); return !found || o != owner }
-	_, _, err := lwt.Resolve(ctx, lwt.Conditional{
+	released := func(row cas.Row, found bool) bool { o, _ := row["owner"].(gocql.UUID); return !found || o != owner }
+	_, _, err := cas.Resolve(ctx, cas.Conditional{
 		Op: "release", Write: s.session.Query(s.q.release, op.Counter, op.ID, owner),
 		Read: s.session.Query(s.q.readOp, op.Counter, op.ID), Applied: released,
-		Patience: resolvePatience, Observer: s.cfg.observer, Key: lwt.Key{op.Counter, op.ID},
+		Patience: resolvePatience, Observe: lwt.ObserveCAS(s.cfg.observer, lwt.Key{op.Counter, op.ID}),
 	}, s.cfg.consistency, s.cfg.serial)
 	if err != nil {
 		return fmt.Errorf("%w: %q increment: %w (release: %w)", ErrUnconfirmed, op.ID, cause, err)

@@ -8,7 +8,7 @@ import (
 	"github.com/gocql/gocql"
 
 	"github.com/cassdedup/cassdedup/internal/parallel"
-	"github.com/cassdedup/cassdedup/lwt"
+	"github.com/cassdedup/cassdedup/lwt/cas"
 )
 
 // Claim is an operation claimed but not marked applied: either the process stopped before the
@@ -119,7 +119,7 @@ func (s *Store) listShard(ctx context.Context, bucket time.Time, shard int, from
 // the serial read is that round, so the listing neither misses a claim nor reports a marked one.
 func (s *Store) readClaim(ctx context.Context, counter, opID string) (Claim, bool, error) {
 	c := Claim{Counter: counter, OpID: opID}
-	row, found, err := lwt.ReadSerial(ctx, s.session.Query(s.q.readOp, counter, opID).Consistency(s.cfg.consistency), s.cfg.serial)
+	row, found, err := cas.ReadSerial(ctx, s.session.Query(s.q.readOp, counter, opID).Consistency(s.cfg.consistency), s.cfg.serial)
 	if err != nil {
 		return c, false, fmt.Errorf("counters: read claim %q of %q: %w", opID, counter, err)
 	}

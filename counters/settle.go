@@ -8,6 +8,7 @@ import (
 	"github.com/gocql/gocql"
 
 	"github.com/cassdedup/cassdedup/lwt"
+	"github.com/cassdedup/cassdedup/lwt/cas"
 )
 
 // SettleOption configures Settle.
@@ -38,11 +39,11 @@ func (s *Store) Settle(ctx context.Context, counter, opID string, incremented bo
 		return c, err
 	}
 	owner := gocql.TimeUUID()
-	mine := func(row lwt.Row, found bool) bool { o, _ := row["owner"].(gocql.UUID); return found && o == owner }
-	applied, _, err := lwt.Resolve(ctx, lwt.Conditional{
+	mine := func(row cas.Row, found bool) bool { o, _ := row["owner"].(gocql.UUID); return found && o == owner }
+	applied, _, err := cas.Resolve(ctx, cas.Conditional{
 		Op: "settle", Write: s.session.Query(s.q.takeover, s.ttlSeconds(c.ClaimedAt), owner, counter, opID, c.Owner, status),
 		Read: s.session.Query(s.q.readOp, counter, opID), Applied: mine,
-		Patience: resolvePatience, Observer: s.cfg.observer, Key: lwt.Key{counter, opID},
+		Patience: resolvePatience, Observe: lwt.ObserveCAS(s.cfg.observer, lwt.Key{counter, opID}),
 	}, s.cfg.consistency, s.cfg.serial)
 	if err != nil {
 		return c, fmt.Errorf("counters: settle %q: %w", opID, err)
@@ -101,7 +102,7 @@ func (s *Store) settleable(ctx context.Context, counter, opID string, opts []Set
 // flight; status is "" when there is no claim.
 func (s *Store) readSerial(ctx context.Context, counter, opID string) (Claim, string, error) {
 	c := Claim{Counter: counter, OpID: opID}
-	row, found, err := lwt.ReadSerial(ctx, s.session.Query(s.q.readOp, counter, opID), s.cfg.serial)
+	row, found, err := cas.ReadSerial(ctx, s.session.Query(s.q.readOp, counter, opID), s.cfg.serial)
 	if err != nil {
 		return c, "", fmt.Errorf("counters: read claim %q of %q: %w", opID, counter, err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/cassdedup/cassdedup/internal/faultproxy"
 	"github.com/cassdedup/cassdedup/internal/testnode"
 	"github.com/cassdedup/cassdedup/lwt"
+	"github.com/cassdedup/cassdedup/lwt/cas"
 )
 
 // proxiedStore returns a store reaching the node through a fault proxy (client timeout 2s) and
@@ -27,7 +28,7 @@ func proxiedStore(t *testing.T) (proxied, direct *Store, p *faultproxy.Proxy) {
 
 // TestClaimOutcomeUnknownResolvedLikeLWT: a claim that never reached the node is read back,
 // found absent (so it did not apply: never "unknown"), sent again and applied once; a claim
-// whose response and resolving reads are all lost is an *lwt.OutcomeUnknownError matching
+// whose response and resolving reads are all lost is an *cas.OutcomeUnknownError matching
 // lwt.ErrOutcomeUnknown with the driver's error reachable, and a later retry applies it once.
 func TestClaimOutcomeUnknownResolvedLikeLWT(t *testing.T) {
 	t.Parallel()
@@ -47,10 +48,10 @@ func TestClaimOutcomeUnknownResolvedLikeLWT(t *testing.T) {
 	p.ArmAfter("op-2", faultproxy.DropResponse, 1, 1000, nil)
 	_, err = s.Increment(ctx, Op{Counter: "unknown", ID: "op-2", Delta: 5})
 	require.ErrorIs(t, err, lwt.ErrOutcomeUnknown)
-	var ou *lwt.OutcomeUnknownError
+	var ou *cas.OutcomeUnknownError
 	require.ErrorAs(t, err, &ou)
 	assert.Equal(t, "claim", ou.Op)
-	assert.True(t, errors.Is(err, context.DeadlineExceeded) || lwt.IsOutcomeUnknown(ou.Err), "the driver's error is reachable: %v", err)
+	assert.True(t, errors.Is(err, context.DeadlineExceeded) || cas.IsOutcomeUnknown(ou.Err), "the driver's error is reachable: %v", err)
 	p.Arm("op-2", faultproxy.DropResponse, 0, nil)
 
 	// The lost claim applied; nothing was incremented, so the claim is reported for repair and a

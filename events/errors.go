@@ -4,8 +4,8 @@ import "errors"
 
 // Errors returned by the package. Each is checked with errors.Is; the returned error usually
 // wraps one with the offending value. A message held by another consumer matches
-// lwt.ErrInProgress, and a write that may or may not have applied lwt.ErrOutcomeUnknown (as an
-// *lwt.OutcomeUnknownError carrying the driver's error): each sentinel is defined once, in lwt.
+// lwt.ErrInProgress, and a write that may or may not have applied lwt.ErrOutcomeUnknown (as a
+// *cas.OutcomeUnknownError carrying the driver's error): each sentinel is defined once, in lwt or lwt/cas.
 var (
 	// ErrInvalidCounter is returned for an empty, over-long or non-UTF-8 counter name.
 	ErrInvalidCounter = errors.New("events: invalid counter name")

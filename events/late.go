@@ -8,6 +8,7 @@ import (
 
 	"github.com/cassdedup/cassdedup/internal/loop"
 	"github.com/cassdedup/cassdedup/lwt"
+	"github.com/cassdedup/cassdedup/lwt/cas"
 	"github.com/cassdedup/cassdedup/schema"
 )
 
@@ -147,10 +148,10 @@ func (l *Log) claimLate(ctx context.Context, e Event, own, from time.Time) (time
 	if !from.IsZero() {
 		op, q = "late move", l.session.Query(l.late.move, mine, now.UTC(), e.Counter, own, e.ID, from)
 	}
-	applied, row, err := lwt.Resolve(ctx, lwt.Conditional{
+	applied, row, err := cas.Resolve(ctx, cas.Conditional{
 		Op: op, Write: q.WithContext(ctx), Read: l.session.Query(l.late.readClaim, e.Counter, own, e.ID).WithContext(ctx),
-		Applied:  func(row lwt.Row, found bool) bool { return found && targetOf(row).Equal(mine) },
-		Patience: rollupPatience, Observer: l.cfg.observer, Key: lwt.Key{e.Counter, e.ID},
+		Applied:  func(row cas.Row, found bool) bool { return found && targetOf(row).Equal(mine) },
+		Patience: rollupPatience, Observe: lwt.ObserveCAS(l.cfg.observer, lwt.Key{e.Counter, e.ID}),
 	}, l.cfg.consistency, l.cfg.serial)
 	switch {
 	case err != nil:
@@ -159,13 +160,13 @@ func (l *Log) claimLate(ctx context.Context, e Event, own, from time.Time) (time
 		return mine, nil
 	case targetOf(row).IsZero():
 		// Claims are never deleted, so only a missing table or a user's delete gets here.
-		return time.Time{}, fmt.Errorf("%w: events: %s of %q in %q found no claim", lwt.ErrMalformedCASResult, op, e.ID, e.Counter)
+		return time.Time{}, fmt.Errorf("%w: events: %s of %q in %q found no claim", cas.ErrMalformedResult, op, e.ID, e.Counter)
 	}
 	return targetOf(row), nil
 }
 
 // targetOf returns the target window of a claim row; zero when the row has none.
-func targetOf(row lwt.Row) time.Time {
+func targetOf(row cas.Row) time.Time {
 	t, _ := row["target"].(time.Time)
 	return t.UTC()
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/gocql/gocql"
 
 	"github.com/cassdedup/cassdedup/lwt"
+	"github.com/cassdedup/cassdedup/lwt/cas"
 )
 
 // LayoutSwitchDelay is how far ahead of the clock a layout change takes effect: a guard whose
@@ -246,7 +247,7 @@ func (g *Guard) recordLayout(ctx context.Context, group string, entries []layout
 	if len(entries) == 0 {
 		b.Query(g.insertLayout, group, int64(math.MinInt64), int(legacy.window), legacy.buckets, clock)
 		if own == legacy {
-			_, _, err := lwt.ExecBatchCAS(ctx, g.session, b, g.cfg.serial)
+			_, _, err := cas.ExecBatch(ctx, g.session, b, g.cfg.serial)
 			return g.layoutWriteErr(group, err)
 		}
 		since = ceilTo(now+int64(firstSwitchDelay/time.Second), own.window)
@@ -255,13 +256,13 @@ func (g *Guard) recordLayout(ctx context.Context, group string, entries []layout
 		since = ceilTo(max(now+int64(LayoutSwitchDelay/time.Second), last+1), own.window)
 	}
 	b.Query(g.insertLayout, group, since, int(own.window), own.buckets, clock)
-	_, _, err := lwt.ExecBatchCAS(ctx, g.session, b, g.cfg.serial)
+	_, _, err := cas.ExecBatch(ctx, g.session, b, g.cfg.serial)
 	return g.layoutWriteErr(group, err)
 }
 
 // layoutWriteErr keeps an unknown outcome quiet: the serial read that follows settles it.
 func (g *Guard) layoutWriteErr(group string, err error) error {
-	if err == nil || lwt.IsOutcomeUnknown(err) {
+	if err == nil || cas.IsOutcomeUnknown(err) {
 		return nil
 	}
 	return fmt.Errorf("events: record the layout of group %q: %w", group, err)

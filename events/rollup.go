@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/cassdedup/cassdedup/lwt"
+	"github.com/cassdedup/cassdedup/lwt/cas"
 )
 
 // RollupResult reports what one Rollup call did.
@@ -133,7 +134,7 @@ func (l *Log) capLegacy(now, h time.Time, legacy []time.Time) (time.Time, []time
 const rollupPatience = 2 * time.Second
 
 // moveWatermark writes res conditionally on the row still holding st. An unknown outcome is
-// settled by lwt.Resolve: a watermark at or past res's is correct whoever wrote it, since every
+// settled by cas.Resolve: a watermark at or past res's is correct whoever wrote it, since every
 // worker folding to the same horizon computes the same total; anything else did not apply, and
 // the caller reads again.
 func (l *Log) moveWatermark(ctx context.Context, counter string, st rollupState, res RollupResult) (bool, error) {
@@ -145,13 +146,13 @@ func (l *Log) moveWatermark(ctx context.Context, counter string, st rollupState,
 	case st.exists:
 		q = l.session.Query(l.q.startRollup, res.Watermark, res.Total, now, counter)
 	}
-	reached := func(row lwt.Row, found bool) bool {
+	reached := func(row cas.Row, found bool) bool {
 		w, _ := row["watermark"].(time.Time)
 		return found && !w.Before(res.Watermark)
 	}
-	applied, _, err := lwt.Resolve(ctx, lwt.Conditional{
+	applied, _, err := cas.Resolve(ctx, cas.Conditional{
 		Op: "rollup", Write: q, Read: l.session.Query(l.q.readRollup, counter), Applied: reached,
-		Patience: rollupPatience, Observer: l.cfg.observer, Key: lwt.Key{counter},
+		Patience: rollupPatience, Observe: lwt.ObserveCAS(l.cfg.observer, lwt.Key{counter}),
 	}, l.cfg.consistency, l.cfg.serial)
 	if err != nil {
 		return false, fmt.Errorf("events: move watermark of %q to %v: %w", counter, res.Watermark, err)

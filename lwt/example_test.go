@@ -156,7 +156,7 @@ func ExampleBatchStore() {
 	partition := lwt.Key{"billing", "orders", 7, int64(1777636800), 0}
 	begun, err := store.BeginBatch(ctx, partition, []lwt.BatchItem{{Key: "order-1"}, {Key: "order-2"}})
 	if err != nil {
-		fmt.Println(err) // an *lwt.OutcomeUnknownError, a driver error, or bad input
+		fmt.Println(err) // a *cas.OutcomeUnknownError, a driver error, or bad input
 		return
 	}
 	var ends []lwt.BatchEnd

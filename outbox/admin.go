@@ -11,6 +11,7 @@ import (
 	"github.com/gocql/gocql"
 
 	"github.com/cassdedup/cassdedup/lwt"
+	"github.com/cassdedup/cassdedup/lwt/cas"
 	"github.com/cassdedup/cassdedup/schema"
 )
 
@@ -169,7 +170,7 @@ func (a *Admin) Replay(ctx context.Context, namespace, key string, dryRun bool) 
 	if strings.HasPrefix(namespace, guardPrefix) {
 		return Replayed{}, fmt.Errorf("%w: replay reads operations' records, not a guard's messages", ErrUnsupportedKey)
 	}
-	row, found, err := lwt.ReadSerial(ctx, a.session.Query(a.read, namespace, key), a.cfg.serial)
+	row, found, err := cas.ReadSerial(ctx, a.session.Query(a.read, namespace, key), a.cfg.serial)
 	if err != nil {
 		return Replayed{}, err
 	}
@@ -194,10 +195,10 @@ func (a *Admin) Replay(ctx context.Context, namespace, key string, dryRun bool) 
 		return out, nil
 	}
 	// Conditional writes only: the row may carry a relay's conditional mark already.
-	applied, _, err := lwt.InsertIfNotExists(ctx, a.session.Query(a.insertIfNot, b, s, namespace, key, in.fence, in.owner, now,
+	applied, _, err := cas.InsertIfNotExists(ctx, a.session.Query(a.insertIfNot, b, s, namespace, key, in.fence, in.owner, now,
 		a.cfg.intentTTL()).Consistency(a.cfg.consistency), a.cfg.serial)
 	if err == nil && !applied {
-		applied, _, err = lwt.UpdateIf(ctx, a.session.Query(a.reopen, a.cfg.intentTTL(), now, b, s, namespace, key, in.fence).
+		applied, _, err = cas.UpdateIf(ctx, a.session.Query(a.reopen, a.cfg.intentTTL(), now, b, s, namespace, key, in.fence).
 			Consistency(a.cfg.consistency), a.cfg.serial)
 	}
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/gocql/gocql"
 
 	"github.com/cassdedup/cassdedup/lwt"
+	"github.com/cassdedup/cassdedup/lwt/cas"
 	"github.com/cassdedup/cassdedup/schema"
 )
 
@@ -146,7 +147,7 @@ func (r *Relay) raise(ctx context.Context, sh *shard, b int64, cur int64) error 
 	if cur == 0 {
 		stmt, args = r.st.raiseNull, args[:4]
 	}
-	applied, row, err := lwt.UpdateIf(ctx, r.session.Query(stmt, args...).Consistency(r.cfg.consistency), r.cfg.serial)
+	applied, row, err := cas.UpdateIf(ctx, r.session.Query(stmt, args...).Consistency(r.cfg.consistency), r.cfg.serial)
 	if err != nil {
 		return fmt.Errorf("outbox: raise relay fence: %w", err)
 	}
@@ -225,19 +226,19 @@ func (r judge) settle(ctx context.Context, in intent) settled {
 	return r.committed(in, row)
 }
 
-func (r judge) readRecord(ctx context.Context, q *gocql.Query, serial bool) (lwt.Row, bool, error) {
+func (r judge) readRecord(ctx context.Context, q *gocql.Query, serial bool) (cas.Row, bool, error) {
 	if serial {
-		return lwt.ReadSerial(ctx, q, r.cfg.serial)
+		return cas.ReadSerial(ctx, q, r.cfg.serial)
 	}
 	m := map[string]any{}
 	err := q.WithContext(ctx).Consistency(r.cfg.consistency).MapScan(m)
 	if errors.Is(err, gocql.ErrNotFound) {
 		return nil, false, nil
 	}
-	return lwt.Row(m), err == nil, err
+	return cas.Row(m), err == nil, err
 }
 
-func (r judge) verdict(in intent, row lwt.Row) decision {
+func (r judge) verdict(in intent, row cas.Row) decision {
 	owner, _ := row["owner"].(gocql.UUID)
 	fence, _ := row["fence"].(int64)
 	status, _ := row["status"].(string)
@@ -253,7 +254,7 @@ func (r judge) verdict(in intent, row lwt.Row) decision {
 	return drop
 }
 
-func (r judge) committed(in intent, row lwt.Row) settled {
+func (r judge) committed(in intent, row cas.Row) settled {
 	b, _ := row[ColumnName].([]byte)
 	if len(b) == 0 {
 		return settled{in: in, dec: drop} // committed without events (a Stage that staged none)
@@ -280,7 +281,7 @@ func (r *Relay) mark(ctx context.Context, sh *shard, b int64, marks []settled) (
 			}
 			batch.Query(r.st.mark, r.cfg.intentTTL(), state, now, b, sh.id, m.in.namespace, m.in.key, m.in.fence, sh.claim.Fence)
 		}
-		applied, rows, err := lwt.ExecBatchCAS(ctx, r.session, batch, r.cfg.serial)
+		applied, rows, err := cas.ExecBatch(ctx, r.session, batch, r.cfg.serial)
 		if err != nil {
 			return done, fmt.Errorf("outbox: mark: %w", err)
 		}

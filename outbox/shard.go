@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cassdedup/cassdedup/lwt"
+	"github.com/cassdedup/cassdedup/lwt/cas"
 )
 
 // shard is a shard this relay holds: its lease claim and its cursor.
@@ -29,7 +30,7 @@ func (r *Relay) acquire(ctx context.Context, s int) (*shard, error) {
 	case rec != nil:
 		return nil, fmt.Errorf("outbox: shard %d: lease record is %s", s, rec.Status)
 	}
-	row, _, err := lwt.ReadSerial(ctx, r.session.Query(r.st.readCursor, r.cfg.name, s), r.cfg.serial)
+	row, _, err := cas.ReadSerial(ctx, r.session.Query(r.st.readCursor, r.cfg.name, s), r.cfg.serial)
 	if err != nil {
 		_ = r.leases.Release(ctx, claim, []byte("cursor unreadable"))
 		return nil, err
@@ -168,7 +169,7 @@ func (r *Relay) saveCursor(ctx context.Context, sh *shard) error {
 	if ttl < 1 {
 		return lwt.ErrLeaseLost
 	}
-	applied, _, err := lwt.UpdateIf(ctx, r.session.Query(r.st.writeCursor, ttl, r.cfg.shards, sh.frontier, pending,
+	applied, _, err := cas.UpdateIf(ctx, r.session.Query(r.st.writeCursor, ttl, r.cfg.shards, sh.frontier, pending,
 		r.cfg.name, sh.id, sh.claim.Owner, sh.claim.Fence).Consistency(r.cfg.consistency), r.cfg.serial)
 	if err != nil {
 		return fmt.Errorf("outbox: save cursor: %w", err)

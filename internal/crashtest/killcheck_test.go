@@ -19,6 +19,7 @@ import (
 	"github.com/cassdedup/cassdedup/counters"
 	"github.com/cassdedup/cassdedup/events"
 	"github.com/cassdedup/cassdedup/lwt"
+	"github.com/cassdedup/cassdedup/lwt/cas"
 )
 
 // tally is what the check found for one primitive.
@@ -304,7 +305,7 @@ func claimsInLimbo(ctx context.Context, t *testing.T, s *gocql.Session, started 
 			return err
 		}
 		serial := "none"
-		row, found, err := lwt.ReadSerial(ctx, s.Query(read, counterName(i), keyName(i)), gocql.Serial)
+		row, found, err := cas.ReadSerial(ctx, s.Query(read, counterName(i), keyName(i)), gocql.Serial)
 		if err != nil {
 			return err
 		}

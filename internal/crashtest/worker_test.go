@@ -23,6 +23,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cassdedup/cassdedup/lwt"
+	"github.com/cassdedup/cassdedup/lwt/cas"
 )
 
 // workerEnv, when set, makes the test binary run as a worker process with the spec it holds
@@ -223,7 +224,7 @@ func fencedRun(s *gocql.Session, store *lwt.Store, spec workerSpec, out *json.En
 		// one blocked in a call would not: the fence, not the ctx, is what stops its write.
 		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		defer cancel()
-		applied, _, err := lwt.UpdateIf(wctx, s.Query(`UPDATE crash_ledger SET value = ?, fence = ? WHERE key = ? IF fence < ?`,
+		applied, _, err := cas.UpdateIf(wctx, s.Query(`UPDATE crash_ledger SET value = ?, fence = ? WHERE key = ? IF fence < ?`,
 			spec.Value, claim.Fence, spec.Keys[0], claim.Fence), gocql.Serial)
 		if err != nil {
 			return nil, err

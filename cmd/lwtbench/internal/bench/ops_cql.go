@@ -10,7 +10,7 @@ import (
 	"github.com/gocql/gocql"
 
 	"github.com/cassdedup/cassdedup/internal/parallel"
-	"github.com/cassdedup/cassdedup/lwt"
+	"github.com/cassdedup/cassdedup/lwt/cas"
 	"github.com/cassdedup/cassdedup/schema"
 )
 
@@ -70,7 +70,7 @@ func (w *claimWriter) query(key string) *gocql.Query {
 // cas runs a conditional insert through the library's primitive, as the stores send theirs,
 // and reports whether it applied: the client's cost per LWT is the library's.
 func (w *claimWriter) cas(ctx context.Context, key string) (bool, error) {
-	applied, _, err := lwt.ExecCAS(ctx, w.query(key), w.serial)
+	applied, _, err := cas.Exec(ctx, w.query(key), w.serial)
 	return applied, err
 }
 
