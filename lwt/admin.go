@@ -75,15 +75,13 @@ func (s *Store) inspection(key Key, row cas.Row) *Inspection {
 	return in
 }
 
-// AdminOption configures ReleaseKey and Delete.
-type AdminOption func(*adminConfig)
+// AdminOption configures ReleaseKey and Delete. A nil one is ErrInvalidArgument.
+type AdminOption func(*adminConfig) error
 
 type adminConfig struct {
 	force bool
 	note  string
 	seen  *Inspection // IfUnchanged: act only on this record
-	// seenSet tells IfUnchanged(nil), a mistake, from no IfUnchanged.
-	seenSet bool
 }
 
 // ErrRecordChanged is returned by ReleaseKey and Delete given IfUnchanged when the record is no
@@ -97,27 +95,34 @@ var ErrRecordChanged = errors.New("lwt: record changed since it was inspected")
 // record that changed meanwhile. Otherwise they return ErrRecordChanged and write nothing.
 // A nil Inspection is ErrInvalidArgument.
 func IfUnchanged(seen *Inspection) AdminOption {
-	return func(c *adminConfig) { c.seen, c.seenSet = seen, true }
+	return func(c *adminConfig) error {
+		if seen == nil {
+			return fmt.Errorf("%w: IfUnchanged: nil Inspection", ErrInvalidArgument)
+		}
+		c.seen = seen
+		return nil
+	}
 }
 
 // Force lets ReleaseKey and Delete act on a claim whose lease is live. The worker holding it
 // is not stopped: its later writes fail with ErrLeaseLost, but the operation it is running may
 // still take effect, and may then run again under the next claim.
-func Force() AdminOption { return func(c *adminConfig) { c.force = true } }
+func Force() AdminOption { return func(c *adminConfig) error { c.force = true; return nil } }
 
 // WithNote sets the text ReleaseKey stores as the released record's last error (default
 // "released by an operator"), so whoever reads the record later knows why.
-func WithNote(note string) AdminOption { return func(c *adminConfig) { c.note = note } }
+func WithNote(note string) AdminOption {
+	return func(c *adminConfig) error { c.note = note; return nil }
+}
 
 func adminOptions(cfg adminConfig, opts []AdminOption) (adminConfig, error) {
 	for _, o := range opts {
 		if o == nil {
 			return cfg, fmt.Errorf("%w: nil AdminOption", ErrInvalidArgument)
 		}
-		o(&cfg)
-	}
-	if cfg.seenSet && cfg.seen == nil {
-		return cfg, fmt.Errorf("%w: nil Inspection for IfUnchanged", ErrInvalidArgument)
+		if err := o(&cfg); err != nil {
+			return cfg, err
+		}
 	}
 	return cfg, nil
 }

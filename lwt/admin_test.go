@@ -338,4 +338,5 @@ func TestAdminIfUnchangedActsOnlyOnTheRecordSeen(t *testing.T) {
 	require.ErrorIs(t, err, ErrRecordChanged, "released since it was seen")
 	_, err = s.Delete(ctx, key, IfUnchanged(nil))
 	require.ErrorIs(t, err, ErrInvalidArgument)
+	assert.ErrorContains(t, err, "IfUnchanged", "the option names itself")
 }

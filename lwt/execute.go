@@ -23,8 +23,8 @@ type Result struct {
 	Fence    int64
 }
 
-// CallOption configures one ExecuteOnce call.
-type CallOption func(*callConfig)
+// CallOption configures one ExecuteOnce call. A nil one is ErrInvalidArgument.
+type CallOption func(*callConfig) error
 
 type callConfig struct {
 	fingerprint []byte
@@ -42,27 +42,32 @@ func Fingerprint(request []byte) []byte {
 // later call with the same key and another request gets ErrKeyReuse and nothing runs. Without
 // it every request with the key matches.
 func WithRequest(request []byte) CallOption {
-	return func(c *callConfig) { c.fingerprint = Fingerprint(request) }
+	return func(c *callConfig) error { c.fingerprint = Fingerprint(request); return nil }
 }
 
 // WithWait makes a duplicate that meets a live claim wait, within its ctx, for the stored
 // result instead of returning ErrInProgress; if the other claim is released or its lease
 // passes, this call claims the key and runs the function itself.
 func WithWait() CallOption {
-	return func(c *callConfig) { c.wait = true }
+	return func(c *callConfig) error { c.wait = true; return nil }
 }
 
 // callOptions applies opts. The config is allocated only when there are options: a call
 // without any, answered from the cache, allocates nothing.
-func callOptions(opts []CallOption) callConfig {
+func callOptions(opts []CallOption) (callConfig, error) {
 	if len(opts) == 0 {
-		return callConfig{}
+		return callConfig{}, nil
 	}
 	cc := new(callConfig)
 	for _, o := range opts {
-		o(cc)
+		if o == nil {
+			return callConfig{}, fmt.Errorf("%w: nil CallOption", ErrInvalidArgument)
+		}
+		if err := o(cc); err != nil {
+			return callConfig{}, err
+		}
 	}
-	return *cc
+	return *cc, nil
 }
 
 // fromCache answers a call of key with rec, its cached record. The call's options are applied
@@ -70,7 +75,11 @@ func callOptions(opts []CallOption) callConfig {
 func (s *Store) fromCache(ctx context.Context, key Key, rec *Record, opts []CallOption) (Result, error) {
 	var fp []byte
 	if len(opts) > 0 {
-		fp = callOptions(opts).fingerprint
+		cc, err := callOptions(opts)
+		if err != nil {
+			return Result{}, err
+		}
+		fp = cc.fingerprint
 	}
 	_, end := s.startSpan(ctx, "execute", key)
 	if !equalFingerprint(rec.Fingerprint, fp) {
@@ -88,7 +97,7 @@ func (s *Store) fromCache(ctx context.Context, key Key, rec *Record, opts []Call
 // pre-check's horizon (see Store.Own). Without it, only a pre-check that covers the whole
 // retention may answer for the call.
 func WithTime(t time.Time) CallOption {
-	return func(c *callConfig) { c.at = t }
+	return func(c *callConfig) error { c.at = t; return nil }
 }
 
 // call is one ExecuteOnce call's arguments, worked out once.
@@ -134,7 +143,11 @@ func (s *Store) ExecuteOnce(ctx context.Context, key Key, fn func(context.Contex
 			return s.fromCache(ctx, key, rec, opts)
 		}
 	}
-	return s.executeOnce(ctx, key, fn, callOptions(opts))
+	cc, err := callOptions(opts)
+	if err != nil {
+		return Result{}, err
+	}
+	return s.executeOnce(ctx, key, fn, cc)
 }
 
 // executeOnce is ExecuteOnce past the cache. It is a function of its own so that a cache hit

@@ -60,6 +60,8 @@ func TestNilReceiverAndContextAreInvalidArguments(t *testing.T) {
 		},
 	}
 	argchecktest.Refused(t, lwt.ErrInvalidArgument, store, stores)
+	_, err = store.ExecuteOnce(context.Background(), key, fn, nil)
+	assert.ErrorIs(t, err, lwt.ErrInvalidArgument, "a nil CallOption")
 	var nilStore *lwt.Store
 	assert.Zero(t, nilStore.Stats())
 	assert.NotPanics(t, func() { nilStore.Disown(key) })

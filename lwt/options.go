@@ -49,9 +49,15 @@ func newConfig(opts []Option) (config, error) {
 		}
 	}
 	if cfg.lease > cfg.retention {
-		return cfg, fmt.Errorf("%w: lease %v exceeds retention %v", ErrInvalidOption, cfg.lease, cfg.retention)
+		return cfg, invalidOption("WithLease", "%v exceeds the retention (WithRetention) %v", cfg.lease, cfg.retention)
 	}
 	return cfg, nil
+}
+
+// invalidOption is the error of the option named name given a bad value: it names the option
+// and wraps ErrInvalidOption, as every option of this package's constructors does.
+func invalidOption(name, format string, args ...any) error {
+	return fmt.Errorf("%w: %s: %s", ErrInvalidOption, name, fmt.Sprintf(format, args...))
 }
 
 func defaultConfig() config {
@@ -74,7 +80,7 @@ func defaultConfig() config {
 func WithRetention(d time.Duration) Option {
 	return func(c *config) error {
 		if d < time.Second || d > 20*365*24*time.Hour {
-			return fmt.Errorf("%w: retention %v must be between 1s and 20 years", ErrInvalidOption, d)
+			return invalidOption("WithRetention", "%v is not between 1s and 20 years", d)
 		}
 		c.retention = d
 		return nil
@@ -92,7 +98,7 @@ func WithRetention(d time.Duration) Option {
 func WithLease(d time.Duration) Option {
 	return func(c *config) error {
 		if d < time.Second {
-			return fmt.Errorf("%w: lease %v must be at least 1s", ErrInvalidOption, d)
+			return invalidOption("WithLease", "%v is less than 1s", d)
 		}
 		c.lease = d
 		return nil
@@ -105,7 +111,7 @@ func WithLease(d time.Duration) Option {
 func WithSerialConsistency(sc gocql.SerialConsistency) Option {
 	return func(c *config) error {
 		if sc != gocql.Serial && sc != gocql.LocalSerial {
-			return fmt.Errorf("%w: serial consistency must be SERIAL or LOCAL_SERIAL, not %v", ErrInvalidOption, sc)
+			return invalidOption("WithSerialConsistency", "%v is not SERIAL or LOCAL_SERIAL", sc)
 		}
 		c.serial = sc
 		return nil
@@ -122,7 +128,7 @@ func WithConsistency(cl gocql.Consistency) Option {
 			c.commit = cl
 			return nil
 		}
-		return fmt.Errorf("%w: commit consistency must be QUORUM, LOCAL_QUORUM, EACH_QUORUM or ALL, not %v", ErrInvalidOption, cl)
+		return invalidOption("WithConsistency", "%v is not QUORUM, LOCAL_QUORUM, EACH_QUORUM or ALL", cl)
 	}
 }
 
@@ -131,7 +137,7 @@ func WithConsistency(cl gocql.Consistency) Option {
 func WithMaxResultSize(n int) Option {
 	return func(c *config) error {
 		if n < 1 || n > MaxResultSizeLimit {
-			return fmt.Errorf("%w: max result size %d must be between 1 and %d bytes", ErrInvalidOption, n, MaxResultSizeLimit)
+			return invalidOption("WithMaxResultSize", "%d is not between 1 and %d bytes", n, MaxResultSizeLimit)
 		}
 		c.maxResult = n
 		return nil
@@ -142,7 +148,7 @@ func WithMaxResultSize(n int) Option {
 func WithMaxKeyLength(n int) Option {
 	return func(c *config) error {
 		if n < 1 || n > 4096 {
-			return fmt.Errorf("%w: max key length %d must be between 1 and 4096 bytes", ErrInvalidOption, n)
+			return invalidOption("WithMaxKeyLength", "%d is not between 1 and 4096 bytes", n)
 		}
 		c.maxKey = n
 		return nil
@@ -158,7 +164,7 @@ func WithMaxKeyLength(n int) Option {
 func WithCache(n int) Option {
 	return func(c *config) error {
 		if n < 0 {
-			return fmt.Errorf("%w: cache size %d is negative", ErrInvalidOption, n)
+			return invalidOption("WithCache", "size %d is negative", n)
 		}
 		c.cacheSize = n
 		return nil
@@ -172,7 +178,7 @@ func WithCache(n int) Option {
 func WithCommitTimeout(d time.Duration) Option {
 	return func(c *config) error {
 		if d <= 0 {
-			return fmt.Errorf("%w: commit timeout %v must be positive", ErrInvalidOption, d)
+			return invalidOption("WithCommitTimeout", "%v is not positive", d)
 		}
 		c.commitTimeout = d
 		return nil
@@ -194,7 +200,7 @@ func WithObserver(o Observer) Option {
 func WithClock(now func() time.Time) Option {
 	return func(c *config) error {
 		if now == nil {
-			return fmt.Errorf("%w: nil clock", ErrInvalidOption)
+			return invalidOption("WithClock", "nil clock")
 		}
 		c.now, c.clockSet = now, true
 		return nil
@@ -213,7 +219,7 @@ type Recorder func(ctx context.Context, key Key, fingerprint, result []byte, epo
 func WithRecorder(r Recorder) Option {
 	return func(c *config) error {
 		if r == nil {
-			return fmt.Errorf("%w: nil recorder", ErrInvalidOption)
+			return invalidOption("WithRecorder", "nil recorder")
 		}
 		c.recorder = r
 		return nil

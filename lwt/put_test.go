@@ -24,7 +24,7 @@ func TestPutCompletedIsReplayedWithOneExpiry(t *testing.T) {
 	assert.Equal(t, int64(0), got.Fence, "no claim was made")
 
 	res, err := s.ExecuteOnce(ctx, key, func(context.Context) ([]byte, error) { t.Fatal("ran"); return nil, nil },
-		func(c *callConfig) { c.fingerprint = []byte("fp") })
+		func(c *callConfig) error { c.fingerprint = []byte("fp"); return nil })
 	require.NoError(t, err)
 	assert.True(t, res.Replay)
 	assert.Equal(t, "result", string(res.Value))

@@ -58,11 +58,11 @@ func (o ScanOptions) withDefaults(commit gocql.Consistency) (ScanOptions, error)
 	}
 	switch {
 	case o.Splits < 1 || o.Splits > MaxScanSplits:
-		return o, fmt.Errorf("%w: scan splits %d must be 1..%d", ErrInvalidOption, o.Splits, MaxScanSplits)
+		return o, invalidOption("ScanOptions.Splits", "%d is not 1..%d", o.Splits, MaxScanSplits)
 	case o.Parallelism < 1 || o.Parallelism > MaxScanParallelism:
-		return o, fmt.Errorf("%w: scan parallelism %d must be 1..%d", ErrInvalidOption, o.Parallelism, MaxScanParallelism)
+		return o, invalidOption("ScanOptions.Parallelism", "%d is not 1..%d", o.Parallelism, MaxScanParallelism)
 	case o.PageSize < 1 || o.PageSize > MaxScanPageSize:
-		return o, fmt.Errorf("%w: scan page size %d must be 1..%d", ErrInvalidOption, o.PageSize, MaxScanPageSize)
+		return o, invalidOption("ScanOptions.PageSize", "%d is not 1..%d", o.PageSize, MaxScanPageSize)
 	}
 	return o, nil
 }
@@ -140,7 +140,7 @@ func (s *Store) ScanStuck(ctx context.Context, opts StuckOptions, yield func(Stu
 		minAttempts = DefaultStuckAttempts
 	}
 	if minAttempts < 1 {
-		return ScanStats{}, fmt.Errorf("%w: min attempts %d must be positive", ErrInvalidOption, minAttempts)
+		return ScanStats{}, invalidOption("StuckOptions.MinAttempts", "%d is not positive", minAttempts)
 	}
 	var matched int64
 	stats, err := s.Scan(ctx, opts.ScanOptions, func(k Key, r *Record) error {

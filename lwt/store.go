@@ -105,24 +105,14 @@ func buildStatements(table string, keyCols []string) statements {
 }
 
 // Get reads the record of key at the store's serial consistency, so it sees the outcome of any
-// conditional write in flight. It returns an error matching ErrNotFound when there is none.
+// conditional write in flight. It returns an error matching ErrNotFound when there is none. It
+// is Inspect without the operator's view: the same read.
 func (s *Store) Get(ctx context.Context, key Key) (*Record, error) {
-	if err := s.checkCall(ctx); err != nil {
-		return nil, err
-	}
-	if err := validateKey(s.keyCols, key, s.cfg.maxKey); err != nil {
-		return nil, err
-	}
-	start := time.Now()
-	row, found, err := cas.ReadSerial(ctx, s.session.Query(s.stmt.read, key...), s.cfg.serial)
-	s.record(Observation{Kind: ObservedLWT, Key: key, Op: "read", Applied: found, Latency: time.Since(start), Err: err})
+	in, err := s.Inspect(ctx, key)
 	if err != nil {
 		return nil, err
 	}
-	if !found {
-		return nil, ErrNotFound
-	}
-	return recordFromRow(row), nil
+	return &in.Record, nil
 }
 
 // ttlSeconds is the TTL that makes a cell written at now expire at expires. Every write of a

@@ -118,31 +118,53 @@ func TestNewStoreValidates(t *testing.T) {
 	t.Parallel()
 	s, session, ks := newTestStore(t)
 	_ = s
-	for name, tc := range map[string]struct {
-		table Table
-		opts  []Option
-	}{
-		"bad keyspace":        {Table{Keyspace: "a-b", Name: "t", KeyColumns: []string{"k"}}, nil},
-		"bad table":           {Table{Keyspace: ks, Name: `x"; DROP`, KeyColumns: []string{"k"}}, nil},
-		"no key columns":      {Table{Keyspace: ks, Name: "t"}, nil},
-		"bad key column":      {Table{Keyspace: ks, Name: "t", KeyColumns: []string{"1k"}}, nil},
-		"record column key":   {Table{Keyspace: ks, Name: "t", KeyColumns: []string{"status"}}, nil},
-		"repeated key column": {Table{Keyspace: ks, Name: "t", KeyColumns: []string{"k", "k"}}, nil},
-		"lease > retention":   {IdempotencyKeys(ks), []Option{WithRetention(time.Minute), WithLease(2 * time.Minute)}},
-		"short retention":     {IdempotencyKeys(ks), []Option{WithRetention(time.Millisecond)}},
-		"short lease":         {IdempotencyKeys(ks), []Option{WithLease(0)}},
-		"serial":              {IdempotencyKeys(ks), []Option{WithSerialConsistency(gocql.SerialConsistency(gocql.One))}},
-		"commit":              {IdempotencyKeys(ks), []Option{WithConsistency(gocql.Any)}},
-		"result size":         {IdempotencyKeys(ks), []Option{WithMaxResultSize(MaxResultSizeLimit + 1)}},
-		"key length":          {IdempotencyKeys(ks), []Option{WithMaxKeyLength(0)}},
-		"cache":               {IdempotencyKeys(ks), []Option{WithCache(-1)}},
-		"commit timeout":      {IdempotencyKeys(ks), []Option{WithCommitTimeout(0)}},
+	for name, table := range map[string]Table{
+		"bad keyspace":        {Keyspace: "a-b", Name: "t", KeyColumns: []string{"k"}},
+		"bad table":           {Keyspace: ks, Name: `x"; DROP`, KeyColumns: []string{"k"}},
+		"no key columns":      {Keyspace: ks, Name: "t"},
+		"bad key column":      {Keyspace: ks, Name: "t", KeyColumns: []string{"1k"}},
+		"record column key":   {Keyspace: ks, Name: "t", KeyColumns: []string{"status"}},
+		"repeated key column": {Keyspace: ks, Name: "t", KeyColumns: []string{"k", "k"}},
 	} {
-		_, err := NewStore(session, tc.table, tc.opts...)
+		_, err := NewStore(session, table)
 		assert.Error(t, err, name)
 	}
 	_, err := NewStore(nil, IdempotencyKeys(ks))
 	assert.Error(t, err)
+}
+
+// TestBadOptionNamesItself: every option given a bad value is refused with an error that
+// matches ErrInvalidOption and names the option, so a caller with many options sees which.
+func TestBadOptionNamesItself(t *testing.T) {
+	t.Parallel()
+	for name, opts := range map[string][]Option{
+		"WithRetention":         {WithRetention(time.Millisecond)},
+		"WithLease":             {WithLease(0)},
+		"WithSerialConsistency": {WithSerialConsistency(gocql.SerialConsistency(gocql.One))},
+		"WithConsistency":       {WithConsistency(gocql.Any)},
+		"WithMaxResultSize":     {WithMaxResultSize(MaxResultSizeLimit + 1)},
+		"WithMaxKeyLength":      {WithMaxKeyLength(0)},
+		"WithCache":             {WithCache(-1)},
+		"WithCommitTimeout":     {WithCommitTimeout(0)},
+		"WithClock":             {WithClock(nil)},
+		"WithRecorder":          {WithRecorder(nil)},
+		"WithLease exceeds":     {WithRetention(time.Minute), WithLease(2 * time.Minute)},
+		"nil option":            {nil},
+	} {
+		_, err := NewStore(&gocql.Session{}, IdempotencyKeys("ks"), opts...)
+		assert.ErrorIs(t, err, ErrInvalidOption, name)
+		if err != nil {
+			assert.Contains(t, err.Error(), strings.Fields(name)[0], "the error names the option")
+		}
+	}
+	for name, o := range map[string]ScanOptions{"ScanOptions.Splits": {Splits: -1},
+		"ScanOptions.Parallelism": {Parallelism: 65}, "ScanOptions.PageSize": {PageSize: -3}} {
+		_, err := o.withDefaults(0)
+		assert.ErrorIs(t, err, ErrInvalidOption, name)
+		if err != nil {
+			assert.Contains(t, err.Error(), name)
+		}
+	}
 }
 
 // TestProcessedMessagesTable runs the state machine on the consumer guard's table, keyed by
