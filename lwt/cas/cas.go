@@ -31,13 +31,7 @@ type Row map[string]any
 // still matches with errors.Is). A ctx that ended before the call returns ctx.Err() unchanged:
 // nothing was sent. Resolve runs a conditional write and settles such an outcome.
 func InsertIfNotExists(ctx context.Context, q *gocql.Query, serial gocql.SerialConsistency) (applied bool, existing Row, err error) {
-	if err := argcheck.Call(ErrInvalidArgument, "*gocql.Query", q == nil, ctx); err != nil {
-		return false, nil, err
-	}
-	if !strings.Contains(strings.ToUpper(q.Statement()), "IF NOT EXISTS") {
-		return false, nil, fmt.Errorf("%w: statement has no IF NOT EXISTS", ErrMalformedResult)
-	}
-	return Exec(ctx, q, serial)
+	return execWith(ctx, q, serial, "IF NOT EXISTS")
 }
 
 // UpdateIf runs q, a conditional UPDATE or DELETE (... IF col = ? ..., or IF EXISTS), as a
@@ -45,11 +39,17 @@ func InsertIfNotExists(ctx context.Context, q *gocql.Query, serial gocql.SerialC
 // the condition's columns for IF col = ?, all columns for IF EXISTS, and none when the row
 // does not exist. The execution rules of InsertIfNotExists apply.
 func UpdateIf(ctx context.Context, q *gocql.Query, serial gocql.SerialConsistency) (applied bool, current Row, err error) {
+	return execWith(ctx, q, serial, " IF ")
+}
+
+// execWith runs q with Exec if its statement has the condition clause; one without it is
+// refused before anything is sent.
+func execWith(ctx context.Context, q *gocql.Query, serial gocql.SerialConsistency, clause string) (bool, Row, error) {
 	if err := argcheck.Call(ErrInvalidArgument, "*gocql.Query", q == nil, ctx); err != nil {
 		return false, nil, err
 	}
-	if !strings.Contains(strings.ToUpper(q.Statement()), " IF ") {
-		return false, nil, fmt.Errorf("%w: statement has no IF clause", ErrMalformedResult)
+	if !strings.Contains(strings.ToUpper(q.Statement()), clause) {
+		return false, nil, fmt.Errorf("%w: statement has no %q", ErrMalformedResult, strings.TrimSpace(clause))
 	}
 	return Exec(ctx, q, serial)
 }
