@@ -35,11 +35,12 @@ var (
 	// It is cas.ErrOutcomeUnknown, so one errors.Is test covers this package and package cas.
 	ErrOutcomeUnknown = cas.ErrOutcomeUnknown
 
-	// ErrInvalidOption: an option passed to NewStore is out of range. Nothing was written.
+	// ErrInvalidOption: an option passed to NewStore, or a field of ScanOptions or StuckOptions,
+	// is out of range; the error names it. Nothing was written.
 	ErrInvalidOption = errors.New("lwt: invalid option")
 
-	// ErrInvalidArgument: a required argument is missing (a nil function, codec, claim or
-	// session). Nothing was read or written.
+	// ErrInvalidArgument: a required argument is missing (a nil function, codec, claim, session,
+	// CallOption or AdminOption). Nothing was read or written.
 	ErrInvalidArgument = errors.New("lwt: invalid argument")
 
 	// ErrInvalidKey: a key or namespace is missing, too long, not UTF-8 or of an unsupported
