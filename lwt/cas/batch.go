@@ -100,15 +100,15 @@ func casError(ctx context.Context, err error) error {
 // BatchConditional is a conditional batch on one partition and the way to settle it when its
 // outcome is unknown, as Conditional is for one statement.
 type BatchConditional struct {
-	Op      string
-	Session *gocql.Session
-	Batch   *gocql.Batch
+	Op      string         // names the batch in errors and events, as Conditional.Op
+	Session *gocql.Session // runs Batch
+	Batch   *gocql.Batch   // the conditional batch, its statements all on one partition
 	// Read selects the rows the batch writes. It runs only after an unknown outcome.
 	Read *gocql.Query
 	// Applied reports whether the rows read back show that the batch applied.
 	Applied  func(rows []Row) bool
-	Patience time.Duration
-	Observe  func(Event)
+	Patience time.Duration // as Conditional.Patience
+	Observe  func(Event)   // as Conditional.Observe
 }
 
 // ResolveBatch runs c.Batch once with ExecBatch at the given consistencies and settles an
