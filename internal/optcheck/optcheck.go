@@ -1,0 +1,67 @@
+// Package optcheck gives every package's options one way to refuse a value: an error that names
+// the option as it was called (`counters: WithRetention(-1s): must be 1m..90d`) and wraps the
+// package's errors.Is-able sentinel. It holds no state; its functions are safe for concurrent use.
+package optcheck
+
+import (
+	"fmt"
+	"strings"
+)
+
+// refused is a bad option: the call that was made, why it was refused, and the sentinel it matches.
+type refused struct {
+	sentinel   error
+	call, why string
+}
+
+// Error reads "<package>: <call>: <why>", the package being the sentinel's prefix.
+func (e *refused) Error() string {
+	pkg, _, found := strings.Cut(e.sentinel.Error(), ": ")
+	if !found {
+		pkg = e.sentinel.Error()
+	}
+	return pkg + ": " + e.call + ": " + e.why
+}
+
+// Unwrap returns the sentinel, so errors.Is matches it.
+func (e *refused) Unwrap() error { return e.sentinel }
+
+// Bad returns the error of an option refused: call is the option as written (see Call), the
+// format and args say why.
+func Bad(sentinel error, call, format string, args ...any) error {
+	return &refused{sentinel: sentinel, call: call, why: fmt.Sprintf(format, args...)}
+}
+
+// Call writes an option's call with its arguments, strings quoted: Call("WithTables", "a", "b")
+// is `WithTables("a", "b")`.
+func Call(name string, args ...any) string {
+	var b strings.Builder
+	b.WriteString(name)
+	b.WriteByte('(')
+	for i, a := range args {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		if s, ok := a.(string); ok {
+			fmt.Fprintf(&b, "%q", s)
+		} else {
+			fmt.Fprint(&b, a)
+		}
+	}
+	b.WriteByte(')')
+	return b.String()
+}
+
+// Apply applies opts to c in order and returns the first refusal; a nil option is refused as
+// `option N: nil`, N counting from 0.
+func Apply[C any, O ~func(*C) error](sentinel error, c *C, opts []O) error {
+	for i, o := range opts {
+		if o == nil {
+			return Bad(sentinel, fmt.Sprintf("option %d", i), "nil")
+		}
+		if err := o(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
