@@ -6,6 +6,8 @@ import (
 	"time"
 
 	bbloom "github.com/bits-and-blooms/bloom/v3"
+
+	"github.com/cassdedup/cassdedup/internal/optcheck"
 )
 
 // Defaults for the options below. They are constants, not settings: every instance holds its own
@@ -34,9 +36,10 @@ const (
 	maxTotalBits     = 1 << 38 // 32 GiB of filter: beyond this a sizing is a mistake, not a plan
 )
 
-// Option configures a Filter, Rotating or PreCheck. Options are validated by the constructor; an
-// option that does not apply to the type being built is an error rather than silently ignored.
-type Option func(*config)
+// Option configures a Filter, Rotating or PreCheck. A bad value makes the constructor fail with an
+// error that names the option; an option that does not apply to the type being built is an
+// error rather than silently ignored.
+type Option func(*config) error
 
 type optionSet uint
 
@@ -60,15 +63,39 @@ type config struct {
 
 // WithExpectedItems sizes the filter for n keys (default DefaultExpectedItems). For a Rotating
 // filter or a PreCheck, n is the number of keys added per retention window.
-func WithExpectedItems(n uint64) Option { return func(c *config) { c.items = n } }
+func WithExpectedItems(n uint64) Option {
+	return func(c *config) error {
+		if n == 0 {
+			return optcheck.Bad(ErrInvalidItems, "WithExpectedItems(0)", "no items")
+		}
+		c.items = n
+		return nil
+	}
+}
 
 // WithFalsePositiveRate sets the target false-positive rate, in (0, 1) (default
 // DefaultFalsePositiveRate).
-func WithFalsePositiveRate(p float64) Option { return func(c *config) { c.fpRate = p } }
+func WithFalsePositiveRate(p float64) Option {
+	return func(c *config) error {
+		if !(p > 0 && p < 1) { // also rejects NaN
+			return optcheck.Bad(ErrInvalidFPRate, optcheck.Call("WithFalsePositiveRate", p), "not in (0, 1)")
+		}
+		c.fpRate = p
+		return nil
+	}
+}
 
 // WithShards sets the number of independently locked shards, a power of two in [1, 4096].
 // By default it is DefaultMaxShards, halved until every shard expects at least 1024 keys.
-func WithShards(n int) Option { return func(c *config) { c.shards = n } }
+func WithShards(n int) Option {
+	return func(c *config) error {
+		if n < 1 || n > maxShards || n&(n-1) != 0 {
+			return optcheck.Bad(ErrInvalidShards, optcheck.Call("WithShards", n), "not a power of two in [1, %d]", maxShards)
+		}
+		c.shards = n
+		return nil
+	}
+}
 
 // WithRetention sets how long a key is remembered at least: for a PreCheck, the horizon it
 // vouches for (default DefaultRetention, 1 h). A store that owns a scope sends every operation
@@ -76,7 +103,14 @@ func WithShards(n int) Option { return func(c *config) { c.shards = n } }
 // covers the table's whole TTL, to the LWT path, so a short horizon costs LWTs, never a
 // duplicate. Rotating and PreCheck only.
 func WithRetention(d time.Duration) Option {
-	return func(c *config) { c.retention = d; c.set |= optRetention }
+	return func(c *config) error {
+		if d <= 0 {
+			return optcheck.Bad(ErrInvalidRetention, optcheck.Call("WithRetention", d), "not positive")
+		}
+		c.retention = d
+		c.set |= optRetention
+		return nil
+	}
 }
 
 // WithGenerations divides the retention into k windows (default DefaultGenerations); the filter
@@ -84,18 +118,39 @@ func WithRetention(d time.Duration) Option {
 // added. More generations age keys out more precisely and cost more memory. Rotating and
 // PreCheck only.
 func WithGenerations(k int) Option {
-	return func(c *config) { c.generations = k; c.set |= optGenerations }
+	return func(c *config) error {
+		if k < 1 || k > maxGenerations {
+			return optcheck.Bad(ErrInvalidGenerations, optcheck.Call("WithGenerations", k), "not in [1, %d]", maxGenerations)
+		}
+		c.generations = k
+		c.set |= optGenerations
+		return nil
+	}
 }
 
 // WithClock sets the clock that drives rotation (default time.Now). Rotating and PreCheck only.
 func WithClock(now func() time.Time) Option {
-	return func(c *config) { c.now = now; c.set |= optClock }
+	return func(c *config) error {
+		if now == nil {
+			return optcheck.Bad(ErrInvalidOption, "WithClock(nil)", "no clock")
+		}
+		c.now = now
+		c.set |= optClock
+		return nil
+	}
 }
 
 // WithWarmUpLimit bounds the keys one warm-up may load (default twice the expected items), so
 // that a warm-up costs bounded time and never answers from an overfull filter. PreCheck only.
 func WithWarmUpLimit(n uint64) Option {
-	return func(c *config) { c.warmUpLimit = n; c.set |= optWarmUpLimit }
+	return func(c *config) error {
+		if n == 0 {
+			return optcheck.Bad(ErrInvalidOption, "WithWarmUpLimit(0)", "no keys")
+		}
+		c.warmUpLimit = n
+		c.set |= optWarmUpLimit
+		return nil
+	}
 }
 
 func newConfig(opts []Option, allowed optionSet) (config, error) {
@@ -106,14 +161,11 @@ func newConfig(opts []Option, allowed optionSet) (config, error) {
 		generations: DefaultGenerations,
 		now:         time.Now,
 	}
-	for i, o := range opts {
-		if o == nil {
-			return config{}, fmt.Errorf("%w: option %d is nil", ErrInvalidOption, i)
-		}
-		o(&c)
+	if err := optcheck.Apply(ErrInvalidOption, &c, opts); err != nil {
+		return config{}, err
 	}
 	if extra := c.set &^ allowed; extra != 0 {
-		return config{}, fmt.Errorf("%w: %s does not apply here", ErrInvalidOption, extra)
+		return config{}, optcheck.Bad(ErrInvalidOption, extra.String(), "does not apply here")
 	}
 	return c, c.validate()
 }
@@ -132,27 +184,11 @@ func (s optionSet) String() string {
 	}
 }
 
+// validate checks what no single option can, and fills in the defaults that depend on others.
 func (c *config) validate() error {
-	if c.items == 0 {
-		return fmt.Errorf("%w: 0", ErrInvalidItems)
-	}
-	if !(c.fpRate > 0 && c.fpRate < 1) { // also rejects NaN
-		return fmt.Errorf("%w: %v is not in (0, 1)", ErrInvalidFPRate, c.fpRate)
-	}
-	if c.shards != 0 && (c.shards < 1 || c.shards > maxShards || c.shards&(c.shards-1) != 0) {
-		return fmt.Errorf("%w: %d", ErrInvalidShards, c.shards)
-	}
-	if c.generations < 1 || c.generations > maxGenerations {
-		return fmt.Errorf("%w: %d is not in [1, %d]", ErrInvalidGenerations, c.generations, maxGenerations)
-	}
-	if c.retention <= 0 || c.retention/time.Duration(c.generations) == 0 {
-		return fmt.Errorf("%w: %v", ErrInvalidRetention, c.retention)
-	}
-	if c.now == nil {
-		return fmt.Errorf("%w: WithClock(nil)", ErrInvalidOption)
-	}
-	if c.set&optWarmUpLimit != 0 && c.warmUpLimit == 0 {
-		return fmt.Errorf("%w: WithWarmUpLimit(0)", ErrInvalidOption)
+	if c.retention/time.Duration(c.generations) == 0 {
+		return optcheck.Bad(ErrInvalidRetention, optcheck.Call("WithRetention", c.retention),
+			"shorter than one nanosecond for each of %d generations", c.generations)
 	}
 	if c.warmUpLimit == 0 {
 		c.warmUpLimit = 2 * c.items

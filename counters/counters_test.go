@@ -179,10 +179,17 @@ func TestBadInputGivesTypedErrors(t *testing.T) {
 	require.ErrorIs(t, err, ErrInvalidOption)
 	_, err = s.ListUnapplied(ctx, time.Now(), time.Now().Add(-time.Hour), 10)
 	require.ErrorIs(t, err, ErrInvalidOption)
-	for _, o := range []Option{WithRetention(0), WithShards(0), WithShards(5000), WithClock(nil),
-		WithSerialConsistency(gocql.SerialConsistency(1)), WithKeyspace("no such"), WithTables("a", "b", "-")} {
+	for want, o := range map[string]Option{
+		"counters: WithRetention(0s): ": WithRetention(0), "counters: WithShards(0): ": WithShards(0),
+		"counters: WithShards(5000): ": WithShards(5000), "counters: WithClock(nil): ": WithClock(nil),
+		"counters: WithSerialConsistency(": WithSerialConsistency(gocql.SerialConsistency(1)),
+		`counters: WithKeyspace("no such"): `: WithKeyspace("no such"), `counters: WithTables("a", "b", "-"): `: WithTables("a", "b", "-"),
+		"counters: WithIndexBucket(7m0s): ": WithIndexBucket(7 * time.Minute), "counters: WithShadow(nil): ": WithShadow(nil),
+		"counters: option 0: nil": nil,
+	} {
 		_, err := New(&gocql.Session{}, o)
 		require.ErrorIs(t, err, ErrInvalidOption)
+		require.True(t, strings.HasPrefix(err.Error(), want), "%v does not begin %q", err, want)
 	}
 	_, err = New(nil)
 	require.ErrorIs(t, err, ErrInvalidOption)

@@ -7,12 +7,14 @@ import (
 	"github.com/gocql/gocql"
 
 	"github.com/cassdedup/cassdedup/events"
+	"github.com/cassdedup/cassdedup/internal/optcheck"
 	"github.com/cassdedup/cassdedup/lwt"
 	"github.com/cassdedup/cassdedup/schema"
 )
 
-// Option configures a Store. Options are validated by New.
-type Option func(*config)
+// Option configures a Store. A bad one makes New fail with an error that names it and matches
+// ErrInvalidOption.
+type Option func(*config) error
 
 type config struct {
 	keyspace    string
@@ -44,17 +46,41 @@ func defaultConfig() config {
 }
 
 // WithKeyspace names the keyspace of the tables (default "cassdedup").
-func WithKeyspace(name string) Option { return func(c *config) { c.keyspace = name } }
+func WithKeyspace(name string) Option {
+	return func(c *config) error {
+		if err := schema.ValidateIdentifier(name); err != nil {
+			return bad(optcheck.Call("WithKeyspace", name), "%v", err)
+		}
+		c.keyspace = name
+		return nil
+	}
+}
 
 // WithTables names the claim, claim-index and counter tables (defaults "counter_ops",
 // "counter_ops_by_hour", "counter_values").
 func WithTables(ops, byHour, values string) Option {
-	return func(c *config) { c.ops, c.byHour, c.values = ops, byHour, values }
+	return func(c *config) error {
+		for _, t := range []string{ops, byHour, values} {
+			if err := schema.ValidateIdentifier(t); err != nil {
+				return bad(optcheck.Call("WithTables", ops, byHour, values), "%v", err)
+			}
+		}
+		c.ops, c.byHour, c.values = ops, byHour, values
+		return nil
+	}
 }
 
 // WithRetention sets how long a claim is kept, and so how long a retried operation is
 // recognised (default 7 days; 1 min to 90 days).
-func WithRetention(d time.Duration) Option { return func(c *config) { c.retention = d } }
+func WithRetention(d time.Duration) Option {
+	return func(c *config) error {
+		if d < time.Minute || d > 90*24*time.Hour {
+			return bad(optcheck.Call("WithRetention", d), "must be 1m..90d")
+		}
+		c.retention = d
+		return nil
+	}
+}
 
 // Defaults of the claim index (counter_ops_by_hour): a partition holds one bucket of one shard,
 // at most rate x bucket / shards rows: 46,875 at 10k increments/s cluster-wide.
@@ -74,51 +100,86 @@ const (
 // a partition holds rate x bucket / shards rows. New refuses a pair that holds less than
 // MinIndexCapacity. Lowering it hides older index rows of the higher shards from ListUnapplied
 // until they expire; raising it is harmless.
-func WithShards(n int) Option { return func(c *config) { c.shards = n } }
+func WithShards(n int) Option {
+	return func(c *config) error {
+		if n < 1 || n > 1024 {
+			return bad(optcheck.Call("WithShards", n), "must be 1..1024")
+		}
+		c.shards = n
+		return nil
+	}
+}
 
 // WithIndexBucket sets the time span of one claim-index partition (default 5 min; whole
 // seconds, 1 s to 1 h, dividing 1 h). ListUnapplied reads bucket x shards partitions per span
 // it lists: 768 an hour with the defaults, 16 at a time. Changing it is harmless: a listing
 // reads every bucket start in its range, and the index rows of an hour-bucketed release too.
-func WithIndexBucket(d time.Duration) Option { return func(c *config) { c.bucket = d } }
+func WithIndexBucket(d time.Duration) Option {
+	return func(c *config) error {
+		if d < time.Second || d > time.Hour || time.Hour%d != 0 || d%time.Second != 0 {
+			return bad(optcheck.Call("WithIndexBucket", d), "must be whole seconds, 1s..1h, dividing 1h")
+		}
+		c.bucket = d
+		return nil
+	}
+}
 
 // WithConsistency sets the consistency of increments, reads and commits (default QUORUM).
-func WithConsistency(cl gocql.Consistency) Option { return func(c *config) { c.consistency = cl } }
+func WithConsistency(cl gocql.Consistency) Option {
+	return func(c *config) error { c.consistency = cl; return nil }
+}
 
 // WithSerialConsistency sets the Paxos consistency of claims (default SERIAL; LOCAL_SERIAL
 // only when every increment of a counter is made in one datacenter).
 func WithSerialConsistency(cl gocql.SerialConsistency) Option {
-	return func(c *config) { c.serial = cl }
+	return func(c *config) error {
+		if cl != gocql.Serial && cl != gocql.LocalSerial {
+			return bad(optcheck.Call("WithSerialConsistency", cl), "must be SERIAL or LOCAL_SERIAL")
+		}
+		c.serial = cl
+		return nil
+	}
 }
 
 // WithClock replaces time.Now, for tests.
-func WithClock(now func() time.Time) Option { return func(c *config) { c.now = now } }
+func WithClock(now func() time.Time) Option {
+	return func(c *config) error {
+		if now == nil {
+			return bad("WithClock(nil)", "no clock")
+		}
+		c.now = now
+		return nil
+	}
+}
 
 // WithShadow turns on shadow mode: every increment is also recorded in log, keyed by its
 // operation id, before the native counter is touched, so Drift can compare the two while a
 // user migrates from native counters to the event log. Op.Time is then required.
-func WithShadow(log *events.Log) Option { return func(c *config) { c.shadow = log } }
+func WithShadow(log *events.Log) Option {
+	return func(c *config) error {
+		if log == nil {
+			return bad("WithShadow(nil)", "no log")
+		}
+		c.shadow = log
+		return nil
+	}
+}
 
 // WithObserver sets a hook called synchronously on every LWT, increment and unconfirmed
 // operation, the same lwt.Observer an lwt.Store takes. It must be fast and safe for concurrent
 // use. Default none.
-func WithObserver(o lwt.Observer) Option { return func(c *config) { c.observer = o } }
+func WithObserver(o lwt.Observer) Option { return func(c *config) error { c.observer = o; return nil } }
 
+func bad(call, format string, args ...any) error {
+	return optcheck.Bad(ErrInvalidOption, call, format, args...)
+}
+
+// validate checks what no single option can: that the index's shards and bucket together hold
+// MinIndexCapacity.
 func (c *config) validate() error {
-	switch {
-	case c.retention < time.Minute || c.retention > 90*24*time.Hour:
-		return fmt.Errorf("%w: retention %v must be 1m..90d", ErrInvalidOption, c.retention)
-	case c.shards < 1 || c.shards > 1024:
-		return fmt.Errorf("%w: %d shards must be 1..1024", ErrInvalidOption, c.shards)
-	case c.bucket < time.Second || c.bucket > time.Hour || time.Hour%c.bucket != 0 || c.bucket%time.Second != 0:
-		return fmt.Errorf("%w: index bucket %v must be whole seconds, 1s..1h, dividing 1h", ErrInvalidOption, c.bucket)
-	case MinIndexCapacity*c.bucket.Seconds()/float64(c.shards) > MaxIndexPartitionRows:
-		return fmt.Errorf("%w: %d shards of %v buckets put %.0f rows in a partition at %d increments/s (more than %d): add shards or shorten the bucket",
-			ErrInvalidOption, c.shards, c.bucket, MinIndexCapacity*c.bucket.Seconds()/float64(c.shards), MinIndexCapacity, MaxIndexPartitionRows)
-	case c.serial != gocql.Serial && c.serial != gocql.LocalSerial:
-		return fmt.Errorf("%w: serial consistency %v must be SERIAL or LOCAL_SERIAL", ErrInvalidOption, c.serial)
-	case c.now == nil:
-		return fmt.Errorf("%w: nil clock", ErrInvalidOption)
+	if rows := MinIndexCapacity * c.bucket.Seconds() / float64(c.shards); rows > MaxIndexPartitionRows {
+		return fmt.Errorf("%w: WithShards(%d) with WithIndexBucket(%v) put %.0f rows in a partition at %d increments/s (more than %d): add shards or shorten the bucket",
+			ErrInvalidOption, c.shards, c.bucket, rows, MinIndexCapacity, MaxIndexPartitionRows)
 	}
 	return nil
 }

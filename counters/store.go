@@ -9,6 +9,7 @@ import (
 	"github.com/gocql/gocql"
 
 	"github.com/cassdedup/cassdedup/internal/argcheck"
+	"github.com/cassdedup/cassdedup/internal/optcheck"
 	"github.com/cassdedup/cassdedup/lwt"
 	"github.com/cassdedup/cassdedup/schema"
 )
@@ -38,8 +39,8 @@ func New(session *gocql.Session, opts ...Option) (*Store, error) {
 		return nil, fmt.Errorf("%w: nil session", ErrInvalidOption)
 	}
 	cfg := defaultConfig()
-	for _, o := range opts {
-		o(&cfg)
+	if err := optcheck.Apply(ErrInvalidOption, &cfg, opts); err != nil {
+		return nil, err
 	}
 	if err := cfg.validate(); err != nil {
 		return nil, err

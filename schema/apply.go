@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/gocql/gocql"
+
+	"github.com/cassdedup/cassdedup/internal/optcheck"
 )
 
 //go:embed cql/*.cql
@@ -28,8 +30,9 @@ func Files() fs.FS {
 // nil Option or an option value outside its range.
 var ErrInvalidOption = errors.New("schema: invalid option")
 
-// Option configures Apply and Statements.
-type Option func(*config)
+// Option configures Apply, Migrate and Statements. A bad one makes them fail, before anything is
+// sent, with an error that names it.
+type Option func(*config) error
 
 type config struct {
 	keyspace         string
@@ -39,34 +42,48 @@ type config struct {
 
 // WithKeyspace applies the schema to the named keyspace instead of DefaultKeyspace. A name
 // that is not a plain CQL identifier is ErrInvalidIdentifier.
-func WithKeyspace(name string) Option { return func(c *config) { c.keyspace = name } }
+func WithKeyspace(name string) Option {
+	return func(c *config) error {
+		if ValidateIdentifier(name) != nil {
+			return optcheck.Bad(ErrInvalidIdentifier, optcheck.Call("WithKeyspace", name), "not a plain CQL identifier")
+		}
+		c.keyspace = name
+		return nil
+	}
+}
 
 // WithReplication sets the replication of the keyspace when Apply creates it; an existing
 // keyspace keeps its replication. The default is SimpleStrategy(1). A replication that
 // Cassandra would reject, a bad datacenter name included, is ErrInvalidReplication.
-func WithReplication(r Replication) Option { return func(c *config) { c.replication = r } }
+func WithReplication(r Replication) Option {
+	return func(c *config) error {
+		if _, err := r.cql(); err != nil {
+			return optcheck.Bad(ErrInvalidReplication, optcheck.Call("WithReplication", r), "%s", strings.TrimPrefix(err.Error(), ErrInvalidReplication.Error()+": "))
+		}
+		c.replication = r
+		return nil
+	}
+}
 
 // WithAgreementTimeout bounds the wait for schema agreement after each statement (default
 // 60s). It must be positive: a zero or negative timeout is ErrInvalidOption, returned before
 // Apply runs any statement.
 func WithAgreementTimeout(d time.Duration) Option {
-	return func(c *config) { c.agreementTimeout = d }
+	return func(c *config) error {
+		if d <= 0 {
+			return optcheck.Bad(ErrInvalidOption, optcheck.Call("WithAgreementTimeout", d), "not positive")
+		}
+		c.agreementTimeout = d
+		return nil
+	}
 }
 
 // newConfig applies opts to the defaults and validates every setting, so a bad one is
 // reported before Apply creates anything.
 func newConfig(opts []Option) (config, error) {
 	c := config{keyspace: DefaultKeyspace, replication: SimpleStrategy(1), agreementTimeout: time.Minute}
-	for _, o := range opts {
-		if o == nil {
-			return c, fmt.Errorf("%w: nil Option", ErrInvalidOption)
-		}
-		o(&c)
-	}
-	if c.agreementTimeout <= 0 {
-		return c, fmt.Errorf("%w: schema agreement timeout %v is not positive", ErrInvalidOption, c.agreementTimeout)
-	}
-	return c, nil
+	err := optcheck.Apply(ErrInvalidOption, &c, opts)
+	return c, err
 }
 
 // Apply brings the keyspace of the options to the current schema: it creates the keyspace and
