@@ -182,7 +182,7 @@ func TestBadInputGivesTypedErrors(t *testing.T) {
 	for want, o := range map[string]Option{
 		"counters: WithRetention(0s): ": WithRetention(0), "counters: WithShards(0): ": WithShards(0),
 		"counters: WithShards(5000): ": WithShards(5000), "counters: WithClock(nil): ": WithClock(nil),
-		"counters: WithSerialConsistency(": WithSerialConsistency(gocql.SerialConsistency(1)),
+		"counters: WithSerialConsistency(":    WithSerialConsistency(gocql.SerialConsistency(1)),
 		`counters: WithKeyspace("no such"): `: WithKeyspace("no such"), `counters: WithTables("a", "b", "-"): `: WithTables("a", "b", "-"),
 		"counters: WithIndexBucket(7m0s): ": WithIndexBucket(7 * time.Minute), "counters: WithShadow(nil): ": WithShadow(nil),
 		"counters: option 0: nil": nil,

@@ -10,7 +10,7 @@ import (
 
 // refused is a bad option: the call that was made, why it was refused, and the sentinel it matches.
 type refused struct {
-	sentinel   error
+	sentinel  error
 	call, why string
 }
 
