@@ -12,7 +12,6 @@ import (
 
 	"github.com/cassdedup/cassdedup/lwt"
 	"github.com/cassdedup/cassdedup/lwt/cas"
-	"github.com/cassdedup/cassdedup/schema"
 )
 
 // Pending is an intent not yet settled, with what its record says now.
@@ -58,15 +57,8 @@ func NewAdmin(session *gocql.Session, opts ...Option) (*Admin, error) {
 	if err != nil {
 		return nil, err
 	}
-	j, err := newJudge(session, cfg)
-	if err != nil {
-		return nil, err
-	}
-	intents, err1 := schema.QualifiedName(cfg.keyspace, "outbox_intents")
-	relays, err2 := schema.QualifiedName(cfg.keyspace, "outbox_relays")
-	if err := errors.Join(err1, err2); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidOption, err)
-	}
+	j := newJudge(session, cfg)
+	intents, relays := cfg.q.intents, cfg.q.relays
 	return &Admin{judge: j,
 		readCursors: "SELECT shard, status, fence, lease_owner, frontier, pending FROM " + relays + " WHERE relay = ? AND shard = ?",
 		insertIfNot: "INSERT INTO " + intents + " (bucket, shard, namespace, key, fence, owner, staged_at) VALUES (?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS USING TTL ?",

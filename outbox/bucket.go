@@ -12,7 +12,6 @@ import (
 
 	"github.com/cassdedup/cassdedup/lwt"
 	"github.com/cassdedup/cassdedup/lwt/cas"
-	"github.com/cassdedup/cassdedup/schema"
 )
 
 // Intent states once settled.
@@ -165,16 +164,11 @@ type judge struct {
 	bucket  string // the intents of one partition, and its relay fence
 }
 
-func newJudge(session *gocql.Session, cfg config) (judge, error) {
-	records, err1 := schema.QualifiedName(cfg.keyspace, cfg.records)
-	intents, err2 := schema.QualifiedName(cfg.keyspace, "outbox_intents")
-	if err := errors.Join(err1, err2); err != nil {
-		return judge{}, fmt.Errorf("%w: %w", ErrInvalidOption, err)
-	}
+func newJudge(session *gocql.Session, cfg config) judge {
 	return judge{session: session, cfg: cfg,
-		read:   "SELECT status, owner, fence, " + ColumnName + " FROM " + records + " WHERE namespace = ? AND key = ?",
-		bucket: "SELECT namespace, key, fence, owner, staged_at, state, relay_fence, record FROM " + intents + " WHERE bucket = ? AND shard = ?",
-	}, nil
+		read:   "SELECT status, owner, fence, " + ColumnName + " FROM " + cfg.q.records + " WHERE namespace = ? AND key = ?",
+		bucket: "SELECT namespace, key, fence, owner, staged_at, state, relay_fence, record FROM " + cfg.q.intents + " WHERE bucket = ? AND shard = ?",
+	}
 }
 
 // settleAll reads the records of rows, a few at a time, and returns their verdicts in order.

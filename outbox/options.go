@@ -1,11 +1,11 @@
 package outbox
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/gocql/gocql"
 
+	"github.com/cassdedup/cassdedup/internal/optcheck"
 	"github.com/cassdedup/cassdedup/schema"
 )
 
@@ -22,58 +22,106 @@ const (
 	DefaultMaxSweep     = 60  // closed buckets a relay sweeps per shard and pass
 	DefaultPublishBatch = 500 // messages per Publish call
 	DefaultRelayName    = "outbox"
-	ColumnName          = "outbox" // the records' column that carries a run's events
+	DefaultIntentsTable = "outbox_intents"   // the intents of staged runs (schema/cql/010_outbox.cql)
+	DefaultRelaysTable  = "outbox_relays"    // the relays' shard leases and cursors
+	DefaultRecordsTable = "idempotency_keys" // the records whose runs stage events
+	ColumnName          = "outbox"           // the records' column that carries a run's events
 )
 
-// Option configures an Outbox or a Relay.
+// Option configures an Outbox, a Relay or an Admin. A bad one makes the constructor fail with an
+// error that names it and matches ErrInvalidOption.
 type Option func(*config) error
 
 type config struct {
-	keyspace, records string
-	shards            int
-	bucket, horizon   time.Duration
-	retention         time.Duration
-	lease, poll       time.Duration
-	maxSweep          int
-	publishBatch      int
-	maxShards         int
-	maxSize           int
-	name              string
-	consistency       gocql.Consistency
-	serial            gocql.SerialConsistency
-	now               func() time.Time
+	keyspace        string
+	records         string // the records table's name
+	intents, relays string // the outbox tables' names
+	q               qualified
+	shards          int
+	bucket, horizon time.Duration
+	retention       time.Duration
+	lease, poll     time.Duration
+	maxSweep        int
+	publishBatch    int
+	maxShards       int
+	maxSize         int
+	name            string
+	consistency     gocql.Consistency
+	serial          gocql.SerialConsistency
+	now             func() time.Time
 }
 
 func newConfig(opts []Option) (config, error) {
 	c := config{
-		keyspace: schema.DefaultKeyspace, records: "idempotency_keys", shards: DefaultShards,
+		keyspace: schema.DefaultKeyspace, records: DefaultRecordsTable,
+		intents: DefaultIntentsTable, relays: DefaultRelaysTable, shards: DefaultShards,
 		bucket: DefaultBucket, horizon: DefaultHorizon, retention: DefaultRetention,
 		lease: DefaultRelayLease, poll: DefaultPollInterval, maxSweep: DefaultMaxSweep,
 		publishBatch: DefaultPublishBatch, maxShards: DefaultShards, maxSize: DefaultMaxSize, name: DefaultRelayName,
 		consistency: gocql.Quorum, serial: gocql.Serial, now: time.Now,
 	}
-	for _, o := range opts {
-		if o == nil {
-			return c, fmt.Errorf("%w: nil option", ErrInvalidOption)
-		}
-		if err := o(&c); err != nil {
-			return c, err
-		}
+	if err := optcheck.Apply(ErrInvalidOption, &c, opts); err != nil {
+		return c, err
 	}
+	// The names were validated by their options, so qualifying them cannot fail.
+	c.q = qualified{records: qualify(c.keyspace, c.records), intents: qualify(c.keyspace, c.intents), relays: qualify(c.keyspace, c.relays)}
 	return c, nil
 }
 
-func invalid(format string, args ...any) error {
-	return fmt.Errorf("%w: %s", ErrInvalidOption, fmt.Sprintf(format, args...))
+// qualified holds the tables' names as statements write them: keyspace-qualified and quoted.
+type qualified struct{ records, intents, relays string }
+
+func qualify(keyspace, table string) string {
+	q, _ := schema.QualifiedName(keyspace, table)
+	return q
+}
+
+func bad(call, format string, args ...any) error {
+	return optcheck.Bad(ErrInvalidOption, call, format, args...)
+}
+
+// identifiers refuses, on behalf of the option call, any name that is not a plain CQL identifier.
+func identifiers(call string, names ...string) error {
+	for _, n := range names {
+		if err := schema.ValidateIdentifier(n); err != nil {
+			return bad(call, "%q is not a plain CQL identifier", n)
+		}
+	}
+	return nil
 }
 
 // WithKeyspace sets the keyspace of the records and the outbox tables. Default cassdedup.
 func WithKeyspace(ks string) Option {
 	return func(c *config) error {
-		if _, err := schema.QuoteIdentifier(ks); err != nil {
-			return fmt.Errorf("%w: keyspace: %w", ErrInvalidOption, err)
+		if err := identifiers(optcheck.Call("WithKeyspace", ks), ks); err != nil {
+			return err
 		}
 		c.keyspace = ks
+		return nil
+	}
+}
+
+// WithTables names the outbox's tables in the keyspace: the intents and the relays' leases
+// (defaults DefaultIntentsTable, DefaultRelaysTable). Every stager, relay and admin of one
+// outbox must use the same names; each must be a plain CQL identifier.
+func WithTables(intents, relays string) Option {
+	return func(c *config) error {
+		if err := identifiers(optcheck.Call("WithTables", intents, relays), intents, relays); err != nil {
+			return err
+		}
+		c.intents, c.relays = intents, relays
+		return nil
+	}
+}
+
+// WithRecordsTable names the table of the records whose runs stage events, the lwt.Table of the
+// store the runs use (default DefaultRecordsTable). It must be a plain CQL identifier.
+func WithRecordsTable(name string) Option {
+	return func(c *config) error {
+		if err := identifiers(optcheck.Call("WithRecordsTable", name), name); err != nil {
+			return err
+		}
+		c.records = name
 		return nil
 	}
 }
@@ -83,7 +131,7 @@ func WithKeyspace(ks string) Option {
 func WithShards(n int) Option {
 	return func(c *config) error {
 		if n < 1 || n > 1024 {
-			return invalid("shards %d must be between 1 and 1024", n)
+			return bad(optcheck.Call("WithShards", n), "must be 1..1024")
 		}
 		c.shards = n
 		c.maxShards = max(c.maxShards, n)
@@ -95,7 +143,7 @@ func WithShards(n int) Option {
 func WithBucket(d time.Duration) Option {
 	return func(c *config) error {
 		if d < time.Second || d > time.Hour || d%time.Second != 0 {
-			return invalid("bucket %v must be whole seconds between 1s and 1h", d)
+			return bad(optcheck.Call("WithBucket", d), "must be whole seconds, 1s..1h")
 		}
 		c.bucket = d
 		return nil
@@ -109,7 +157,7 @@ func WithBucket(d time.Duration) Option {
 func WithHorizon(d time.Duration) Option {
 	return func(c *config) error {
 		if d < 2*time.Second || d > time.Hour {
-			return invalid("horizon %v must be between 2s and 1h", d)
+			return bad(optcheck.Call("WithHorizon", d), "must be 2s..1h")
 		}
 		c.horizon = d
 		return nil
@@ -122,7 +170,7 @@ func WithHorizon(d time.Duration) Option {
 func WithRetention(d time.Duration) Option {
 	return func(c *config) error {
 		if d < time.Second || d > 365*24*time.Hour {
-			return invalid("retention %v must be between 1s and 1 year", d)
+			return bad(optcheck.Call("WithRetention", d), "must be 1s..1 year")
 		}
 		c.retention = d
 		return nil
@@ -134,7 +182,7 @@ func WithRetention(d time.Duration) Option {
 func WithRelayLease(d time.Duration) Option {
 	return func(c *config) error {
 		if d < time.Second {
-			return invalid("relay lease %v must be at least 1s", d)
+			return bad(optcheck.Call("WithRelayLease", d), "must be at least 1s")
 		}
 		c.lease = d
 		return nil
@@ -145,7 +193,7 @@ func WithRelayLease(d time.Duration) Option {
 func WithPollInterval(d time.Duration) Option {
 	return func(c *config) error {
 		if d <= 0 {
-			return invalid("poll interval %v must be positive", d)
+			return bad(optcheck.Call("WithPollInterval", d), "must be positive")
 		}
 		c.poll = d
 		return nil
@@ -157,7 +205,7 @@ func WithPollInterval(d time.Duration) Option {
 func WithMaxShards(n int) Option {
 	return func(c *config) error {
 		if n < 1 {
-			return invalid("max shards %d must be at least 1", n)
+			return bad(optcheck.Call("WithMaxShards", n), "must be at least 1")
 		}
 		c.maxShards = n
 		return nil
@@ -168,7 +216,7 @@ func WithMaxShards(n int) Option {
 func WithRelayName(name string) Option {
 	return func(c *config) error {
 		if name == "" || len(name) > MaxNameLength {
-			return invalid("relay name %q must be 1 to %d bytes", name, MaxNameLength)
+			return bad(optcheck.Call("WithRelayName", name), "must be 1 to %d bytes", MaxNameLength)
 		}
 		c.name = name
 		return nil
@@ -179,7 +227,7 @@ func WithRelayName(name string) Option {
 func WithPublishBatch(n int) Option {
 	return func(c *config) error {
 		if n < 1 {
-			return invalid("publish batch %d must be at least 1", n)
+			return bad(optcheck.Call("WithPublishBatch", n), "must be at least 1")
 		}
 		c.publishBatch = n
 		return nil
@@ -191,7 +239,7 @@ func WithPublishBatch(n int) Option {
 func WithMaxSize(n int) Option {
 	return func(c *config) error {
 		if n < 1 || n > 8<<20 {
-			return invalid("max size %d must be between 1 and 8 MiB", n)
+			return bad(optcheck.Call("WithMaxSize", n), "must be 1 byte..8 MiB")
 		}
 		c.maxSize = n
 		return nil
@@ -203,7 +251,7 @@ func WithMaxSize(n int) Option {
 func WithSerialConsistency(s gocql.SerialConsistency) Option {
 	return func(c *config) error {
 		if s != gocql.Serial && s != gocql.LocalSerial {
-			return invalid("serial consistency %v", s)
+			return bad(optcheck.Call("WithSerialConsistency", s), "must be SERIAL or LOCAL_SERIAL")
 		}
 		c.serial = s
 		return nil
@@ -214,7 +262,7 @@ func WithSerialConsistency(s gocql.SerialConsistency) Option {
 func WithConsistency(cl gocql.Consistency) Option {
 	return func(c *config) error {
 		if cl != gocql.Quorum && cl != gocql.LocalQuorum && cl != gocql.All && cl != gocql.EachQuorum {
-			return invalid("consistency %v: use QUORUM or LOCAL_QUORUM", cl)
+			return bad(optcheck.Call("WithConsistency", cl), "use QUORUM or LOCAL_QUORUM")
 		}
 		c.consistency = cl
 		return nil
@@ -226,7 +274,7 @@ func WithConsistency(cl gocql.Consistency) Option {
 func WithClock(now func() time.Time) Option {
 	return func(c *config) error {
 		if now == nil {
-			return invalid("nil clock")
+			return bad("WithClock(nil)", "no clock")
 		}
 		c.now = now
 		return nil

@@ -12,7 +12,6 @@ import (
 	"github.com/gocql/gocql"
 
 	"github.com/cassdedup/cassdedup/lwt"
-	"github.com/cassdedup/cassdedup/schema"
 )
 
 // Outbox stages events in claimed runs of an lwt.Store built over Table. It is safe for
@@ -35,10 +34,7 @@ func New(session *gocql.Session, opts ...Option) (*Outbox, error) {
 	if err != nil {
 		return nil, err
 	}
-	intents, err := schema.QualifiedName(cfg.keyspace, "outbox_intents")
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidOption, err)
-	}
+	intents := cfg.q.intents
 	return &Outbox{session: session, cfg: cfg,
 		insert:       "INSERT INTO " + intents + " (bucket, shard, namespace, key, fence, owner, staged_at) VALUES (?, ?, ?, ?, ?, ?, ?) USING TTL ?",
 		insertRecord: "INSERT INTO " + intents + " (bucket, shard, namespace, key, fence, owner, staged_at, record) VALUES (?, ?, ?, ?, ?, ?, ?, ?) USING TTL ?",

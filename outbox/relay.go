@@ -11,7 +11,6 @@ import (
 	"github.com/gocql/gocql"
 
 	"github.com/cassdedup/cassdedup/lwt"
-	"github.com/cassdedup/cassdedup/schema"
 )
 
 // Publisher sends messages to a broker. Publish returns nil only when every message is durably
@@ -74,15 +73,11 @@ func NewRelay(session *gocql.Session, pub Publisher, opts ...Option) (*Relay, er
 	if err != nil {
 		return nil, err
 	}
-	intents, err1 := schema.QualifiedName(cfg.keyspace, "outbox_intents")
-	relays, err2 := schema.QualifiedName(cfg.keyspace, "outbox_relays")
-	j, err3 := newJudge(session, cfg)
-	if err := errors.Join(err1, err2, err3); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidOption, err)
-	}
+	intents, relays := cfg.q.intents, cfg.q.relays
+	j := newJudge(session, cfg)
 	// A shard's lease is an exactly-once record of lwt that is never completed: lwt's claim,
 	// renewal, server-judged expiry and fencing, kept for a year so its fence never restarts.
-	leases, err := lwt.NewStore(session, lwt.Table{Keyspace: cfg.keyspace, Name: "outbox_relays", KeyColumns: []string{"relay", "shard"}},
+	leases, err := lwt.NewStore(session, lwt.Table{Keyspace: cfg.keyspace, Name: cfg.relays, KeyColumns: []string{"relay", "shard"}},
 		lwt.WithLease(cfg.lease), lwt.WithRetention(365*24*time.Hour), lwt.WithClock(cfg.now),
 		lwt.WithConsistency(cfg.consistency), lwt.WithSerialConsistency(cfg.serial))
 	if err != nil {
