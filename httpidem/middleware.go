@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 
+	"github.com/cassdedup/cassdedup/internal/optcheck"
 	"github.com/cassdedup/cassdedup/internal/textcheck"
 	"github.com/cassdedup/cassdedup/lwt"
 )
@@ -28,20 +29,15 @@ func New(store *lwt.Store, opts ...Option) (*Middleware, error) {
 		return nil, fmt.Errorf("%w: nil store", ErrInvalidOption)
 	}
 	cfg := defaultConfig()
-	for _, o := range opts {
-		if o == nil {
-			return nil, fmt.Errorf("%w: nil option", ErrInvalidOption)
-		}
-		if err := o(&cfg); err != nil {
-			return nil, err
-		}
+	if err := optcheck.Apply(ErrInvalidOption, &cfg, opts); err != nil {
+		return nil, err
 	}
 	if cfg.scope == nil {
 		return nil, fmt.Errorf("%w: %w: choose WithPrincipalScope, WithAuthorizationScope, WithScope or, "+
 			"for a service with one client, WithSingleTenantSharedScope", ErrInvalidOption, ErrNoScope)
 	}
 	if cfg.minKeyLength > cfg.maxKeyLength {
-		return nil, invalid("min key length %d exceeds max key length %d", cfg.minKeyLength, cfg.maxKeyLength)
+		return nil, bad(optcheck.Call("WithMinKeyLength", cfg.minKeyLength), "longer than WithMaxKeyLength(%d)", cfg.maxKeyLength)
 	}
 	return &Middleware{store: store, cfg: cfg}, nil
 }

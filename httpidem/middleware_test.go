@@ -288,6 +288,9 @@ func TestNewRefusesBadOptions(t *testing.T) {
 		_, err := New(store, o, WithSingleTenantSharedScope())
 		assert.ErrorIs(t, err, ErrInvalidOption, name)
 		assert.NotErrorIs(t, err, ErrNoScope, name)
+		if o != nil { // a bad option names itself
+			assert.Regexp(t, `^httpidem: With[A-Za-z]+\(.*\): `, err.Error(), name)
+		}
 	}
 	m, err := New(store, WithHeader("x-idempotency-key"), WithMethods(http.MethodPut), WithSingleTenantSharedScope())
 	require.NoError(t, err)

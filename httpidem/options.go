@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/cassdedup/cassdedup/internal/optcheck"
 	"github.com/cassdedup/cassdedup/lwt"
 )
 
@@ -53,35 +54,34 @@ func defaultConfig() config {
 	}
 }
 
-func invalid(format string, args ...any) error {
-	return fmt.Errorf("%w: %s", ErrInvalidOption, fmt.Sprintf(format, args...))
+func bad(call, format string, args ...any) error {
+	return optcheck.Bad(ErrInvalidOption, call, format, args...)
+}
+
+// set is an option that applies apply, or refuses, named by call, when isBad.
+func set(isBad bool, call, why string, apply func(*config)) Option {
+	return optcheck.Set(ErrInvalidOption, isBad, call, why, apply)
+}
+
+func notToken(s string) bool {
+	return s == "" || strings.IndexFunc(s, func(r rune) bool { return !isTokenChar(r) }) >= 0
 }
 
 // WithHeader sets the request header that carries the key. Default Idempotency-Key.
 func WithHeader(name string) Option {
-	return func(c *config) error {
-		if name == "" || strings.IndexFunc(name, func(r rune) bool { return !isTokenChar(r) }) >= 0 {
-			return invalid("header name %q is not an HTTP token", name)
-		}
-		c.header = http.CanonicalHeaderKey(name)
-		return nil
-	}
+	return set(notToken(name), optcheck.Call("WithHeader", name), "not an HTTP token",
+		func(c *config) { c.header = http.CanonicalHeaderKey(name) })
 }
 
 // WithKeyOptional lets a request without a key pass to the handler untouched, as Stripe does,
 // instead of answering 400. A key that is present is still checked. Use one Middleware per
 // group of routes to make the key required on some and optional on others.
-func WithKeyOptional() Option {
-	return func(c *config) error {
-		c.keyOptional = true
-		return nil
-	}
-}
+func WithKeyOptional() Option { return set(false, "", "", func(c *config) { c.keyOptional = true }) }
 
 // WithMaxKeyLength sets the longest key in bytes (unquoted); a longer one gets 400. Default
 // 255; at most the store's lwt.WithMaxKeyLength, at least the shortest key (WithMinKeyLength).
 func WithMaxKeyLength(n int) Option {
-	return keyLength("max", n, func(c *config) { c.maxKeyLength = n })
+	return set(badKeyLength(n), optcheck.Call("WithMaxKeyLength", n), keyLengthRange, func(c *config) { c.maxKeyLength = n })
 }
 
 // WithMinKeyLength sets the shortest key in bytes (unquoted); a shorter one gets 400
@@ -91,38 +91,40 @@ func WithMaxKeyLength(n int) Option {
 // ULIDs (26) and Stripe-style random keys pass; counters and short words such as "1" or
 // "order-7", which collide between a client's own operations, do not.
 func WithMinKeyLength(n int) Option {
-	return keyLength("min", n, func(c *config) { c.minKeyLength = n })
+	return set(badKeyLength(n), optcheck.Call("WithMinKeyLength", n), keyLengthRange, func(c *config) { c.minKeyLength = n })
 }
 
-// keyLength is an option that sets a bound of the key's length, named which, with set once n
-// is a usable length; New checks that the bounds are in order.
-func keyLength(which string, n int, set func(*config)) Option {
-	return func(c *config) error {
-		if n < 1 || n > maxKeyLengthLimit {
-			return invalid("%s key length %d must be between 1 and %d bytes", which, n, maxKeyLengthLimit)
-		}
-		set(c)
-		return nil
-	}
-}
+// A bound of the key's length must be a usable length; New checks that the bounds are in order.
+var keyLengthRange = fmt.Sprintf("must be 1 to %d bytes", maxKeyLengthLimit)
+
+func badKeyLength(n int) bool { return n < 1 || n > maxKeyLengthLimit }
 
 // WithMethods sets the methods whose requests take the key; every other method passes through
 // untouched. Default POST and PATCH: the methods that are not idempotent by definition.
 func WithMethods(methods ...string) Option {
 	return func(c *config) error {
+		call := optcheck.Call("WithMethods", anys(methods)...)
 		if len(methods) == 0 {
-			return invalid("no methods")
+			return bad(call, "no methods")
 		}
 		set := make(map[string]bool, len(methods))
 		for _, m := range methods {
-			if m == "" || strings.IndexFunc(m, func(r rune) bool { return !isTokenChar(r) }) >= 0 {
-				return invalid("method %q is not an HTTP token", m)
+			if notToken(m) {
+				return bad(call, "%q is not an HTTP token", m)
 			}
 			set[m] = true
 		}
 		c.methods = set
 		return nil
 	}
+}
+
+func anys(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+	return out
 }
 
 // WithFingerprint sets what identifies the request a key stands for: the same key sent with a
@@ -132,25 +134,14 @@ func WithMethods(methods ...string) Option {
 // query and body. Use a subset, such as selected JSON fields, when clients may resend a request
 // that differs in fields that do not matter (a timestamp, a trace id).
 func WithFingerprint(fn func(r *http.Request, body []byte) ([]byte, error)) Option {
-	return func(c *config) error {
-		if fn == nil {
-			return invalid("nil fingerprint function")
-		}
-		c.fingerprint = fn
-		return nil
-	}
+	return set(fn == nil, "WithFingerprint(nil)", "no function", func(c *config) { c.fingerprint = fn })
 }
 
 // WithMaxBodySize sets the largest request body in bytes that the middleware reads; a larger
 // one gets 413 before anything is claimed. Default 1 MiB, at most 1 GiB.
 func WithMaxBodySize(n int64) Option {
-	return func(c *config) error {
-		if n < 0 || n > maxBodySizeLimit {
-			return invalid("max body size %d must be between 0 and %d bytes", n, maxBodySizeLimit)
-		}
-		c.maxBody = n
-		return nil
-	}
+	return set(n < 0 || n > maxBodySizeLimit, optcheck.Call("WithMaxBodySize", n),
+		fmt.Sprintf("must be 0 to %d bytes", maxBodySizeLimit), func(c *config) { c.maxBody = n })
 }
 
 // WithMaxResponseSize sets the largest stored response, in bytes of its encoding (headers and
@@ -158,58 +149,31 @@ func WithMaxBodySize(n int64) Option {
 // for retries). It must not exceed the store's lwt.WithMaxResultSize. Default 256 KiB, the
 // store's default.
 func WithMaxResponseSize(n int) Option {
-	return func(c *config) error {
-		if n < 64 || n > lwt.MaxResultSizeLimit {
-			return invalid("max response size %d must be between 64 and %d bytes", n, lwt.MaxResultSizeLimit)
-		}
-		c.maxResponse = n
-		return nil
-	}
+	return set(n < 64 || n > lwt.MaxResultSizeLimit, optcheck.Call("WithMaxResponseSize", n),
+		fmt.Sprintf("must be 64 to %d bytes", lwt.MaxResultSizeLimit), func(c *config) { c.maxResponse = n })
 }
 
 // WithWaitInFlight makes a request that meets another request with the same key still running
 // wait for that one's stored response, for as long as the client stays connected, instead of
 // answering 409. If the other request's claim is released (a 5xx), this one runs the handler.
-func WithWaitInFlight() Option {
-	return func(c *config) error {
-		c.wait = true
-		return nil
-	}
-}
+func WithWaitInFlight() Option { return set(false, "", "", func(c *config) { c.wait = true }) }
 
 // WithStore5xx stores 5xx responses and replays them, as Stripe does, instead of releasing the
 // key. See the package doc for when to choose it.
-func WithStore5xx() Option {
-	return func(c *config) error {
-		c.store5xx = true
-		return nil
-	}
-}
+func WithStore5xx() Option { return set(false, "", "", func(c *config) { c.store5xx = true }) }
 
 // WithStoredHeaders sets which response headers are stored and replayed: keep gets each
 // header's canonical name. Hop-by-hop headers, Date and Content-Length are never stored.
 // Default DefaultStoredHeader (all but Set-Cookie).
 func WithStoredHeaders(keep func(name string) bool) Option {
-	return func(c *config) error {
-		if keep == nil {
-			return invalid("nil header filter")
-		}
-		c.storedHeader = keep
-		return nil
-	}
+	return set(keep == nil, "WithStoredHeaders(nil)", "no filter", func(c *config) { c.storedHeader = keep })
 }
 
 // WithObserver sets a hook called once for every request the middleware handles (not for
 // methods it passes through), after the response is written, to log or count its Outcome. It
 // runs on the request's goroutine: keep it fast.
 func WithObserver(fn func(Event)) Option {
-	return func(c *config) error {
-		if fn == nil {
-			return invalid("nil observer")
-		}
-		c.observer = fn
-		return nil
-	}
+	return set(fn == nil, "WithObserver(nil)", "no observer", func(c *config) { c.observer = fn })
 }
 
 // isTokenChar reports whether r is a tchar of RFC 9110.

@@ -52,10 +52,10 @@ func PrincipalFrom(ctx context.Context) (id string, ok bool) {
 
 // chooseScope is the one place a scope option sets the scope, so that New can refuse a
 // middleware built with no scope choice, or with two.
-func chooseScope(fn scopeFunc) Option {
+func chooseScope(call string, fn scopeFunc) Option {
 	return func(c *config) error {
 		if c.scope != nil {
-			return invalid("two scope options: choose one")
+			return bad(call, "a second scope option: choose one")
 		}
 		c.scope = fn
 		return nil
@@ -69,7 +69,7 @@ func chooseScope(fn scopeFunc) Option {
 // scope. The scope is "principal:" followed by the id, which must be valid UTF-8 of at most
 // 245 bytes (else 500, TypeScopeMissing). This is the choice for most services.
 func WithPrincipalScope() Option {
-	return chooseScope(func(r *http.Request) (string, bool) {
+	return chooseScope("WithPrincipalScope()", func(r *http.Request) (string, bool) {
 		id, ok := PrincipalFrom(r.Context())
 		return principalScopePrefix + id, ok
 	})
@@ -83,7 +83,7 @@ func WithPrincipalScope() Option {
 // (a refreshed token) starts a new scope: its retries with the new credential run again, so
 // prefer WithPrincipalScope when tokens are short-lived.
 func WithAuthorizationScope() Option {
-	return chooseScope(func(r *http.Request) (string, bool) {
+	return chooseScope("WithAuthorizationScope()", func(r *http.Request) (string, bool) {
 		values := r.Header.Values("Authorization")
 		if strings.TrimSpace(strings.Join(values, "")) == "" {
 			return "", false
@@ -101,9 +101,9 @@ func WithAuthorizationScope() Option {
 // missing authentication step.
 func WithScope(scope func(r *http.Request) string) Option {
 	if scope == nil {
-		return func(*config) error { return invalid("nil scope function") }
+		return set(true, "WithScope(nil)", "no function", nil)
 	}
-	return chooseScope(func(r *http.Request) (string, bool) { return scope(r), true })
+	return chooseScope("WithScope", func(r *http.Request) (string, bool) { return scope(r), true })
 }
 
 // WithSingleTenantSharedScope puts every request into one scope, DefaultScope, whoever sends
@@ -113,5 +113,5 @@ func WithScope(scope func(r *http.Request) string) Option {
 // other's request is refused. Every multi-tenant service must use WithPrincipalScope,
 // WithAuthorizationScope or WithScope instead.
 func WithSingleTenantSharedScope() Option {
-	return chooseScope(func(*http.Request) (string, bool) { return DefaultScope, true })
+	return chooseScope("WithSingleTenantSharedScope()", func(*http.Request) (string, bool) { return DefaultScope, true })
 }

@@ -65,3 +65,15 @@ func Apply[C any, O ~func(*C) error](sentinel error, c *C, opts []O) error {
 	}
 	return nil
 }
+
+// Set returns the option that applies set, or, when bad is true, refuses: call names the
+// option as written (see Call) and why says what is wrong. Most options are one Set.
+func Set[C any](sentinel error, bad bool, call, why string, set func(*C)) func(*C) error {
+	return func(c *C) error {
+		if bad {
+			return Bad(sentinel, call, "%s", why)
+		}
+		set(c)
+		return nil
+	}
+}

@@ -47,3 +47,17 @@ func TestApply(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+func TestSet(t *testing.T) {
+	withN := func(n int) option {
+		return Set(errBad, n < 0, Call("WithN", n), "must not be negative", func(c *config) { c.n = n })
+	}
+	var c config
+	if err := Apply(errBad, &c, []option{withN(2)}); err != nil || c.n != 2 {
+		t.Fatalf("got %v, %d", err, c.n)
+	}
+	err := Apply(errBad, &c, []option{withN(-2)})
+	if !errors.Is(err, errBad) || err.Error() != "pkg: WithN(-2): must not be negative" || c.n != 2 {
+		t.Fatalf("got %v, %d", err, c.n)
+	}
+}
