@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/gocql/gocql"
+
+	"github.com/cassdedup/cassdedup/internal/optcheck"
 )
 
 // ErrInvalidOption matches every error NewCluster returns for a setting it refuses.
@@ -24,8 +26,13 @@ const (
 	DefaultConnectTimeout = 5 * time.Second
 )
 
-// Option configures NewCluster.
+// Option configures NewCluster. A bad one makes NewCluster fail with an error that names it.
 type Option func(*settings) error
+
+// set is an option that applies apply, or refuses, named by call, when bad.
+func set(bad bool, call, why string, apply func(*settings)) Option {
+	return optcheck.Set(ErrInvalidOption, bad, call, why, apply)
+}
 
 type settings struct {
 	localDC        string
@@ -49,63 +56,36 @@ type settings struct {
 // and the consistencies default to QUORUM and SERIAL: right for one datacentre, and correct but
 // slower (a quorum of every replica, in every datacentre) for several.
 func WithLocalDC(dc string) Option {
-	return func(s *settings) error {
-		if strings.TrimSpace(dc) == "" {
-			return fmt.Errorf("%w: empty local datacentre", ErrInvalidOption)
-		}
-		s.localDC = dc
-		return nil
-	}
+	return set(strings.TrimSpace(dc) == "", optcheck.Call("WithLocalDC", dc), "no datacentre", func(s *settings) { s.localDC = dc })
 }
 
 // WithConsistency sets the session's default consistency, for the reads and plain writes that
 // do not choose their own. Default QUORUM, or LOCAL_QUORUM with WithLocalDC. ANY is refused
 // (nothing written at ANY can be read back), and so are the LOCAL_ levels without WithLocalDC.
 func WithConsistency(c gocql.Consistency) Option {
-	return func(s *settings) error {
-		switch c {
-		case gocql.One, gocql.Two, gocql.Three, gocql.Quorum, gocql.All, gocql.LocalQuorum, gocql.EachQuorum, gocql.LocalOne:
-		default:
-			return fmt.Errorf("%w: consistency %v", ErrInvalidOption, c)
-		}
-		s.consistency, s.consistencySet = c, true
-		return nil
+	switch c {
+	case gocql.One, gocql.Two, gocql.Three, gocql.Quorum, gocql.All, gocql.LocalQuorum, gocql.EachQuorum, gocql.LocalOne:
+		return set(false, "", "", func(s *settings) { s.consistency, s.consistencySet = c, true })
 	}
+	return set(true, optcheck.Call("WithConsistency", c), "nothing written at it can be read back", nil)
 }
 
 // WithSerialConsistency sets the consistency of the Paxos phase of conditional writes and of
 // serial reads: SERIAL (default) or LOCAL_SERIAL (default with WithLocalDC, which it requires).
 func WithSerialConsistency(c gocql.SerialConsistency) Option {
-	return func(s *settings) error {
-		if c != gocql.Serial && c != gocql.LocalSerial {
-			return fmt.Errorf("%w: serial consistency %v must be SERIAL or LOCAL_SERIAL", ErrInvalidOption, c)
-		}
-		s.serial, s.serialSet = c, true
-		return nil
-	}
+	return set(c != gocql.Serial && c != gocql.LocalSerial, optcheck.Call("WithSerialConsistency", c),
+		"must be SERIAL or LOCAL_SERIAL", func(s *settings) { s.serial, s.serialSet = c, true })
 }
 
 // WithTimeout sets the per-request timeout. Default DefaultTimeout.
 func WithTimeout(d time.Duration) Option {
-	return func(s *settings) error {
-		if d <= 0 {
-			return fmt.Errorf("%w: timeout %v must be positive", ErrInvalidOption, d)
-		}
-		s.timeout = d
-		return nil
-	}
+	return set(d <= 0, optcheck.Call("WithTimeout", d), "must be positive", func(s *settings) { s.timeout = d })
 }
 
 // WithConnectTimeout sets the timeout of a connection's dial and handshake. Default
 // DefaultConnectTimeout.
 func WithConnectTimeout(d time.Duration) Option {
-	return func(s *settings) error {
-		if d <= 0 {
-			return fmt.Errorf("%w: connect timeout %v must be positive", ErrInvalidOption, d)
-		}
-		s.connectTimeout = d
-		return nil
-	}
+	return set(d <= 0, optcheck.Call("WithConnectTimeout", d), "must be positive", func(s *settings) { s.connectTimeout = d })
 }
 
 // Consistencies returns the consistencies NewCluster chooses when none is given: QUORUM and
@@ -154,13 +134,8 @@ func NewCluster(hosts []string, opts ...Option) (*gocql.ClusterConfig, error) {
 // newSettings applies opts to the defaults and checks what no single option can.
 func newSettings(opts []Option) (settings, error) {
 	s := settings{timeout: DefaultTimeout, connectTimeout: DefaultConnectTimeout}
-	for _, o := range opts {
-		if o == nil {
-			return s, fmt.Errorf("%w: nil option", ErrInvalidOption)
-		}
-		if err := o(&s); err != nil {
-			return s, err
-		}
+	if err := optcheck.Apply(ErrInvalidOption, &s, opts); err != nil {
+		return s, err
 	}
 	cl, serial := Consistencies(s.localDC)
 	if !s.consistencySet {
@@ -170,7 +145,8 @@ func newSettings(opts []Option) (settings, error) {
 		s.serial = serial
 	}
 	if s.localDC == "" && isLocal(s.serial, s.consistency) {
-		return s, fmt.Errorf("%w: %v and %v: a local consistency needs WithLocalDC, or each request's datacentre decides what it means", ErrInvalidOption, s.consistency, s.serial)
+		return s, optcheck.Bad(ErrInvalidOption, fmt.Sprintf("WithConsistency(%v) with WithSerialConsistency(%v)", s.consistency, s.serial),
+			"a local consistency needs WithLocalDC, or each request's datacentre decides what it means")
 	}
 	return s, nil
 }

@@ -18,6 +18,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/cassdedup/cassdedup/internal/optcheck"
 	"github.com/cassdedup/cassdedup/lwt"
 )
 
@@ -35,39 +36,30 @@ type Observer struct {
 	keys   bool
 }
 
-// Option configures an Observer.
+// Option configures an Observer. A bad one makes New fail with an error that names it.
 type Option func(*Observer) error
+
+// set is an option that applies apply, or refuses, named by call, when bad.
+func set(bad bool, call, why string, apply func(*Observer)) Option {
+	return optcheck.Set(ErrInvalidOption, bad, call, why, apply)
+}
 
 // WithLevel logs observations of kind at level instead of the default.
 func WithLevel(kind lwt.ObservationKind, level slog.Level) Option {
-	return func(o *Observer) error {
-		if _, known := defaultLevels[kind]; !known {
-			return fmt.Errorf("%w: unknown observation kind %v", ErrInvalidOption, kind)
-		}
-		o.levels[kind] = level
-		return nil
-	}
+	_, known := defaultLevels[kind]
+	return set(!known, optcheck.Call("WithLevel", kind, level), "unknown observation kind", func(o *Observer) { o.levels[kind] = level })
 }
 
 // WithSlowLWT logs an LWT (and a plain write) at Warn when it took longer than d (default
 // 500ms; 0 turns it off).
 func WithSlowLWT(d time.Duration) Option {
-	return func(o *Observer) error {
-		if d < 0 {
-			return fmt.Errorf("%w: slow threshold %v is negative", ErrInvalidOption, d)
-		}
-		o.slow = d
-		return nil
-	}
+	return set(d < 0, optcheck.Call("WithSlowLWT", d), "negative", func(o *Observer) { o.slow = d })
 }
 
 // WithoutKeys leaves the key out of every record, for keys that must not reach the logs.
 // Default: keys are logged, so an operator can look the record up (cassdedup key get).
 func WithoutKeys() Option {
-	return func(o *Observer) error {
-		o.keys = false
-		return nil
-	}
+	return set(false, "", "", func(o *Observer) { o.keys = false })
 }
 
 // defaultLevels is the level of each kind unless WithLevel says otherwise.
@@ -101,13 +93,8 @@ func New(logger *slog.Logger, store string, opts ...Option) (*Observer, error) {
 	for k, l := range defaultLevels {
 		o.levels[k] = l
 	}
-	for _, opt := range opts {
-		if opt == nil {
-			return nil, fmt.Errorf("%w: nil Option", ErrInvalidOption)
-		}
-		if err := opt(o); err != nil {
-			return nil, err
-		}
+	if err := optcheck.Apply(ErrInvalidOption, o, opts); err != nil {
+		return nil, err
 	}
 	return o, nil
 }

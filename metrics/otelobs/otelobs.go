@@ -35,6 +35,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/cassdedup/cassdedup/internal/optcheck"
 	"github.com/cassdedup/cassdedup/lwt"
 )
 
@@ -59,8 +60,13 @@ type Observer struct {
 	keys         bool
 }
 
-// Option configures New.
+// Option configures New. A bad one makes New fail with an error that names it.
 type Option func(*settings) error
+
+// set is an option that applies apply, or refuses, named by call, when bad.
+func set(bad bool, call, why string, apply func(*settings)) Option {
+	return optcheck.Set(ErrInvalidOption, bad, call, why, apply)
+}
 
 type settings struct {
 	meters  metric.MeterProvider
@@ -70,45 +76,25 @@ type settings struct {
 
 // WithMeterProvider sets where the metrics go (default: otel.GetMeterProvider()).
 func WithMeterProvider(p metric.MeterProvider) Option {
-	return func(s *settings) error {
-		if p == nil {
-			return fmt.Errorf("%w: nil meter provider", ErrInvalidOption)
-		}
-		s.meters = p
-		return nil
-	}
+	return set(p == nil, "WithMeterProvider(nil)", "no provider", func(s *settings) { s.meters = p })
 }
 
 // WithTracerProvider sets where the spans go (default: otel.GetTracerProvider()).
 func WithTracerProvider(p trace.TracerProvider) Option {
-	return func(s *settings) error {
-		if p == nil {
-			return fmt.Errorf("%w: nil tracer provider", ErrInvalidOption)
-		}
-		s.tracers = p
-		return nil
-	}
+	return set(p == nil, "WithTracerProvider(nil)", "no provider", func(s *settings) { s.tracers = p })
 }
 
 // WithKeys adds the record's key to every span as the attribute cassdedup.key. Off by default:
 // spans often leave the organisation, and keys may name customers.
 func WithKeys() Option {
-	return func(s *settings) error {
-		s.keys = true
-		return nil
-	}
+	return set(false, "", "", func(s *settings) { s.keys = true })
 }
 
 // New returns the Observer of the store named store.
 func New(store string, opts ...Option) (*Observer, error) {
 	s := settings{meters: otel.GetMeterProvider(), tracers: otel.GetTracerProvider()}
-	for _, o := range opts {
-		if o == nil {
-			return nil, fmt.Errorf("%w: nil Option", ErrInvalidOption)
-		}
-		if err := o(&s); err != nil {
-			return nil, err
-		}
+	if err := optcheck.Apply(ErrInvalidOption, &s, opts); err != nil {
+		return nil, err
 	}
 	meter := s.meters.Meter(ScopeName)
 	o := &Observer{store: attribute.String("store", store), tracer: s.tracers.Tracer(ScopeName), keys: s.keys}

@@ -27,10 +27,10 @@ package promobs
 
 import (
 	"errors"
-	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/cassdedup/cassdedup/internal/optcheck"
 	"github.com/cassdedup/cassdedup/lwt"
 )
 
@@ -47,7 +47,7 @@ type Metrics struct {
 	observations *prometheus.CounterVec
 }
 
-// Option configures New.
+// Option configures New. A bad one makes New fail with an error that names it.
 type Option func(*settings) error
 
 type settings struct {
@@ -57,18 +57,12 @@ type settings struct {
 
 // WithBuckets replaces DefaultBuckets(): increasing upper bounds in seconds.
 func WithBuckets(bounds []float64) Option {
-	return func(s *settings) error {
-		if len(bounds) == 0 {
-			return fmt.Errorf("%w: no buckets", ErrInvalidOption)
-		}
-		for i := 1; i < len(bounds); i++ {
-			if bounds[i] <= bounds[i-1] {
-				return fmt.Errorf("%w: buckets must increase: %v", ErrInvalidOption, bounds)
-			}
-		}
-		s.buckets = append([]float64(nil), bounds...)
-		return nil
+	increasing := len(bounds) > 0
+	for i := 1; i < len(bounds); i++ {
+		increasing = increasing && bounds[i] > bounds[i-1]
 	}
+	return optcheck.Set(ErrInvalidOption, !increasing, optcheck.Call("WithBuckets", bounds), "bounds must be given and increase",
+		func(s *settings) { s.buckets = append([]float64(nil), bounds...) })
 }
 
 // WithConstLabels adds labels with fixed values to every series (for example the service).
@@ -77,7 +71,7 @@ func WithConstLabels(labels prometheus.Labels) Option {
 		for k := range labels {
 			switch k {
 			case "store", "op", "result", "kind":
-				return fmt.Errorf("%w: constant label %q is one of the metrics' own", ErrInvalidOption, k)
+				return optcheck.Bad(ErrInvalidOption, optcheck.Call("WithConstLabels", labels), "%q is one of the metrics' own labels", k)
 			}
 		}
 		s.constants = labels
@@ -89,13 +83,8 @@ func WithConstLabels(labels prometheus.Labels) Option {
 // m.Observer(name) to each store.
 func New(opts ...Option) (*Metrics, error) {
 	s := settings{buckets: DefaultBuckets()}
-	for _, o := range opts {
-		if o == nil {
-			return nil, fmt.Errorf("%w: nil Option", ErrInvalidOption)
-		}
-		if err := o(&s); err != nil {
-			return nil, err
-		}
+	if err := optcheck.Apply(ErrInvalidOption, &s, opts); err != nil {
+		return nil, err
 	}
 	return &Metrics{
 		lwt: prometheus.NewHistogramVec(prometheus.HistogramOpts{
