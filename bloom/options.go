@@ -64,37 +64,22 @@ type config struct {
 // WithExpectedItems sizes the filter for n keys (default DefaultExpectedItems). For a Rotating
 // filter or a PreCheck, n is the number of keys added per retention window.
 func WithExpectedItems(n uint64) Option {
-	return func(c *config) error {
-		if n == 0 {
-			return optcheck.Bad(ErrInvalidItems, "WithExpectedItems(0)", "no items")
-		}
-		c.items = n
-		return nil
-	}
+	return optcheck.Set(ErrInvalidItems, n == 0, "WithExpectedItems(0)", "no items",
+		func(c *config) { c.items = n })
 }
 
 // WithFalsePositiveRate sets the target false-positive rate, in (0, 1) (default
 // DefaultFalsePositiveRate).
 func WithFalsePositiveRate(p float64) Option {
-	return func(c *config) error {
-		if !(p > 0 && p < 1) { // also rejects NaN
-			return optcheck.Bad(ErrInvalidFPRate, optcheck.Call("WithFalsePositiveRate", p), "not in (0, 1)")
-		}
-		c.fpRate = p
-		return nil
-	}
+	return optcheck.Set(ErrInvalidFPRate, !(p > 0 && p < 1), optcheck.Call("WithFalsePositiveRate", p), "not in (0, 1)",
+		func(c *config) { c.fpRate = p })
 }
 
 // WithShards sets the number of independently locked shards, a power of two in [1, 4096].
 // By default it is DefaultMaxShards, halved until every shard expects at least 1024 keys.
 func WithShards(n int) Option {
-	return func(c *config) error {
-		if n < 1 || n > maxShards || n&(n-1) != 0 {
-			return optcheck.Bad(ErrInvalidShards, optcheck.Call("WithShards", n), "not a power of two in [1, %d]", maxShards)
-		}
-		c.shards = n
-		return nil
-	}
+	return optcheck.Set(ErrInvalidShards, n < 1 || n > maxShards || n&(n-1) != 0, optcheck.Call("WithShards", n), fmt.Sprintf("not a power of two in [1, %d]", maxShards),
+		func(c *config) { c.shards = n })
 }
 
 // WithRetention sets how long a key is remembered at least: for a PreCheck, the horizon it
@@ -103,14 +88,8 @@ func WithShards(n int) Option {
 // covers the table's whole TTL, to the LWT path, so a short horizon costs LWTs, never a
 // duplicate. Rotating and PreCheck only.
 func WithRetention(d time.Duration) Option {
-	return func(c *config) error {
-		if d <= 0 {
-			return optcheck.Bad(ErrInvalidRetention, optcheck.Call("WithRetention", d), "not positive")
-		}
-		c.retention = d
-		c.set |= optRetention
-		return nil
-	}
+	return optcheck.Set(ErrInvalidRetention, d <= 0, optcheck.Call("WithRetention", d), "not positive",
+		func(c *config) { c.retention = d; c.set |= optRetention })
 }
 
 // WithGenerations divides the retention into k windows (default DefaultGenerations); the filter
@@ -118,39 +97,21 @@ func WithRetention(d time.Duration) Option {
 // added. More generations age keys out more precisely and cost more memory. Rotating and
 // PreCheck only.
 func WithGenerations(k int) Option {
-	return func(c *config) error {
-		if k < 1 || k > maxGenerations {
-			return optcheck.Bad(ErrInvalidGenerations, optcheck.Call("WithGenerations", k), "not in [1, %d]", maxGenerations)
-		}
-		c.generations = k
-		c.set |= optGenerations
-		return nil
-	}
+	return optcheck.Set(ErrInvalidGenerations, k < 1 || k > maxGenerations, optcheck.Call("WithGenerations", k), fmt.Sprintf("not in [1, %d]", maxGenerations),
+		func(c *config) { c.generations = k; c.set |= optGenerations })
 }
 
 // WithClock sets the clock that drives rotation (default time.Now). Rotating and PreCheck only.
 func WithClock(now func() time.Time) Option {
-	return func(c *config) error {
-		if now == nil {
-			return optcheck.Bad(ErrInvalidOption, "WithClock(nil)", "no clock")
-		}
-		c.now = now
-		c.set |= optClock
-		return nil
-	}
+	return optcheck.Set(ErrInvalidOption, now == nil, "WithClock(nil)", "no clock",
+		func(c *config) { c.now = now; c.set |= optClock })
 }
 
 // WithWarmUpLimit bounds the keys one warm-up may load (default twice the expected items), so
 // that a warm-up costs bounded time and never answers from an overfull filter. PreCheck only.
 func WithWarmUpLimit(n uint64) Option {
-	return func(c *config) error {
-		if n == 0 {
-			return optcheck.Bad(ErrInvalidOption, "WithWarmUpLimit(0)", "no keys")
-		}
-		c.warmUpLimit = n
-		c.set |= optWarmUpLimit
-		return nil
-	}
+	return optcheck.Set(ErrInvalidOption, n == 0, "WithWarmUpLimit(0)", "no keys",
+		func(c *config) { c.warmUpLimit = n; c.set |= optWarmUpLimit })
 }
 
 func newConfig(opts []Option, allowed optionSet) (config, error) {

@@ -47,39 +47,23 @@ func defaultConfig() config {
 
 // WithKeyspace names the keyspace of the tables (default "cassdedup").
 func WithKeyspace(name string) Option {
-	return func(c *config) error {
-		if err := schema.ValidateIdentifier(name); err != nil {
-			return bad(optcheck.Call("WithKeyspace", name), "%v", err)
-		}
-		c.keyspace = name
-		return nil
-	}
+	return set(!optcheck.All(schema.ValidateIdentifier, name), optcheck.Call("WithKeyspace", name), notIdentifier, func(c *config) { c.keyspace = name })
 }
 
 // WithTables names the claim, claim-index and counter tables (defaults "counter_ops",
 // "counter_ops_by_hour", "counter_values").
 func WithTables(ops, byHour, values string) Option {
-	return func(c *config) error {
-		for _, t := range []string{ops, byHour, values} {
-			if err := schema.ValidateIdentifier(t); err != nil {
-				return bad(optcheck.Call("WithTables", ops, byHour, values), "%v", err)
-			}
-		}
-		c.ops, c.byHour, c.values = ops, byHour, values
-		return nil
-	}
+	return set(!optcheck.All(schema.ValidateIdentifier, ops, byHour, values), optcheck.Call("WithTables", ops, byHour, values), notIdentifier,
+		func(c *config) { c.ops, c.byHour, c.values = ops, byHour, values })
 }
+
+const notIdentifier = "names must be plain CQL identifiers"
 
 // WithRetention sets how long a claim is kept, and so how long a retried operation is
 // recognised (default 7 days; 1 min to 90 days).
 func WithRetention(d time.Duration) Option {
-	return func(c *config) error {
-		if d < time.Minute || d > 90*24*time.Hour {
-			return bad(optcheck.Call("WithRetention", d), "must be 1m..90d")
-		}
-		c.retention = d
-		return nil
-	}
+	return set(d < time.Minute || d > 90*24*time.Hour, optcheck.Call("WithRetention", d), "must be 1m..90d",
+		func(c *config) { c.retention = d })
 }
 
 // Defaults of the claim index (counter_ops_by_hour): a partition holds one bucket of one shard,
@@ -101,13 +85,8 @@ const (
 // MinIndexCapacity. Lowering it hides older index rows of the higher shards from ListUnapplied
 // until they expire; raising it is harmless.
 func WithShards(n int) Option {
-	return func(c *config) error {
-		if n < 1 || n > 1024 {
-			return bad(optcheck.Call("WithShards", n), "must be 1..1024")
-		}
-		c.shards = n
-		return nil
-	}
+	return set(n < 1 || n > 1024, optcheck.Call("WithShards", n), "must be 1..1024",
+		func(c *config) { c.shards = n })
 }
 
 // WithIndexBucket sets the time span of one claim-index partition (default 5 min; whole
@@ -115,63 +94,46 @@ func WithShards(n int) Option {
 // it lists: 768 an hour with the defaults, 16 at a time. Changing it is harmless: a listing
 // reads every bucket start in its range, and the index rows of an hour-bucketed release too.
 func WithIndexBucket(d time.Duration) Option {
-	return func(c *config) error {
-		if d < time.Second || d > time.Hour || time.Hour%d != 0 || d%time.Second != 0 {
-			return bad(optcheck.Call("WithIndexBucket", d), "must be whole seconds, 1s..1h, dividing 1h")
-		}
-		c.bucket = d
-		return nil
-	}
+	return set(d < time.Second || d > time.Hour || time.Hour%d != 0 || d%time.Second != 0, optcheck.Call("WithIndexBucket", d), "must be whole seconds, 1s..1h, dividing 1h",
+		func(c *config) { c.bucket = d })
 }
 
 // WithConsistency sets the consistency of increments, reads and commits (default QUORUM).
 func WithConsistency(cl gocql.Consistency) Option {
-	return func(c *config) error { c.consistency = cl; return nil }
+	return set(false, "", "", func(c *config) { c.consistency = cl })
 }
 
 // WithSerialConsistency sets the Paxos consistency of claims (default SERIAL; LOCAL_SERIAL
 // only when every increment of a counter is made in one datacenter).
 func WithSerialConsistency(cl gocql.SerialConsistency) Option {
-	return func(c *config) error {
-		if cl != gocql.Serial && cl != gocql.LocalSerial {
-			return bad(optcheck.Call("WithSerialConsistency", cl), "must be SERIAL or LOCAL_SERIAL")
-		}
-		c.serial = cl
-		return nil
-	}
+	return set(cl != gocql.Serial && cl != gocql.LocalSerial, optcheck.Call("WithSerialConsistency", cl), "must be SERIAL or LOCAL_SERIAL",
+		func(c *config) { c.serial = cl })
 }
 
 // WithClock replaces time.Now, for tests.
 func WithClock(now func() time.Time) Option {
-	return func(c *config) error {
-		if now == nil {
-			return bad("WithClock(nil)", "no clock")
-		}
-		c.now = now
-		return nil
-	}
+	return set(now == nil, "WithClock(nil)", "no clock",
+		func(c *config) { c.now = now })
 }
 
 // WithShadow turns on shadow mode: every increment is also recorded in log, keyed by its
 // operation id, before the native counter is touched, so Drift can compare the two while a
 // user migrates from native counters to the event log. Op.Time is then required.
 func WithShadow(log *events.Log) Option {
-	return func(c *config) error {
-		if log == nil {
-			return bad("WithShadow(nil)", "no log")
-		}
-		c.shadow = log
-		return nil
-	}
+	return set(log == nil, "WithShadow(nil)", "no log",
+		func(c *config) { c.shadow = log })
 }
 
 // WithObserver sets a hook called synchronously on every LWT, increment and unconfirmed
 // operation, the same lwt.Observer an lwt.Store takes. It must be fast and safe for concurrent
 // use. Default none.
-func WithObserver(o lwt.Observer) Option { return func(c *config) error { c.observer = o; return nil } }
+func WithObserver(o lwt.Observer) Option {
+	return set(false, "", "", func(c *config) { c.observer = o })
+}
 
-func bad(call, format string, args ...any) error {
-	return optcheck.Bad(ErrInvalidOption, call, format, args...)
+// set is an option that applies apply, or refuses, named by call, when isBad.
+func set(isBad bool, call, why string, apply func(*config)) Option {
+	return optcheck.Set(ErrInvalidOption, isBad, call, why, apply)
 }
 
 // validate checks what no single option can: that the index's shards and bucket together hold

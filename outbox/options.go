@@ -1,6 +1,7 @@
 package outbox
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/gocql/gocql"
@@ -76,78 +77,45 @@ func qualify(keyspace, table string) string {
 	return q
 }
 
-func bad(call, format string, args ...any) error {
-	return optcheck.Bad(ErrInvalidOption, call, format, args...)
+// set is an option that applies apply, or refuses, named by call, when isBad.
+func set(isBad bool, call, why string, apply func(*config)) Option {
+	return optcheck.Set(ErrInvalidOption, isBad, call, why, apply)
 }
 
-// identifiers refuses, on behalf of the option call, any name that is not a plain CQL identifier.
-func identifiers(call string, names ...string) error {
-	for _, n := range names {
-		if err := schema.ValidateIdentifier(n); err != nil {
-			return bad(call, "%q is not a plain CQL identifier", n)
-		}
-	}
-	return nil
-}
+const notIdentifier = "names must be plain CQL identifiers"
 
 // WithKeyspace sets the keyspace of the records and the outbox tables. Default cassdedup.
 func WithKeyspace(ks string) Option {
-	return func(c *config) error {
-		if err := identifiers(optcheck.Call("WithKeyspace", ks), ks); err != nil {
-			return err
-		}
-		c.keyspace = ks
-		return nil
-	}
+	return set(!optcheck.All(schema.ValidateIdentifier, ks), optcheck.Call("WithKeyspace", ks), notIdentifier,
+		func(c *config) { c.keyspace = ks })
 }
 
 // WithTables names the outbox's tables in the keyspace: the intents and the relays' leases
 // (defaults DefaultIntentsTable, DefaultRelaysTable). Every stager, relay and admin of one
 // outbox must use the same names; each must be a plain CQL identifier.
 func WithTables(intents, relays string) Option {
-	return func(c *config) error {
-		if err := identifiers(optcheck.Call("WithTables", intents, relays), intents, relays); err != nil {
-			return err
-		}
-		c.intents, c.relays = intents, relays
-		return nil
-	}
+	return set(!optcheck.All(schema.ValidateIdentifier, intents, relays), optcheck.Call("WithTables", intents, relays), notIdentifier,
+		func(c *config) { c.intents, c.relays = intents, relays })
 }
 
 // WithRecordsTable names the table of the records whose runs stage events, the lwt.Table of the
 // store the runs use (default DefaultRecordsTable). It must be a plain CQL identifier.
 func WithRecordsTable(name string) Option {
-	return func(c *config) error {
-		if err := identifiers(optcheck.Call("WithRecordsTable", name), name); err != nil {
-			return err
-		}
-		c.records = name
-		return nil
-	}
+	return set(!optcheck.All(schema.ValidateIdentifier, name), optcheck.Call("WithRecordsTable", name), notIdentifier,
+		func(c *config) { c.records = name })
 }
 
 // WithShards sets the number of shards per bucket: rows per intents partition are rate x bucket
 // / shards. Default 16; 1 to 1024. Fixed for the life of the data.
 func WithShards(n int) Option {
-	return func(c *config) error {
-		if n < 1 || n > 1024 {
-			return bad(optcheck.Call("WithShards", n), "must be 1..1024")
-		}
-		c.shards = n
-		c.maxShards = max(c.maxShards, n)
-		return nil
-	}
+	return set(n < 1 || n > 1024, optcheck.Call("WithShards", n), "must be 1..1024",
+		func(c *config) { c.shards = n; c.maxShards = max(c.maxShards, n) })
 }
 
 // WithBucket sets the width of a time bucket. Default 1m; 1s to 1h, a whole number of seconds.
 func WithBucket(d time.Duration) Option {
-	return func(c *config) error {
-		if d < time.Second || d > time.Hour || d%time.Second != 0 {
-			return bad(optcheck.Call("WithBucket", d), "must be whole seconds, 1s..1h")
-		}
-		c.bucket = d
-		return nil
-	}
+	return set(d < time.Second || d > time.Hour || d%time.Second != 0, optcheck.Call("WithBucket", d), "must be whole seconds, 1s..1h",
+		func(c *config) { c.bucket = d })
 }
 
 // WithHorizon sets how long a bucket stays open after its end: a relay sweeps a bucket for the
@@ -155,130 +123,75 @@ func WithBucket(d time.Duration) Option {
 // intent write takes longer than half of it fails the run (ErrIntentLate), so the clocks of
 // stagers and relays may differ by up to half the horizon. Default 1m; 2s to 1h.
 func WithHorizon(d time.Duration) Option {
-	return func(c *config) error {
-		if d < 2*time.Second || d > time.Hour {
-			return bad(optcheck.Call("WithHorizon", d), "must be 2s..1h")
-		}
-		c.horizon = d
-		return nil
-	}
+	return set(d < 2*time.Second || d > time.Hour, optcheck.Call("WithHorizon", d), "must be 2s..1h",
+		func(c *config) { c.horizon = d })
 }
 
 // WithRetention sets the records' retention (lwt.WithRetention of the store the runs use): an
 // intent lives that long plus an hour, and a relay starting afresh sweeps that far back.
 // Default 24h.
 func WithRetention(d time.Duration) Option {
-	return func(c *config) error {
-		if d < time.Second || d > 365*24*time.Hour {
-			return bad(optcheck.Call("WithRetention", d), "must be 1s..1 year")
-		}
-		c.retention = d
-		return nil
-	}
+	return set(d < time.Second || d > 365*24*time.Hour, optcheck.Call("WithRetention", d), "must be 1s..1 year",
+		func(c *config) { c.retention = d })
 }
 
 // WithRelayLease sets how long a relay holds a shard without renewing it; a relay stalled past
 // it is fenced off. Default 10s; at least 1s.
 func WithRelayLease(d time.Duration) Option {
-	return func(c *config) error {
-		if d < time.Second {
-			return bad(optcheck.Call("WithRelayLease", d), "must be at least 1s")
-		}
-		c.lease = d
-		return nil
-	}
+	return set(d < time.Second, optcheck.Call("WithRelayLease", d), "must be at least 1s",
+		func(c *config) { c.lease = d })
 }
 
 // WithPollInterval sets the pause between a relay's passes. Default 200ms.
 func WithPollInterval(d time.Duration) Option {
-	return func(c *config) error {
-		if d <= 0 {
-			return bad(optcheck.Call("WithPollInterval", d), "must be positive")
-		}
-		c.poll = d
-		return nil
-	}
+	return set(d <= 0, optcheck.Call("WithPollInterval", d), "must be positive",
+		func(c *config) { c.poll = d })
 }
 
 // WithMaxShards caps the shards one relay holds, so several relays share them: run k relays
 // with ceil(shards/k). Default all.
 func WithMaxShards(n int) Option {
-	return func(c *config) error {
-		if n < 1 {
-			return bad(optcheck.Call("WithMaxShards", n), "must be at least 1")
-		}
-		c.maxShards = n
-		return nil
-	}
+	return set(n < 1, optcheck.Call("WithMaxShards", n), "must be at least 1",
+		func(c *config) { c.maxShards = n })
 }
 
 // WithRelayName names the relay group whose relays share the shards. Default "outbox".
 func WithRelayName(name string) Option {
-	return func(c *config) error {
-		if name == "" || len(name) > MaxNameLength {
-			return bad(optcheck.Call("WithRelayName", name), "must be 1 to %d bytes", MaxNameLength)
-		}
-		c.name = name
-		return nil
-	}
+	return set(name == "" || len(name) > MaxNameLength, optcheck.Call("WithRelayName", name), fmt.Sprintf("must be 1 to %d bytes", MaxNameLength),
+		func(c *config) { c.name = name })
 }
 
 // WithPublishBatch sets the most messages per Publish call. Default 500.
 func WithPublishBatch(n int) Option {
-	return func(c *config) error {
-		if n < 1 {
-			return bad(optcheck.Call("WithPublishBatch", n), "must be at least 1")
-		}
-		c.publishBatch = n
-		return nil
-	}
+	return set(n < 1, optcheck.Call("WithPublishBatch", n), "must be at least 1",
+		func(c *config) { c.publishBatch = n })
 }
 
 // WithMaxSize sets the most bytes of encoded events one run may stage. Default 256 KiB; at most
 // lwt.MaxResultSizeLimit.
 func WithMaxSize(n int) Option {
-	return func(c *config) error {
-		if n < 1 || n > 8<<20 {
-			return bad(optcheck.Call("WithMaxSize", n), "must be 1 byte..8 MiB")
-		}
-		c.maxSize = n
-		return nil
-	}
+	return set(n < 1 || n > 8<<20, optcheck.Call("WithMaxSize", n), "must be 1 byte..8 MiB",
+		func(c *config) { c.maxSize = n })
 }
 
 // WithSerialConsistency sets the consistency of the relay's serial reads and marks: gocql.Serial
 // (default) or gocql.LocalSerial.
 func WithSerialConsistency(s gocql.SerialConsistency) Option {
-	return func(c *config) error {
-		if s != gocql.Serial && s != gocql.LocalSerial {
-			return bad(optcheck.Call("WithSerialConsistency", s), "must be SERIAL or LOCAL_SERIAL")
-		}
-		c.serial = s
-		return nil
-	}
+	return set(s != gocql.Serial && s != gocql.LocalSerial, optcheck.Call("WithSerialConsistency", s), "must be SERIAL or LOCAL_SERIAL",
+		func(c *config) { c.serial = s })
 }
 
 // WithConsistency sets the consistency of plain reads and writes. Default QUORUM.
 func WithConsistency(cl gocql.Consistency) Option {
-	return func(c *config) error {
-		if cl != gocql.Quorum && cl != gocql.LocalQuorum && cl != gocql.All && cl != gocql.EachQuorum {
-			return bad(optcheck.Call("WithConsistency", cl), "use QUORUM or LOCAL_QUORUM")
-		}
-		c.consistency = cl
-		return nil
-	}
+	return set(cl != gocql.Quorum && cl != gocql.LocalQuorum && cl != gocql.All && cl != gocql.EachQuorum, optcheck.Call("WithConsistency", cl), "use QUORUM or LOCAL_QUORUM",
+		func(c *config) { c.consistency = cl })
 }
 
 // WithClock sets the clock of buckets and lease judgements in the caller (tests). Default
 // time.Now.
 func WithClock(now func() time.Time) Option {
-	return func(c *config) error {
-		if now == nil {
-			return bad("WithClock(nil)", "no clock")
-		}
-		c.now = now
-		return nil
-	}
+	return set(now == nil, "WithClock(nil)", "no clock",
+		func(c *config) { c.now = now })
 }
 
 // bucketOf is the bucket of t: unix seconds truncated to the width.

@@ -43,39 +43,29 @@ type config struct {
 // WithKeyspace applies the schema to the named keyspace instead of DefaultKeyspace. A name
 // that is not a plain CQL identifier is ErrInvalidIdentifier.
 func WithKeyspace(name string) Option {
-	return func(c *config) error {
-		if ValidateIdentifier(name) != nil {
-			return optcheck.Bad(ErrInvalidIdentifier, optcheck.Call("WithKeyspace", name), "not a plain CQL identifier")
-		}
-		c.keyspace = name
-		return nil
-	}
+	return optcheck.Set(ErrInvalidIdentifier, ValidateIdentifier(name) != nil, optcheck.Call("WithKeyspace", name),
+		"not a plain CQL identifier", func(c *config) { c.keyspace = name })
 }
 
 // WithReplication sets the replication of the keyspace when Apply creates it; an existing
 // keyspace keeps its replication. The default is SimpleStrategy(1). A replication that
 // Cassandra would reject, a bad datacenter name included, is ErrInvalidReplication.
 func WithReplication(r Replication) Option {
-	return func(c *config) error {
-		if _, err := r.cql(); err != nil {
-			return optcheck.Bad(ErrInvalidReplication, optcheck.Call("WithReplication", r), "%s", strings.TrimPrefix(err.Error(), ErrInvalidReplication.Error()+": "))
-		}
-		c.replication = r
-		return nil
+	_, err := r.cql()
+	why := ""
+	if err != nil {
+		why = strings.TrimPrefix(err.Error(), ErrInvalidReplication.Error()+": ")
 	}
+	return optcheck.Set(ErrInvalidReplication, err != nil, optcheck.Call("WithReplication", r), why,
+		func(c *config) { c.replication = r })
 }
 
 // WithAgreementTimeout bounds the wait for schema agreement after each statement (default
 // 60s). It must be positive: a zero or negative timeout is ErrInvalidOption, returned before
 // Apply runs any statement.
 func WithAgreementTimeout(d time.Duration) Option {
-	return func(c *config) error {
-		if d <= 0 {
-			return optcheck.Bad(ErrInvalidOption, optcheck.Call("WithAgreementTimeout", d), "not positive")
-		}
-		c.agreementTimeout = d
-		return nil
-	}
+	return optcheck.Set(ErrInvalidOption, d <= 0, optcheck.Call("WithAgreementTimeout", d), "not positive",
+		func(c *config) { c.agreementTimeout = d })
 }
 
 // newConfig applies opts to the defaults and validates every setting, so a bad one is

@@ -77,3 +77,13 @@ func Set[C any](sentinel error, bad bool, call, why string, set func(*C)) func(*
 		return nil
 	}
 }
+
+// All reports whether check accepts every name: for options that take several names at once.
+func All(check func(string) error, names ...string) bool {
+	for _, n := range names {
+		if check(n) != nil {
+			return false
+		}
+	}
+	return true
+}
