@@ -6,6 +6,8 @@ import (
 	"github.com/gocql/gocql"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/cassdedup/cassdedup/internal/testnode"
 )
 
 // TestNewSessionKeyspaceLivesAsLongAsTheTest: the session's default keyspace has the schema's
@@ -20,7 +22,7 @@ func TestNewSessionKeyspaceLivesAsLongAsTheTest(t *testing.T) {
 		require.NoError(t, session.Query(`INSERT INTO idempotency_keys (namespace, key, status) VALUES ('ns', 'k', 'STARTED')`).Exec(),
 			"the keyspace is the session's default")
 	})
-	admin := connect(t, Cluster(t))
+	admin := testnode.Connect(t, Cluster(t))
 	defer admin.Close()
 	assert.Zero(t, tableCount(t, admin, ks), "keyspace %s outlived its test", ks)
 }

@@ -50,16 +50,19 @@ var countersUnappliedCommand = &command{
 	flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 		var cf counterFlags
 		cf.register(fs)
-		since := fs.Duration("since", 24*time.Hour, "list claims made from this long ago")
+		var l listing
+		l.register(fs, 24*time.Hour, "list claims made from this long ago", 100, "claims")
 		settle := fs.Duration("settle", time.Minute, "leave out claims younger than this (increments still in flight)")
-		limit := fs.Int("limit", 100, "list at most this many")
 		return func(ctx context.Context, e *env, _ []string) error {
+			if err := l.check(fs); err != nil {
+				return err
+			}
 			s, err := e.counters(&cf)
 			if err != nil {
 				return err
 			}
 			now := time.Now()
-			claims, err := s.ListUnapplied(ctx, now.Add(-*since), now.Add(-*settle), *limit)
+			claims, err := s.ListUnapplied(ctx, l.from(now), now.Add(-*settle), l.limit)
 			if err != nil {
 				return err
 			}
@@ -69,7 +72,7 @@ var countersUnappliedCommand = &command{
 			}
 			return e.emit(map[string]any{"unapplied": out}, func(w io.Writer) {
 				if len(out) == 0 {
-					fmt.Fprintf(w, "no unconfirmed operations claimed between %s and %s\n", stamp(now.Add(-*since)), stamp(now.Add(-*settle)))
+					fmt.Fprintf(w, "no unconfirmed operations claimed between %s and %s\n", stamp(l.from(now)), stamp(now.Add(-*settle)))
 					return
 				}
 				row(w, "COUNTER", "OP ID", "DELTA", "CLAIMED AT", "STATE", "OWNER")

@@ -2,9 +2,7 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
-	"fmt"
 	"io"
 	"time"
 
@@ -29,11 +27,11 @@ var messagesListCommand = &command{
 	flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 		var gf guardFlags
 		gf.register(fs)
-		since := fs.Duration("since", time.Hour, "list the index windows (and earlier releases' hour buckets) from this long ago on")
-		limit := fs.Int("limit", 100, "stop after this many messages")
+		var l listing
+		l.register(fs, time.Hour, "list the index windows (and earlier releases' hour buckets) from this long ago on", 100, "messages")
 		return func(ctx context.Context, e *env, args []string) error {
-			if *limit < 1 || *since <= 0 {
-				return fmt.Errorf("%w: -limit and -since must be positive", errUsage)
+			if err := l.check(fs); err != nil {
+				return err
 			}
 			scope, err := parseScope(args)
 			if err != nil {
@@ -44,7 +42,7 @@ var messagesListCommand = &command{
 				return err
 			}
 			var out []messageView
-			err = g.ListMessages(ctx, scope, time.Now().Add(-*since), func(m events.MessageRecord) error {
+			truncated, err := ended(g.ListMessages(ctx, scope, l.from(time.Now()), collect(&l, &out, func(m events.MessageRecord) messageView {
 				v := messageView{ID: m.ID, Hour: m.Hour.UTC(), Status: "(no record)"}
 				if r := m.Record; r != nil {
 					v.Status, v.Attempts, v.Fence, v.UpdatedAt = string(r.Status), r.Attempts, r.Fence, tptr(r.UpdatedAt)
@@ -52,14 +50,9 @@ var messagesListCommand = &command{
 						v.LeaseUntil = tptr(r.LeaseUntil)
 					}
 				}
-				out = append(out, v)
-				if len(out) >= *limit {
-					return errEnough
-				}
-				return nil
-			})
-			truncated := errors.Is(err, errEnough)
-			if err != nil && !truncated {
+				return v
+			})))
+			if err != nil {
 				return err
 			}
 			now := time.Now()
@@ -68,9 +61,7 @@ var messagesListCommand = &command{
 				for _, m := range out {
 					row(w, display(m.ID), m.Status, m.Attempts, m.Fence, relTime(m.LeaseUntil, now), relTime(m.UpdatedAt, now), stamp(m.Hour))
 				}
-				if truncated {
-					fmt.Fprintf(w, "(stopped at -limit %d)\n", *limit)
-				}
+				l.stopped(w, truncated)
 			})
 		}
 	},

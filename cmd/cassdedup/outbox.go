@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -14,20 +13,23 @@ import (
 
 // outboxFlags are the layout of the outbox tables, which must match the stagers' and relays'.
 type outboxFlags struct {
-	shards int
-	bucket time.Duration
-	relay  string
+	shards          int
+	bucket          time.Duration
+	relay           string
+	intents, relays string
 }
 
 func (f *outboxFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.shards, "shards", outbox.DefaultShards, "the outbox's shard count (as its stagers and relays use)")
 	fs.DurationVar(&f.bucket, "bucket", outbox.DefaultBucket, "the outbox's bucket width (as its stagers and relays use)")
 	fs.StringVar(&f.relay, "relay", outbox.DefaultRelayName, "the relay group whose shard cursors to read")
+	fs.StringVar(&f.intents, "intents-table", outbox.DefaultIntentsTable, "the outbox's intents table (outbox.WithTables)")
+	fs.StringVar(&f.relays, "relays-table", outbox.DefaultRelaysTable, "the outbox's relays table (outbox.WithTables)")
 }
 
 func (e *env) outboxAdmin(f *outboxFlags) (*outbox.Admin, error) {
 	a, err := outbox.NewAdmin(e.session, outbox.WithKeyspace(e.keyspace), outbox.WithShards(f.shards),
-		outbox.WithBucket(f.bucket), outbox.WithRelayName(f.relay))
+		outbox.WithBucket(f.bucket), outbox.WithRelayName(f.relay), outbox.WithTables(f.intents, f.relays))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", errUsage, err)
 	}
@@ -64,11 +66,11 @@ var outboxPendingCommand = &command{
 	flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 		var of outboxFlags
 		of.register(fs)
-		since := fs.Duration("since", time.Hour, "read the buckets from this long ago on")
-		limit := fs.Int("limit", 100, "stop after this many intents")
+		var l listing
+		l.register(fs, time.Hour, "read the buckets from this long ago on", 100, "intents")
 		return func(ctx context.Context, e *env, _ []string) error {
-			if *limit < 1 || *since <= 0 {
-				return fmt.Errorf("%w: -limit and -since must be positive", errUsage)
+			if err := l.check(fs); err != nil {
+				return err
 			}
 			a, err := e.outboxAdmin(&of)
 			if err != nil {
@@ -79,20 +81,15 @@ var outboxPendingCommand = &command{
 				return err
 			}
 			var out []pendingView
-			err = a.ListPending(ctx, time.Now().Add(-*since), func(p outbox.Pending) error {
+			truncated, err := ended(a.ListPending(ctx, l.from(time.Now()), collect(&l, &out, func(p outbox.Pending) pendingView {
 				v := pendingView{Namespace: p.Namespace, Key: p.Key, Record: p.Record, Fence: p.Fence, Verdict: p.Verdict, Events: p.Events,
 					StagedAt: p.StagedAt.UTC(), Bucket: p.Bucket, Shard: p.Shard}
 				if p.Err != nil {
 					v.Error = p.Err.Error()
 				}
-				out = append(out, v)
-				if len(out) >= *limit {
-					return errEnough
-				}
-				return nil
-			})
-			truncated := errors.Is(err, errEnough)
-			if err != nil && !truncated {
+				return v
+			})))
+			if err != nil {
 				return err
 			}
 			cv := make([]cursorView, 0, len(cursors))
@@ -111,11 +108,9 @@ var outboxPendingCommand = &command{
 					row(w, strconv.Quote(p.Namespace), strconv.Quote(p.Key), p.Fence, verdict, p.Events, stampRel(p.StagedAt, now), p.Shard)
 				}
 				if len(out) == 0 {
-					fmt.Fprintf(w, "no pending intents since %s\n", stamp(now.Add(-*since)))
+					fmt.Fprintf(w, "no pending intents since %s\n", stamp(l.from(now)))
 				}
-				if truncated {
-					fmt.Fprintf(w, "(stopped at -limit %d)\n", *limit)
-				}
+				l.stopped(w, truncated)
 				fmt.Fprintln(w)
 				row(w, "SHARD", "RELAY", "FENCE", "SWEPT UP TO", "PENDING BUCKETS")
 				for _, c := range cv {

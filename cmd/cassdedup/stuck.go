@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -18,7 +17,7 @@ import (
 type scanFlags struct {
 	opts        lwt.StuckOptions
 	consistency string
-	limit       int
+	listing
 }
 
 func (s *scanFlags) register(fs *flag.FlagSet) {
@@ -28,20 +27,20 @@ func (s *scanFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&s.opts.PageSize, "page-size", lwt.DefaultScanPageSize, "rows per request")
 	fs.IntVar(&s.opts.RowsPerSecond, "rate", lwt.DefaultScanRate, "rows read per second at most, over the whole scan (-1: no limit)")
 	fs.StringVar(&s.consistency, "scan-consistency", "", "consistency of the range reads, e.g. LOCAL_ONE (default: -consistency)")
-	fs.IntVar(&s.limit, "limit", 1000, "stop after this many stuck records")
+	s.listing.register(fs, 0, "", 1000, "stuck records")
 }
 
-func (s *scanFlags) options() (lwt.StuckOptions, error) {
+func (s *scanFlags) options(fs *flag.FlagSet) (lwt.StuckOptions, error) {
 	o := s.opts
+	if err := s.check(fs); err != nil {
+		return o, err
+	}
 	if s.consistency != "" {
 		cl, err := gocql.ParseConsistencyWrapper(strings.ToUpper(s.consistency))
 		if err != nil {
 			return o, fmt.Errorf("%w: -scan-consistency %q", errUsage, s.consistency)
 		}
 		o.Consistency = cl
-	}
-	if s.limit < 1 {
-		return o, fmt.Errorf("%w: -limit %d must be positive", errUsage, s.limit)
 	}
 	return o, nil
 }
@@ -57,9 +56,6 @@ type stuckView struct {
 	UpdatedAt  *time.Time `json:"updated_at,omitempty"`
 }
 
-// errEnough stops a scan that found -limit records.
-var errEnough = errors.New("enough")
-
 // scanner registers the flags that name what to scan and returns the scan.
 type scanner func(fs *flag.FlagSet) func(ctx context.Context, e *env, o lwt.StuckOptions, yield func(lwt.StuckClaim) error) (lwt.ScanStats, error)
 
@@ -71,26 +67,22 @@ func stuckCommand(name, what string, resolve scanner) *command {
 			sf.register(fs)
 			scan := resolve(fs)
 			return func(ctx context.Context, e *env, _ []string) error {
-				opts, err := sf.options()
+				opts, err := sf.options(fs)
 				if err != nil {
 					return err
 				}
 				var found []stuckView
 				start := time.Now()
-				stats, err := scan(ctx, e, opts, func(c lwt.StuckClaim) error {
+				stats, err := scan(ctx, e, opts, collect(&sf.listing, &found, func(c lwt.StuckClaim) stuckView {
 					v := stuckView{Key: c.Key, Reason: string(c.Reason), Status: string(c.Record.Status),
 						Attempts: c.Record.Attempts, Fence: c.Record.Fence, UpdatedAt: tptr(c.Record.UpdatedAt)}
 					if c.Record.Status == lwt.StatusStarted {
 						v.LeaseUntil = tptr(c.Record.LeaseUntil)
 					}
-					found = append(found, v)
-					if len(found) >= sf.limit {
-						return errEnough
-					}
-					return nil
-				})
-				truncated := errors.Is(err, errEnough)
-				if err != nil && !truncated {
+					return v
+				}))
+				truncated, err := ended(err)
+				if err != nil {
 					return err
 				}
 				elapsed := time.Since(start)

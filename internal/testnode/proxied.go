@@ -20,7 +20,7 @@ func ProxiedSession(t testing.TB, ks, addr string) *gocql.Session {
 	cluster.Keyspace = ks
 	cluster.Timeout = 2 * time.Second
 	cluster.NumConns = 1
-	s := connect(t, cluster)
+	s := Connect(t, cluster)
 	t.Cleanup(s.Close)
 	return s
 }

@@ -24,7 +24,7 @@ func RecommendedSession(t testing.TB, ks string) *gocql.Session {
 	}
 	cluster.Keyspace = ks
 	cluster.Events.DisableSchemaEvents = true // see ClusterFor
-	s := connect(t, cluster)
+	s := Connect(t, cluster)
 	t.Cleanup(s.Close)
 	return s
 }

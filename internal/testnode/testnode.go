@@ -84,25 +84,37 @@ func ClusterFor(hosts ...string) *gocql.ClusterConfig {
 // the test ends.
 func NewSession(t testing.TB) (*gocql.Session, string) {
 	t.Helper()
+	hosts, err := Hosts()
+	if err != nil {
+		t.Fatal(err)
+	}
 	id, err := gocql.RandomUUID()
 	if err != nil {
 		t.Fatalf("testnode: keyspace name: %v", err)
 	}
-	ks := "t_" + strings.ReplaceAll(id.String(), "-", "")
-	admin := connect(t, AdminCluster(t))
+	return SessionIn(t, "t_"+strings.ReplaceAll(id.String(), "-", ""), hosts...)
+}
+
+// SessionIn is NewSession on the node at hosts, in the keyspace ks (created, and dropped when
+// the test ends): the one implementation behind this package and the exported cassandratest.
+func SessionIn(t testing.TB, ks string, hosts ...string) (*gocql.Session, string) {
+	t.Helper()
+	adminCluster := ClusterFor(hosts...)
+	adminCluster.Timeout = time.Minute
+	admin := Connect(t, adminCluster)
 	if err := Migrate(t, admin, schema.WithKeyspace(ks)); err != nil {
 		admin.Close()
-		t.Fatalf("testnode: apply schema to %s: %v", ks, err)
+		t.Fatalf("apply schema to %s: %v", ks, err)
 	}
-	cluster := Cluster(t)
+	cluster := ClusterFor(hosts...)
 	cluster.Keyspace = ks
-	session := connect(t, cluster)
+	session := Connect(t, cluster)
 	t.Cleanup(func() {
 		session.Close()
 		// A keyspace left behind slows every later schema change on the node.
 		drop := `DROP KEYSPACE IF EXISTS "` + ks + `"`
 		if err := retrySchema(t, drop, func(ctx context.Context) error { return admin.Query(drop).WithContext(ctx).Exec() }); err != nil {
-			t.Logf("testnode: drop keyspace %s: %v", ks, err)
+			t.Logf("drop keyspace %s: %v", ks, err)
 		}
 		admin.Close()
 	})
@@ -148,16 +160,17 @@ func retrySchema(t testing.TB, what string, attempt func(context.Context) error)
 		if err == nil || ctx.Err() != nil || !errors.Is(err, gocql.ErrTimeoutNoResponse) {
 			return err
 		}
-		t.Logf("testnode: %s: %v; trying again", what, err)
+		t.Logf("%s: %v; trying again", what, err)
 	}
 	return err
 }
 
-func connect(t testing.TB, c *gocql.ClusterConfig) *gocql.Session {
+// Connect opens a session of c, or fails the test naming the remedy.
+func Connect(t testing.TB, c *gocql.ClusterConfig) *gocql.Session {
 	t.Helper()
 	s, err := c.CreateSession()
 	if err != nil {
-		t.Fatalf("testnode: connect to %v: %v (is the node up? `make cassandra-up`)", c.Hosts, err)
+		t.Fatalf("connect to %v: %v (is the node up? `make cassandra-up`)", c.Hosts, err)
 	}
 	return s
 }
