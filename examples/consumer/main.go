@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -21,12 +20,7 @@ import (
 	"github.com/cassdedup/cassdedup/examples/internal/exampledb"
 )
 
-func main() {
-	exampledb.Main("consumer", func(ctx context.Context, session *gocql.Session, keyspace string) error {
-		_, err := run(ctx, session, keyspace, os.Stdout)
-		return err
-	})
-}
+func main() { exampledb.Print("consumer", run) }
 
 // summary is what run reports, so the test can check it.
 type summary struct {

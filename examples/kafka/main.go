@@ -35,7 +35,6 @@ import (
 	"github.com/gocql/gocql"
 
 	"github.com/cassdedup/cassdedup/bloom"
-	"github.com/cassdedup/cassdedup/cqlsession"
 	"github.com/cassdedup/cassdedup/events"
 	"github.com/cassdedup/cassdedup/examples/internal/exampledb"
 )
@@ -47,7 +46,7 @@ func main() {
 	if os.Getenv(consumerEnv) != "" {
 		os.Exit(consumerMain(os.Args[1:]))
 	}
-	brokers := flag.String("brokers", envOr("KAFKA_BROKERS", "127.0.0.1:19092"), "Kafka seed brokers, comma-separated")
+	brokers := flag.String("brokers", exampledb.EnvOr("KAFKA_BROKERS", "127.0.0.1:19092"), "Kafka seed brokers, comma-separated")
 	messages := flag.Int("messages", 20000, "distinct payments to produce")
 	useBloom := flag.Bool("bloom", false, "process one message at a time with the Bloom fast path, owned per assigned partition")
 	exampledb.Main("kafka", func(ctx context.Context, session *gocql.Session, keyspace string) error {
@@ -93,14 +92,7 @@ func consumerMain(args []string) int {
 }
 
 func consumeWith(ctx context.Context, hosts, keyspace string, c consumerConfig) error {
-	// The recommended session: no driver retries (an LWT must never be re-sent by the driver),
-	// no write-coalescing wait, token-aware routing.
-	cluster, err := cqlsession.NewCluster(strings.Split(hosts, ","))
-	if err != nil {
-		return err
-	}
-	cluster.Keyspace = keyspace
-	session, err := cluster.CreateSession()
+	session, err := exampledb.Connect(hosts, keyspace)
 	if err != nil {
 		return err
 	}
@@ -113,11 +105,4 @@ func consumeWith(ctx context.Context, hosts, keyspace string, c consumerConfig) 
 	err = consume(ctx, con)
 	fmt.Fprintln(os.Stdout, "final "+con.line()[len("progress "):])
 	return err
-}
-
-func envOr(name, fallback string) string {
-	if v := os.Getenv(name); v != "" {
-		return v
-	}
-	return fallback
 }

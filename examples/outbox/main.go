@@ -24,10 +24,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/gocql/gocql"
-
+	"github.com/cassdedup/cassdedup/examples/internal/exampledb"
 	"github.com/cassdedup/cassdedup/outbox"
-	"github.com/cassdedup/cassdedup/schema"
 )
 
 func main() {
@@ -38,8 +36,8 @@ func main() {
 }
 
 func runMain() error {
-	hosts := flag.String("hosts", envOr("CASSANDRA_HOSTS", "127.0.0.1:9042"), "Cassandra contact points, comma-separated")
-	brokers := flag.String("brokers", envOr("KAFKA_BROKERS", "127.0.0.1:19092"), "Kafka seed brokers, comma-separated")
+	hosts := flag.String("hosts", exampledb.EnvOr("CASSANDRA_HOSTS", "127.0.0.1:9042"), "Cassandra contact points, comma-separated")
+	brokers := flag.String("brokers", exampledb.EnvOr("KAFKA_BROKERS", "127.0.0.1:19092"), "Kafka seed brokers, comma-separated")
 	keyspace := flag.String("keyspace", "outbox_example", "keyspace to create the schema in")
 	orders := flag.Int("orders", 1000, "orders to place")
 	clients := flag.Int("clients", 16, "concurrent clients")
@@ -65,17 +63,7 @@ func runMain() error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	cluster := newCluster(*hosts)
-	admin, err := cluster.CreateSession()
-	if err != nil {
-		return err
-	}
-	defer admin.Close()
-	if err := schema.Apply(ctx, admin, schema.WithKeyspace(*keyspace)); err != nil {
-		return err
-	}
-	cluster.Keyspace = *keyspace
-	session, err := cluster.CreateSession()
+	session, err := exampledb.Open(ctx, *hosts, *keyspace)
 	if err != nil {
 		return err
 	}
@@ -96,29 +84,12 @@ func runMain() error {
 	return nil
 }
 
-func newCluster(hosts string) *gocql.ClusterConfig {
-	cluster := gocql.NewCluster(strings.Split(hosts, ",")...)
-	cluster.Consistency = gocql.Quorum
-	cluster.Timeout = 10 * time.Second
-	cluster.RetryPolicy = nil // the driver must never re-send a conditional write
-	return cluster
-}
-
 // runRoleSession runs one part of the chain (runRole) on a session of its own.
 func runRoleSession(ctx context.Context, hosts, role string, rc roleConfig) error {
-	cluster := newCluster(hosts)
-	cluster.Keyspace = rc.keyspace
-	session, err := cluster.CreateSession()
+	session, err := exampledb.Connect(hosts, rc.keyspace)
 	if err != nil {
 		return err
 	}
 	defer session.Close()
 	return runRole(ctx, role, session, rc, os.Stdout)
-}
-
-func envOr(k, def string) string {
-	if v := os.Getenv(k); v != "" {
-		return v
-	}
-	return def
 }

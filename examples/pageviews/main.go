@@ -9,7 +9,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -20,12 +19,7 @@ import (
 	"github.com/cassdedup/cassdedup/examples/internal/exampledb"
 )
 
-func main() {
-	exampledb.Main("pageviews", func(ctx context.Context, session *gocql.Session, keyspace string) error {
-		_, err := run(ctx, session, keyspace, os.Stdout)
-		return err
-	})
-}
+func main() { exampledb.Print("pageviews", run) }
 
 // run records 500 views, each sent one to three times as retries would, from 8 goroutines,
 // while a rollup worker runs, and returns the total the log reports.
