@@ -27,8 +27,8 @@ var neverStored = map[string]bool{
 }
 
 // DefaultStoredHeader is the default of WithStoredHeaders: it stores every header but
-// Set-Cookie, whose cookie usually belongs to the client that made the first request (see the
-// package doc). name is in canonical form.
+// Set-Cookie, whose cookie usually belongs to the client that made the first request (see
+// docs/http.md, "Stored headers"). name is in canonical form.
 func DefaultStoredHeader(name string) bool { return name != "Set-Cookie" }
 
 // storedHeader returns the headers of h that are stored: those keep allows, less the ones never

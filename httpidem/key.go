@@ -16,7 +16,7 @@ var (
 )
 
 // parseKey reads the key from the values of the key header: an RFC 8941 sf-string or a bare
-// token (see the package doc), of minLen to maxLen bytes once unquoted.
+// token (docs/http.md, "The key"), of minLen to maxLen bytes once unquoted.
 func parseKey(values []string, minLen, maxLen int) (string, error) {
 	switch len(values) {
 	case 0:

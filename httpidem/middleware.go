@@ -13,7 +13,7 @@ import (
 )
 
 // Middleware runs a handler at most once per (scope, key) and replays its stored response. See
-// the package doc for its policy; build one with New.
+// docs/http.md for its policy; build one with New.
 type Middleware struct {
 	store *lwt.Store
 	cfg   config
@@ -22,7 +22,7 @@ type Middleware struct {
 // New returns a middleware that stores responses in store. One scope option is required:
 // WithPrincipalScope, WithAuthorizationScope, WithScope or WithSingleTenantSharedScope; without
 // one New returns ErrNoScope (which also matches ErrInvalidOption), so no middleware shares one
-// scope between clients by accident. The other options' defaults are in the package doc's
+// scope between clients by accident. The other options' defaults are in docs/http.md's
 // policy table and with each option.
 func New(store *lwt.Store, opts ...Option) (*Middleware, error) {
 	if store == nil {

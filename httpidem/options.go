@@ -159,7 +159,7 @@ func WithMaxResponseSize(n int) Option {
 func WithWaitInFlight() Option { return set(false, "", "", func(c *config) { c.wait = true }) }
 
 // WithStore5xx stores 5xx responses and replays them, as Stripe does, instead of releasing the
-// key. See the package doc for when to choose it.
+// key. See docs/http.md for when to choose it.
 func WithStore5xx() Option { return set(false, "", "", func(c *config) { c.store5xx = true }) }
 
 // WithStoredHeaders sets which response headers are stored and replayed: keep gets each
