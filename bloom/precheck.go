@@ -22,17 +22,7 @@ const (
 )
 
 // String returns the name used in messages and stats.
-func (s State) String() string {
-	switch s {
-	case Cold:
-		return "cold"
-	case Warming:
-		return "warming"
-	case Warm:
-		return "warm"
-	}
-	return fmt.Sprintf("State(%d)", uint8(s))
-}
+func (s State) String() string { return nameOf(uint8(s), "State", "cold", "warming", "warm") }
 
 // Verdict is a PreCheck's answer about one key.
 type Verdict uint8
@@ -51,15 +41,15 @@ const (
 
 // String returns the name used in messages and stats.
 func (v Verdict) String() string {
-	switch v {
-	case NotWarm:
-		return "not warm"
-	case MaybeSeen:
-		return "maybe seen"
-	case ClearlyNew:
-		return "clearly new"
+	return nameOf(uint8(v), "Verdict", "not warm", "maybe seen", "clearly new")
+}
+
+// nameOf is the name of the i-th value of an enumeration of type typ, or typ(i) past its end.
+func nameOf(i uint8, typ string, names ...string) string {
+	if int(i) < len(names) {
+		return names[i]
 	}
-	return fmt.Sprintf("Verdict(%d)", uint8(v))
+	return fmt.Sprintf("%s(%d)", typ, i)
 }
 
 // Answer is the result of PreCheck.Check.

@@ -50,10 +50,7 @@ type Admin struct {
 
 // NewAdmin returns the operator's view of the outbox tables of session.
 func NewAdmin(session *gocql.Session, opts ...Option) (*Admin, error) {
-	if session == nil {
-		return nil, fmt.Errorf("%w: nil session", ErrInvalidOption)
-	}
-	cfg, err := newConfig(opts)
+	cfg, err := newConfig(session == nil, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -69,7 +69,7 @@ func TestOptionsValidated(t *testing.T) {
 		WithHorizon(time.Second), WithRetention(0), WithRelayLease(time.Millisecond), WithPollInterval(0), WithMaxShards(0),
 		WithRelayName(""), WithPublishBatch(0), WithMaxSize(0), WithKeyspace("bad name"), WithClock(nil),
 		WithSerialConsistency(0), WithConsistency(1)} {
-		_, err := newConfig([]Option{o})
+		_, err := newConfig(false, []Option{o})
 		assert.ErrorIs(t, err, ErrInvalidOption)
 	}
 	_, err := New(nil)
@@ -79,7 +79,7 @@ func TestOptionsValidated(t *testing.T) {
 }
 
 func TestBucketOf(t *testing.T) {
-	c, err := newConfig([]Option{WithBucket(time.Minute)})
+	c, err := newConfig(false, []Option{WithBucket(time.Minute)})
 	require.NoError(t, err)
 	at := time.Unix(1_700_000_059, 0)
 	assert.Equal(t, int64(1_700_000_040), c.bucketOf(at))

@@ -52,7 +52,12 @@ type config struct {
 	now             func() time.Time
 }
 
-func newConfig(opts []Option) (config, error) {
+// newConfig refuses a constructor's missing argument (a nil session, or publisher) and applies
+// opts to the defaults.
+func newConfig(missing bool, opts []Option) (config, error) {
+	if missing {
+		return config{}, fmt.Errorf("%w: a required argument (the session, the publisher) is nil", ErrInvalidOption)
+	}
 	c := config{
 		keyspace: schema.DefaultKeyspace, records: DefaultRecordsTable,
 		intents: DefaultIntentsTable, relays: DefaultRelaysTable, shards: DefaultShards,

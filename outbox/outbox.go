@@ -27,10 +27,7 @@ type Outbox struct {
 // New returns an Outbox over session. The tables of schema/cql/010_outbox.cql must exist; a
 // guard's handlers stage events once 012_guard_outbox.cql is applied too.
 func New(session *gocql.Session, opts ...Option) (*Outbox, error) {
-	if session == nil {
-		return nil, fmt.Errorf("%w: nil session", ErrInvalidOption)
-	}
-	cfg, err := newConfig(opts)
+	cfg, err := newConfig(session == nil, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -12,7 +12,7 @@ import (
 // TestRecordOf: the runs whose events a relay can find are accepted, the others refused before
 // anything is staged.
 func TestRecordOf(t *testing.T) {
-	c, err := newConfig([]Option{WithKeyspace("ks")})
+	c, err := newConfig(false, []Option{WithKeyspace("ks")})
 	require.NoError(t, err)
 	guardTable := lwt.Table{Keyspace: "ks", Name: "processed_messages", KeyColumns: guardColumns}
 

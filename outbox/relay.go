@@ -66,10 +66,7 @@ type relayStatements struct {
 // NewRelay returns a relay that publishes through pub. The tables of schema/cql/010_outbox.cql
 // must exist, with the columns of 012_guard_outbox.cql.
 func NewRelay(session *gocql.Session, pub Publisher, opts ...Option) (*Relay, error) {
-	if session == nil || pub == nil {
-		return nil, fmt.Errorf("%w: nil session or publisher", ErrInvalidOption)
-	}
-	cfg, err := newConfig(opts)
+	cfg, err := newConfig(session == nil || pub == nil, opts)
 	if err != nil {
 		return nil, err
 	}
