@@ -90,6 +90,12 @@ type env struct {
 	session        *gocql.Session
 }
 
+// consistencies are the connection's, as -consistency, -serial and -local-dc chose them; the
+// stores a command builds use them too.
+func (e *env) consistencies() (gocql.Consistency, gocql.SerialConsistency) {
+	return e.cluster.Consistency, e.cluster.SerialConsistency
+}
+
 // execute parses the command's flags and arguments, connects unless offline, and runs it.
 func (c *command) execute(ctx context.Context, args []string, in input, stdout, stderr io.Writer, getenv func(string) string) int {
 	e := &env{in: in, stdout: stdout, stderr: stderr}

@@ -25,10 +25,7 @@ func (c *counterFlags) register(fs *flag.FlagSet) {
 }
 
 func (e *env) counters(c *counterFlags) (*counters.Store, error) {
-	cl, serial, err := e.conn.Consistencies()
-	if err != nil {
-		return nil, err
-	}
+	cl, serial := e.consistencies()
 	return counters.New(e.session, counters.WithKeyspace(e.keyspace), counters.WithConsistency(cl),
 		counters.WithSerialConsistency(serial), counters.WithRetention(c.retention), counters.WithShards(c.shards),
 		counters.WithIndexBucket(c.bucket))
@@ -163,36 +160,37 @@ func (l *logFlags) register(fs *flag.FlagSet) {
 }
 
 func (e *env) log(l *logFlags) (*events.Log, error) {
-	cl, serial, err := e.conn.Consistencies()
-	if err != nil {
-		return nil, err
-	}
+	cl, serial := e.consistencies()
 	return events.NewLog(e.session, events.WithKeyspace(e.keyspace), events.WithConsistency(cl), events.WithSerialConsistency(serial),
 		events.WithBucketWidth(l.width), events.WithGracePeriod(l.grace), events.WithSettleTime(l.settle))
 }
 
-// logCommand is a command on one event-log counter: the log flags, then act on the Log they
-// configure.
-func logCommand(name, summary string, act func(ctx context.Context, e *env, l *events.Log, counter string) error) *command {
+// logCommand is a command on one event-log counter: the log flags (and the write flags of a
+// command that writes), then act on the Log they configure.
+func logCommand(name, summary string, writes bool, act func(ctx context.Context, e *env, l *events.Log, counter string, wf *writeFlags) error) *command {
 	return &command{
 		name: name, args: []string{"COUNTER"}, summary: summary,
 		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 			var lf logFlags
 			lf.register(fs)
+			var wf writeFlags
+			if writes {
+				wf.register(fs)
+			}
 			return func(ctx context.Context, e *env, args []string) error {
 				l, err := e.log(&lf)
 				if err != nil {
 					return err
 				}
-				return act(ctx, e, l, args[0])
+				return act(ctx, e, l, args[0], &wf)
 			}
 		},
 	}
 }
 
 var counterTotalCommand = logCommand("counter total",
-	"read an event-log counter's total: its rollup plus the buckets not folded yet",
-	func(ctx context.Context, e *env, l *events.Log, counter string) error {
+	"read an event-log counter's total: its rollup plus the buckets not folded yet", false,
+	func(ctx context.Context, e *env, l *events.Log, counter string, _ *writeFlags) error {
 		total, err := l.Total(ctx, counter)
 		if err != nil {
 			return err
@@ -203,23 +201,8 @@ var counterTotalCommand = logCommand("counter total",
 		})
 	})
 
-var counterRollupCommand = &command{
-	name: "counter rollup", args: []string{"COUNTER"},
-	summary: "fold an event-log counter's closed buckets into its rollup (exactly once, safe beside running rollups)",
-	flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
-		var lf logFlags
-		lf.register(fs)
-		var wf writeFlags
-		wf.register(fs)
-		return func(ctx context.Context, e *env, args []string) error {
-			l, err := e.log(&lf)
-			if err != nil {
-				return err
-			}
-			return rollup(ctx, e, l, args[0], &wf)
-		}
-	},
-}
+var counterRollupCommand = logCommand("counter rollup",
+	"fold an event-log counter's closed buckets into its rollup (exactly once, safe beside running rollups)", true, rollup)
 
 // rollup prints what folding counter will do, and folds it unless -dry-run. No confirmation:
 // a fold is exactly once and changes no total a reader sees.

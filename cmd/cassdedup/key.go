@@ -129,10 +129,7 @@ func (e *env) printRecord(in *lwt.Inspection, previewBytes int) error {
 
 // store is the lwt store over the table named by -table in the command's keyspace.
 func (e *env) store(table string) (*lwt.Store, error) {
-	cl, serial, err := e.conn.Consistencies()
-	if err != nil {
-		return nil, err
-	}
+	cl, serial := e.consistencies()
 	t := lwt.IdempotencyKeys(e.keyspace)
 	t.Name = table
 	return lwt.NewStore(e.session, t, lwt.WithConsistency(cl), lwt.WithSerialConsistency(serial))
@@ -151,10 +148,7 @@ func (g *guardFlags) register(fs *flag.FlagSet) {
 }
 
 func (e *env) guard(g *guardFlags) (*events.Guard, error) {
-	cl, serial, err := e.conn.Consistencies()
-	if err != nil {
-		return nil, err
-	}
+	cl, serial := e.consistencies()
 	return events.NewGuard(e.session, events.WithKeyspace(e.keyspace), events.WithConsistency(cl),
 		events.WithSerialConsistency(serial), events.WithMessageTables(g.records, g.byScope), events.WithRetention(g.retention))
 }

@@ -61,8 +61,7 @@ type bloomFastPath struct {
 }
 
 func newBloomFastPath(env Env) (Operation, error) {
-	g, err := events.NewGuard(env.Session, events.WithKeyspace(env.Keyspace),
-		events.WithConsistency(env.Consistency), events.WithSerialConsistency(env.Serial))
+	g, err := env.guard()
 	if err != nil {
 		return nil, err
 	}

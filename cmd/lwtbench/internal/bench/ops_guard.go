@@ -23,9 +23,15 @@ type guardProcess struct {
 	group string
 }
 
-func newGuardProcess(env Env) (Operation, error) {
-	g, err := events.NewGuard(env.Session, events.WithKeyspace(env.Keyspace),
+// guard is the consumer guard of the run's keyspace and consistencies, as every guard operation
+// measures it.
+func (env Env) guard() (*events.Guard, error) {
+	return events.NewGuard(env.Session, events.WithKeyspace(env.Keyspace),
 		events.WithConsistency(env.Consistency), events.WithSerialConsistency(env.Serial))
+}
+
+func newGuardProcess(env Env) (Operation, error) {
+	g, err := env.guard()
 	if err != nil {
 		return nil, err
 	}

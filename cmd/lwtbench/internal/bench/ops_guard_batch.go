@@ -47,8 +47,7 @@ func newGuardBatchBloom(env Env) (Operation, error) {
 }
 
 func newGuardBatch(env Env) (Operation, error) {
-	g, err := events.NewGuard(env.Session, events.WithKeyspace(env.Keyspace),
-		events.WithConsistency(env.Consistency), events.WithSerialConsistency(env.Serial))
+	g, err := env.guard()
 	if err != nil {
 		return nil, err
 	}
