@@ -35,11 +35,8 @@ type queries struct {
 
 // New returns a Store over session. The tables must exist (schema.Apply creates them).
 func New(session *gocql.Session, opts ...Option) (*Store, error) {
-	if session == nil {
-		return nil, fmt.Errorf("%w: nil session", ErrInvalidOption)
-	}
 	cfg := defaultConfig()
-	if err := optcheck.Apply(ErrInvalidOption, &cfg, opts); err != nil {
+	if err := optcheck.Build(ErrInvalidOption, session == nil, "session", &cfg, opts); err != nil {
 		return nil, err
 	}
 	if err := cfg.validate(); err != nil {

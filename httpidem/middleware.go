@@ -25,11 +25,8 @@ type Middleware struct {
 // scope between clients by accident. The other options' defaults are in docs/http.md's
 // policy table and with each option.
 func New(store *lwt.Store, opts ...Option) (*Middleware, error) {
-	if store == nil {
-		return nil, fmt.Errorf("%w: nil store", ErrInvalidOption)
-	}
 	cfg := defaultConfig()
-	if err := optcheck.Apply(ErrInvalidOption, &cfg, opts); err != nil {
+	if err := optcheck.Build(ErrInvalidOption, store == nil, "store", &cfg, opts); err != nil {
 		return nil, err
 	}
 	if cfg.scope == nil {

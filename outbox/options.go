@@ -55,9 +55,6 @@ type config struct {
 // newConfig refuses a constructor's missing argument (a nil session, or publisher) and applies
 // opts to the defaults.
 func newConfig(missing bool, opts []Option) (config, error) {
-	if missing {
-		return config{}, fmt.Errorf("%w: a required argument (the session, the publisher) is nil", ErrInvalidOption)
-	}
 	c := config{
 		keyspace: schema.DefaultKeyspace, records: DefaultRecordsTable,
 		intents: DefaultIntentsTable, relays: DefaultRelaysTable, shards: DefaultShards,
@@ -66,7 +63,7 @@ func newConfig(missing bool, opts []Option) (config, error) {
 		publishBatch: DefaultPublishBatch, maxShards: DefaultShards, maxSize: DefaultMaxSize, name: DefaultRelayName,
 		consistency: gocql.Quorum, serial: gocql.Serial, now: time.Now,
 	}
-	if err := optcheck.Apply(ErrInvalidOption, &c, opts); err != nil {
+	if err := optcheck.Build(ErrInvalidOption, missing, "session or publisher", &c, opts); err != nil {
 		return c, err
 	}
 	// The names were validated by their options, so qualifying them cannot fail.

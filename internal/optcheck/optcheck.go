@@ -87,3 +87,12 @@ func All(check func(string) error, names ...string) bool {
 	}
 	return true
 }
+
+// Build is Apply for a constructor with a required argument: when missing is true it refuses
+// first, as "nil <what>", before any option runs.
+func Build[C any, O ~func(*C) error](sentinel error, missing bool, what string, c *C, opts []O) error {
+	if missing {
+		return fmt.Errorf("%w: nil %s", sentinel, what)
+	}
+	return Apply(sentinel, c, opts)
+}

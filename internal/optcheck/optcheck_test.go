@@ -61,3 +61,14 @@ func TestSet(t *testing.T) {
 		t.Fatalf("got %v, %d", err, c.n)
 	}
 }
+
+func TestBuild(t *testing.T) {
+	var c config
+	err := Build(errBad, true, "session", &c, []option{withN(-1)})
+	if !errors.Is(err, errBad) || err.Error() != "pkg: invalid option: nil session" {
+		t.Fatalf("got %v", err)
+	}
+	if err := Build(errBad, false, "session", &c, []option{withN(4)}); err != nil || c.n != 4 {
+		t.Fatalf("got %v, %d", err, c.n)
+	}
+}
