@@ -3,12 +3,14 @@
 // lwt.Store.Own or events.Guard.Own, which warm it from the table and consult it. Under it is a
 // concurrency-safe, time-rotating Bloom filter ([New], [NewRotating]).
 //
-// # Types
+//	pre, err := bloom.NewPreCheck("orders-group/orders/17", bloom.WithExpectedItems(rate*3600))
+//	err = guard.Own(ctx, scope, generation, pre) // warms it, then consults it
 //
 // Filter is a Bloom filter sharded over independently locked bits-and-blooms filters. Rotating
 // adds generations so that keys age out with the table's TTL. PreCheck wraps a Rotating filter
 // for one ownership scope and adds the states (cold, warming, warm), the ownership epoch, the
-// warm-up from a KeySource and the stats.
+// warm-up from a KeySource and the stats. A bad option makes the constructor fail with an error
+// that names it and matches the option's sentinel (ErrInvalidItems, ErrInvalidShards, ...).
 //
 // # Concurrency
 //
@@ -35,20 +37,9 @@
 //   - the fast-path write carries Answer.Epoch, so that a write from an owner that has lost the
 //     scope without knowing it can be detected.
 //
-// It is not safe when a key's attempts can reach several processes (round-robin load
-// balancing, a consumer group rebalancing without Invalidate), or when the filter was not
-// warmed from the table: a duplicate can then be processed twice. The fast path is off unless a
-// caller turns it on.
-//
-// Measured against a real node (package events, TestFastPathOwnershipViolatedDuplicates): when
-// two processes own one scope with the fast path on, every message delivered to both is
-// processed twice (a duplicate rate of 100%), and so is every message redelivered to the second
-// after the first processed it. With ownership respected (TestFastPathOwnershipRespected...),
-// no message ran twice and the fast path carried every new message once warm. The packages that
-// use a PreCheck (events.Guard.Own, lwt.Store.Own) keep the fast path off until a caller declares
-// the ownership scope and epoch.
-//
-// A "maybe seen" answer always takes the LWT path, so a false positive costs one LWT, never
-// correctness. A cold or warming PreCheck answers NotWarm to everything, so everything takes
-// the LWT path until the warm-up has finished.
+// When two processes own one scope at once, a key delivered to both runs in both: the measured
+// duplicate rates are in docs/fastpath.md ("When it is not exact"), with the design and the
+// costs. The fast path is off unless a caller turns it on. A "maybe seen" answer always takes
+// the LWT path, so a false positive costs one LWT, never correctness, and a cold or warming
+// PreCheck answers NotWarm to everything.
 package bloom

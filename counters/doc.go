@@ -3,6 +3,11 @@
 // applied one is a Duplicate. It is a dedup layer over the native counter, and it states the
 // crash window that native counters leave open (package events counts without one).
 //
+//	store, err := counters.New(session, counters.WithKeyspace("cassdedup"))
+//	out, err := store.Increment(ctx, counters.Op{Counter: "likes:post-881", ID: "like-u42", Delta: 1})
+//	// out is Applied the first time, Duplicate on a retry; errors.Is(err, counters.ErrUnconfirmed)
+//	// leaves the operation to `cassdedup counters unapplied` and `counters repair`.
+//
 // Native counter updates are not idempotent (a retried update adds twice) and cannot take
 // part in a lightweight transaction. Store.Increment therefore makes three writes:
 //
@@ -43,4 +48,6 @@
 // A Store is safe for concurrent use. Concurrent increments with the same operation id
 // apply it once; the others return Duplicate, or ErrUnconfirmed while the first is between
 // its claim and its mark.
+//
+// Repairing unconfirmed operations with the command line: docs/operating.md.
 package counters
