@@ -7,12 +7,13 @@ import (
 
 	"github.com/gocql/gocql"
 
+	"github.com/cassdedup/cassdedup/internal/optcheck"
 	"github.com/cassdedup/cassdedup/lwt"
 	"github.com/cassdedup/cassdedup/lwt/cas"
 )
 
-// SettleOption configures Settle.
-type SettleOption func(*settleConfig)
+// SettleOption configures Settle and Unsettled. A nil one is refused with ErrInvalidOption.
+type SettleOption func(*settleConfig) error
 
 type settleConfig struct{ resettle bool }
 
@@ -20,7 +21,9 @@ type settleConfig struct{ resettle bool }
 // (Claim.Settling): that repair stopped between its steps, as a crashed increment does, and
 // may or may not have incremented the counter. Use it only when that repair is known to have
 // ended; one still running would see its mark fail, after it may have incremented.
-func ResettleStuck() SettleOption { return func(c *settleConfig) { c.resettle = true } }
+func ResettleStuck() SettleOption {
+	return optcheck.Set(ErrInvalidOption, false, "", "", func(c *settleConfig) { c.resettle = true })
+}
 
 // Settle resolves an operation that ListUnapplied reported, with evidence the store does not
 // have (the caller's own records, or the event log in shadow mode): incremented true says the
@@ -73,11 +76,8 @@ func (s *Store) settleable(ctx context.Context, counter, opID string, opts []Set
 		return Claim{}, "", err
 	}
 	var cfg settleConfig
-	for _, o := range opts {
-		if o == nil {
-			return Claim{}, "", fmt.Errorf("%w: nil SettleOption", ErrInvalidOption)
-		}
-		o(&cfg)
+	if err := optcheck.Apply(ErrInvalidOption, &cfg, opts); err != nil {
+		return Claim{}, "", err
 	}
 	if err := ValidateCounter(counter); err != nil {
 		return Claim{}, "", err
