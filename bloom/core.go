@@ -196,6 +196,12 @@ func (c *core) reset() {
 	}
 }
 
+// fill is the fraction of bits set over every shard and generation.
+func (c *core) fill() float64 { f, _ := c.occupancy(); return f }
+
+// fpRate estimates, from the bits set, the probability that a key never added tests present.
+func (c *core) fpRate() float64 { _, p := c.occupancy(); return p }
+
 // occupancy is the filter's fill (set bits over all bits) and its estimated false-positive rate:
 // a never-seen key lands on one shard, and is a false positive there if all its k bits are set in
 // any generation, so the estimate is the mean over shards of 1 - prod_g (1 - fill_g^k).

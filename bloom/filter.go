@@ -38,17 +38,11 @@ func (f *Filter) TestOrAdd(key string) bool {
 func (f *Filter) Reset() { f.c.reset() }
 
 // Fill is the fraction of bits set, in [0, 1]; about one half at the expected number of items.
-func (f *Filter) Fill() float64 {
-	fill, _ := f.c.occupancy()
-	return fill
-}
+func (f *Filter) Fill() float64 { return f.c.fill() }
 
 // EstimatedFalsePositiveRate estimates, from the bits actually set, the probability that a key
 // never added tests as present.
-func (f *Filter) EstimatedFalsePositiveRate() float64 {
-	_, p := f.c.occupancy()
-	return p
-}
+func (f *Filter) EstimatedFalsePositiveRate() float64 { return f.c.fpRate() }
 
 // MemoryBytes is the size of the filter's bit arrays.
 func (f *Filter) MemoryBytes() int64 { return f.c.memoryBytes() }

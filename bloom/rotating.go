@@ -68,17 +68,11 @@ func (r *Rotating) AddAt(key string, t time.Time) bool {
 func (r *Rotating) Reset() { r.c.reset() }
 
 // Fill is the fraction of bits set over all generations, in [0, 1].
-func (r *Rotating) Fill() float64 {
-	fill, _ := r.c.occupancy()
-	return fill
-}
+func (r *Rotating) Fill() float64 { return r.c.fill() }
 
 // EstimatedFalsePositiveRate estimates, from the bits actually set, the probability that a key
 // not added within the retention tests as present in some generation.
-func (r *Rotating) EstimatedFalsePositiveRate() float64 {
-	_, p := r.c.occupancy()
-	return p
-}
+func (r *Rotating) EstimatedFalsePositiveRate() float64 { return r.c.fpRate() }
 
 // MemoryBytes is the size of the bit arrays of all generations.
 func (r *Rotating) MemoryBytes() int64 { return r.c.memoryBytes() }
