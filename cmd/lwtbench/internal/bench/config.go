@@ -38,6 +38,12 @@ type Config struct {
 	Writers    int     // its writing goroutines
 	Counters   int     // counters of its second case
 	HotRate    float64 // its events per second, all writers together; 0: as fast as they can
+	// Peers runs PeersCatalog (peers.go): the toolkit's operations beside Postgres's and
+	// Redis's, one server at a time, against these servers.
+	Peers         bool
+	PostgresURL   string
+	RedisAlways   string // host:port of a Redis with appendfsync always
+	RedisEverysec string // host:port of a Redis with appendfsync everysec
 }
 
 // preset is the part of Config that -long changes.

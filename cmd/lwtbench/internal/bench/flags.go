@@ -66,8 +66,16 @@ func newFlagSet(c *Config, raw *rawFlags, getenv func(string) string, catalog []
 	fs.IntVar(&c.Writers, "writers", 32, "-hot-counter: goroutines recording events")
 	fs.IntVar(&c.Counters, "counters", 10000, "-hot-counter: counters of the second case")
 	fs.Float64Var(&c.HotRate, "hot-rate", 0, "-hot-counter: events per second, all writers together, evenly spaced (0: as fast as -writers can)")
+	fs.BoolVar(&c.Peers, "peers", false, "instead of the operations: the toolkit's beside Postgres's and Redis's (-postgres, -redis-always, "+
+		"-redis-everysec), one server at a time per concurrency level (default -concurrency "+peersConcurrency+" -rate 0)")
+	fs.StringVar(&c.PostgresURL, "postgres", getenv("PEERS_POSTGRES_URL"), "-peers: Postgres URL; $PEERS_POSTGRES_URL sets the default")
+	fs.StringVar(&c.RedisAlways, "redis-always", getenv("PEERS_REDIS_ALWAYS_ADDR"), "-peers: host:port of a Redis with appendfsync always; $PEERS_REDIS_ALWAYS_ADDR sets the default")
+	fs.StringVar(&c.RedisEverysec, "redis-everysec", getenv("PEERS_REDIS_EVERYSEC_ADDR"), "-peers: host:port of a Redis with appendfsync everysec; $PEERS_REDIS_EVERYSEC_ADDR sets the default")
 	return fs
 }
+
+// peersConcurrency is the sweep of a -peers run: one client, a service's pool, a busy fleet.
+const peersConcurrency = "1,16,64"
 
 // ParseFlags parses the command line. getenv supplies CASSANDRA_HOSTS. A bad command line is a
 // *UsageError; -h and -help return flag.ErrHelp.
@@ -103,7 +111,25 @@ func ParseFlags(args []string, getenv func(string) string, catalog []Spec) (Conf
 	if set["rf"] && raw.dcRF != "" {
 		return c, usageErrorf("-rf and -dc-rf exclude each other")
 	}
-	return c, c.parseRaw(raw, catalog)
+	if c.Peers {
+		if c.HotCounter {
+			return c, usageErrorf("-peers and -hot-counter exclude each other")
+		}
+		catalog = PeersCatalog()
+		if !set["ops"] {
+			raw.ops = strings.Join(OpNames(catalog), ",")
+		}
+		if !set["concurrency"] && !c.Long {
+			raw.concurrency = peersConcurrency
+		}
+		if !set["rate"] {
+			c.Rate = 0
+		}
+	}
+	if err := c.parseRaw(raw, catalog); err != nil {
+		return c, err
+	}
+	return c, c.checkPeerServers(catalog)
 }
 
 func (c *Config) parseRaw(raw rawFlags, catalog []Spec) error {
@@ -253,11 +279,17 @@ func Usage(w io.Writer, getenv func(string) string, catalog []Spec) {
 	fmt.Fprintln(w, "plain INSERT, interleaved in one run.")
 	fmt.Fprintln(w, "\nOperations:")
 	width := 0
-	for _, s := range catalog {
+	for _, s := range append(catalog, PeersCatalog()...) {
 		width = max(width, len(s.Name))
 	}
 	for _, s := range catalog {
 		fmt.Fprintf(w, "  %-*s  %s\n", width, s.Name, s.Description)
+	}
+	fmt.Fprintln(w, "\nOperations of -peers (the toolkit's above, then other stores' on servers of their own):")
+	for _, s := range PeersCatalog() {
+		if s.Server != "" {
+			fmt.Fprintf(w, "  %-*s  %s\n", width, s.Name, s.Description)
+		}
 	}
 	fmt.Fprintln(w, "\nFlags:")
 	fs.SetOutput(w)

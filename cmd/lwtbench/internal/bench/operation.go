@@ -55,6 +55,10 @@ type Env struct {
 	// (warm-up included) that run a worker of that index: how long it may send requests, so an
 	// operation can size per-worker state for the run.
 	WorkerSpans []time.Duration
+	// Peers holds the other stores' connections of a -peers run (peers.go); empty otherwise.
+	Peers PeerStores
+	// RequestTimeout bounds one request of an operation whose client has no timeout of its own.
+	RequestTimeout time.Duration
 }
 
 // Namespace returns the namespace an operation named op writes its keys under: unique to the
@@ -66,6 +70,12 @@ type Spec struct {
 	Name        string
 	Description string
 	New         func(env Env) (Operation, error)
+	// Server is the server the operation talks to in a -peers run, whose phases measure one
+	// server at a time: empty for the run's Cassandra cluster, else a PeerStores name.
+	Server string
+	// Baseline is the plain write of the operation's own store, its ratios' denominator;
+	// empty: Baseline (Cassandra's plain INSERT).
+	Baseline string
 }
 
 // Baseline is the operation every ratio is taken against: the plain INSERT, the floor.
@@ -77,6 +87,7 @@ const Baseline = "insert"
 //
 //   - "once-new":       lwt's exactly-once executor on new keys (claim, run, complete);
 //   - "once-dup-node":  the same executor on a completed key, answered by the node (cache off);
+//   - "once-new-outbox": once-new whose run stages one outbox event (ops_outbox.go);
 //   - "once-dup-cache": the same executor on a completed key, answered from its in-process cache;
 //   - "guard":          events' consumer guard on new messages;
 //   - "guard-batch":    the same guard's ProcessBatch on a poll of new messages;
@@ -97,6 +108,7 @@ func Catalog() []Spec {
 		{Name: "lwt-dup", Description: "INSERT ... IF NOT EXISTS on an existing key (rejected)", New: newLWTDuplicate},
 		{Name: "once-new", Description: "lwt ExecuteOnce on new keys (claim, run, store the result)", New: newOnceNew},
 		{Name: "once-dup-node", Description: "lwt ExecuteOnce on a completed key, replayed by the node (no cache)", New: newOnceDupNode},
+		{Name: "once-new-outbox", Description: "lwt ExecuteOnce on new keys staging one outbox event (intent row, event in the completion)", New: newOnceNewOutbox},
 		{Name: "once-dup-cache", Description: "lwt ExecuteOnce on a completed key, replayed from the in-process cache", New: newOnceDupCache},
 		{Name: "guard", Description: "events Guard.Process on new messages, handler does nothing", New: newGuardProcess},
 		{Name: "guard-batch", Description: "events Guard.ProcessBatch on one poll of new messages of one broker partition (-batch-size), " +

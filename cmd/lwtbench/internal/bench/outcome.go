@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"errors"
+	"net"
 
 	"github.com/gocql/gocql"
 )
@@ -25,8 +26,11 @@ func classify(err error) outcome {
 	var (
 		writeTimeout *gocql.RequestErrWriteTimeout
 		readTimeout  *gocql.RequestErrReadTimeout
+		netErr       net.Error // a peer's client (pgx, go-redis) timing out on its socket
 	)
 	switch {
+	case errors.As(err, &netErr) && netErr.Timeout():
+		return outcomeTimeout
 	case errors.As(err, &writeTimeout), errors.As(err, &readTimeout),
 		errors.Is(err, gocql.ErrTimeoutNoResponse), errors.Is(err, context.DeadlineExceeded):
 		return outcomeTimeout

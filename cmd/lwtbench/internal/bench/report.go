@@ -20,6 +20,10 @@ type Report struct {
 	Phases     []PhaseResult `json:"phases"`
 	// HotCounter holds the -hot-counter cases; their latencies are in Phases too.
 	HotCounter []HotCounterCase `json:"hot_counter,omitempty"`
+	// Stores and Entries are a -peers run's: every server measured, and one row per (store,
+	// operation, workers) with the server's durability and replication (peers.go).
+	Stores  []StoreInfo `json:"stores,omitempty"`
+	Entries []Entry     `json:"entries,omitempty"`
 }
 
 // OpInfo describes one operation of the run.

@@ -26,6 +26,9 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return err
 	}
+	if c.Peers {
+		catalog = PeersCatalog()
+	}
 	r, err := Execute(ctx, c, catalog, stderr)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -33,7 +36,11 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		}
 		return err
 	}
-	if err := WriteTable(stdout, r); err != nil {
+	write := WriteTable
+	if c.Peers {
+		write = WritePeersTable
+	}
+	if err := write(stdout, r); err != nil {
 		return err
 	}
 	jsonPath, pngPath, err := writeFiles(c.OutDir, r)
@@ -114,7 +121,11 @@ func Execute(ctx context.Context, c Config, catalog []Spec, stderr io.Writer) (*
 		return r, err
 	}
 	env := Env{Session: session, Keyspace: keyspace, RunID: runID, Consistency: c.Consistency,
-		Serial: c.Serial, BatchSize: c.BatchSize, MaxWorkers: maxPhaseWorkers(c.phases()), WorkerSpans: workerSpans(c.phases())}
+		Serial: c.Serial, BatchSize: c.BatchSize, MaxWorkers: maxPhaseWorkers(c.phases()), WorkerSpans: workerSpans(c.phases()),
+		RequestTimeout: c.RequestTimeout}
+	if c.Peers {
+		return r, executePeers(ctx, c, catalog, env, r, stderr)
+	}
 	if r.Phases, r.Operations, err = measure(ctx, c, catalog, env, stderr); err != nil {
 		return nil, err
 	}
