@@ -38,14 +38,15 @@ LIB_REQUIRES := github.com/bits-and-blooms/bloom/v3 github.com/cespare/xxhash/v2
 # BENCH_COMMITLOG=group (or batch) one that fsyncs the commitlog before it acknowledges a write
 # (group's window: CASSANDRA_COMMITLOG_WINDOW, default 2ms).
 BENCH_PORT      ?= 9043
+BENCH_STORAGE_PORT ?= 7100
 BENCH_PAXOS     ?= v2
 BENCH_COMMITLOG ?= periodic
 BENCH_FLAGS     ?=
-BENCH_NODE   := CASSANDRA_DURABLE=1 CASSANDRA_COMMITLOG=$(BENCH_COMMITLOG) CASSANDRA_CQL_PORT=$(BENCH_PORT) CASSANDRA_STORAGE_PORT=7100 CASSANDRA_PAXOS=$(BENCH_PAXOS) CASSANDRA_HEAP=2G $(NODE)
+BENCH_NODE   := CASSANDRA_DURABLE=1 CASSANDRA_COMMITLOG=$(BENCH_COMMITLOG) CASSANDRA_CQL_PORT=$(BENCH_PORT) CASSANDRA_STORAGE_PORT=$(BENCH_STORAGE_PORT) CASSANDRA_PAXOS=$(BENCH_PAXOS) CASSANDRA_HEAP=2G $(NODE)
 
 .PHONY: test test-faults check fmt-check vet tidy-check deps-check go-test cqlsh cassandra-up cassandra-down cassandra-restart cassandra-kill \
         go-test-with-kafka kafka-up kafka-down schema fuzz bench bench-long cluster-up cluster-down test-cluster bench-saturation \
-        bench-hot-counter vulncheck bench-e2e bench-e2e-run
+        bench-hot-counter vulncheck bench-e2e bench-e2e-run bench-peers bench-peers-run bench-peers-cassandra go-test-with-peers
 
 ## bench: the LWT latency benchmark (about a minute) against CASSANDRA_HOSTS, or against a
 ## durable local node started for the run and stopped after it. Results go to out/.
@@ -110,6 +111,42 @@ bench-e2e-run:
 	@$(call with_kafka,bin/outbox-e2e -hosts "$(E2E_HOSTS)" -keyspace outbox_e2e \
 	  -orders $(E2E_ORDERS) -clients $(E2E_CLIENTS) -json $(OUT)/bench-e2e.json | tail -25)
 
+## bench-peers: the toolkit's operations beside Postgres's and Redis's doing the same (lwtbench
+## -peers): 1 / 16 / 64 workers, each server measured alone, table on stdout, JSON (one entry per
+## store, operation and workers) and chart in out/. It starts, for the run, a durable Cassandra
+## node on PEERS_BENCH_PORT / PEERS_STORAGE_PORT with commitlog PEERS_COMMITLOG (batch: fsynced
+## before the reply, as Postgres's commits and Redis's appendfsync always are), a Postgres
+## (scripts/peers/postgres.sh: fsync and synchronous_commit on) and two Redis servers
+## (scripts/peers/redis.sh: appendfsync always, and everysec), and stops them all after it, on
+## failure too. CASSANDRA_HOSTS replaces the node. PEERS_FLAGS adds lwtbench flags.
+PEERS_BENCH_PORT   ?= 9045
+PEERS_STORAGE_PORT ?= 7102
+PEERS_COMMITLOG    ?= batch
+PEERS_DURATION     ?= 10s
+PEERS_FLAGS        ?=
+PEERS_PG           := scripts/peers/postgres.sh
+PEERS_REDIS        := scripts/peers/redis.sh
+# The benchmark's servers have ports of their own, so a run never meets the tests' servers.
+PEERS_BENCH_PG       := PEERS_PG_PORT=15433 $(PEERS_PG)
+PEERS_BENCH_ALWAYS   := PEERS_REDIS_PORT=16381 PEERS_REDIS_FSYNC=always $(PEERS_REDIS)
+PEERS_BENCH_EVERYSEC := PEERS_REDIS_PORT=16382 PEERS_REDIS_FSYNC=everysec $(PEERS_REDIS)
+bench-peers:
+	$(GO) -C cmd/lwtbench build -o $(CURDIR)/bin/lwtbench .
+	@mkdir -p $(OUT)
+	@$(MAKE) --no-print-directory bench-peers-run BENCH_PORT=$(PEERS_BENCH_PORT) \
+	  BENCH_STORAGE_PORT=$(PEERS_STORAGE_PORT) BENCH_COMMITLOG=$(PEERS_COMMITLOG) BENCH_NODES=1
+
+# bench-peers-run starts the peers (its trap stops them) and runs the node's part in its own make,
+# so the node's trap and the peers' do not replace each other.
+bench-peers-run:
+	@trap '$(PEERS_BENCH_EVERYSEC) down; $(PEERS_BENCH_ALWAYS) down; $(PEERS_BENCH_PG) down' EXIT; \
+	$(PEERS_BENCH_PG) up; $(PEERS_BENCH_ALWAYS) up; $(PEERS_BENCH_EVERYSEC) up; \
+	PEERS_POSTGRES_URL=$$($(PEERS_BENCH_PG) url) PEERS_REDIS_ALWAYS_ADDR=$$($(PEERS_BENCH_ALWAYS) addr) \
+	  PEERS_REDIS_EVERYSEC_ADDR=$$($(PEERS_BENCH_EVERYSEC) addr) $(MAKE) --no-print-directory bench-peers-cassandra
+
+bench-peers-cassandra:
+	@$(call with_bench_cassandra,bin/lwtbench -peers -hosts "$$hosts" -rf 1 -duration $(PEERS_DURATION) -out $(OUT) $(PEERS_FLAGS))
+
 ## bench-long: the same with the -long preset (about ten minutes, concurrency up to 64).
 bench-long:
 	@$(MAKE) --no-print-directory bench BENCH_FLAGS="-long $(BENCH_FLAGS)"
@@ -122,7 +159,26 @@ test: check cqlsh
 # go-test-with-kafka runs in its own make (its own shell), so the broker's trap and the node's
 # do not replace each other.
 go-test-with-kafka:
-	@$(call with_kafka,$(MAKE) --no-print-directory go-test)
+	@$(call with_kafka,$(MAKE) --no-print-directory go-test-with-peers)
+
+# go-test-with-peers runs go-test with a Postgres and a Redis for cmd/lwtbench's peers tests
+# (PEERS_POSTGRES_URL, PEERS_REDIS_ADDR): the given ones, else ones that already run (they stay
+# up), else ones started by scripts/peers/*.sh (Redis installed with apt-get when missing and
+# root) and stopped after it, on failure too. A server that cannot be had fails the run under
+# CI=true; elsewhere the run goes on and the peers tests fail, naming what is missing.
+go-test-with-peers:
+	@stop=; trap 'for s in $$stop; do $$s down; done' EXIT; \
+	if [ -z "$${PEERS_POSTGRES_URL:-}" ]; then \
+	  if ! $(PEERS_PG) status 2>/dev/null; then \
+	    if $(PEERS_PG) up; then stop="$$stop $(PEERS_PG)"; \
+	    elif [ "$${CI:-}" = true ]; then echo "no Postgres for the peers tests: see the message above"; exit 1; fi; fi; \
+	  export PEERS_POSTGRES_URL=$$($(PEERS_PG) url); fi; \
+	if [ -z "$${PEERS_REDIS_ADDR:-}" ]; then \
+	  if ! $(PEERS_REDIS) status 2>/dev/null; then \
+	    if $(PEERS_REDIS) up; then stop="$$stop $(PEERS_REDIS)"; \
+	    elif [ "$${CI:-}" = true ]; then echo "no Redis for the peers tests: see the message above"; exit 1; fi; fi; \
+	  export PEERS_REDIS_ADDR=$$($(PEERS_REDIS) addr); fi; \
+	$(MAKE) --no-print-directory go-test
 
 check: fmt-check vet tidy-check deps-check
 

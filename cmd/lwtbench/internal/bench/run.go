@@ -43,7 +43,11 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err := write(stdout, r); err != nil {
 		return err
 	}
-	jsonPath, pngPath, err := writeFiles(c.OutDir, r)
+	chart := WriteChart
+	if c.Peers {
+		chart = func(w io.Writer, r *Report) error { return WritePeersChart(w, r, catalog) }
+	}
+	jsonPath, pngPath, err := writeFiles(c.OutDir, r, chart)
 	if err != nil {
 		return err
 	}
@@ -235,16 +239,20 @@ func closeOperations(ops []Operation, stderr io.Writer) {
 }
 
 // writeFiles writes the report's JSON and chart into dir, named after the run.
-func writeFiles(dir string, r *Report) (jsonPath, pngPath string, err error) {
+func writeFiles(dir string, r *Report, chart func(io.Writer, *Report) error) (jsonPath, pngPath string, err error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", "", err
 	}
-	base := filepath.Join(dir, "lwtbench-"+r.RunID)
+	prefix := "lwtbench-"
+	if len(r.Entries) > 0 {
+		prefix = "lwtbench-peers-"
+	}
+	base := filepath.Join(dir, prefix+r.RunID)
 	jsonPath, pngPath = base+".json", base+".png"
 	if err := writeFile(jsonPath, func(w io.Writer) error { return WriteJSON(w, r) }); err != nil {
 		return "", "", err
 	}
-	if err := writeFile(pngPath, func(w io.Writer) error { return WriteChart(w, r) }); err != nil {
+	if err := writeFile(pngPath, func(w io.Writer) error { return chart(w, r) }); err != nil {
 		return "", "", err
 	}
 	return jsonPath, pngPath, nil
