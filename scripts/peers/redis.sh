@@ -51,8 +51,10 @@ ensure_installed() {
     die "redis-server is not installed, and this script can install it only as root with apt-get: run 'apt-get install redis-server' (or your system's package) as root"
   fi
   say "redis-server is missing: apt-get install -y redis-server"
-  (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q redis-server) >"${TMPDIR:-/tmp}/cassdedup-redis-install.log" 2>&1 ||
-    { tail -n 20 "${TMPDIR:-/tmp}/cassdedup-redis-install.log" >&2; die "apt-get could not install redis-server"; }
+  local log="${TMPDIR:-/tmp}/cassdedup-redis-install.log"
+  (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q redis-server) >"$log" 2>&1 ||
+    { tail -n 20 "$log" >&2; die "apt-get could not install redis-server (its output: $log)"; }
+  rm -f "$log"
   command -v redis-server >/dev/null || die "redis-server is still missing after apt-get install"
 }
 
