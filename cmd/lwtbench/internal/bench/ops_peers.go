@@ -5,6 +5,8 @@ import (
 	"crypto/sha256"
 	"fmt"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/cassdedup/cassdedup/cmd/lwtbench/internal/peers"
 	"github.com/cassdedup/cassdedup/internal/parallel"
 )
@@ -47,6 +49,8 @@ func PeersCatalog() []Spec {
 			Description: "Postgres idempotency_keys on new keys: claim (INSERT ... ON CONFLICT DO NOTHING), run, store the response (fenced UPDATE): two commits"},
 		Spec{Name: "pg-once-dup", Server: ServerPostgres, Baseline: "pg-insert", New: newPGOnceDup,
 			Description: "Postgres idempotency_keys on a finished key: the claim statement returns the stored response (no write)"},
+		Spec{Name: "pg-once-outbox", Server: ServerPostgres, Baseline: "pg-insert", New: newPGOnceOutbox,
+			Description: "Postgres idempotency_keys on new keys whose run writes the business row and outbox row in the completion's transaction: two commits"},
 		Spec{Name: "pg-outbox", Server: ServerPostgres, Baseline: "pg-insert", New: newPGOutbox,
 			Description: "Postgres outbox producer side: business row + outbox row in one transaction (no idempotency record)"},
 	)
@@ -184,6 +188,30 @@ func (o pgOnceDup) Do(ctx context.Context, req Request) error {
 		return err
 	}
 	return checkPeerReplay(res)
+}
+
+type pgOnceOutbox struct{ pgInsert }
+
+func newPGOnceOutbox(env Env) (Operation, error) {
+	op := newPeerOp(env, "pg-once-outbox")
+	pg, err := op.postgres()
+	return pgOnceOutbox{pgInsert{op, pg}}, err
+}
+
+// Do runs one request: once-new-outbox's counterpart, the order row and its event committed
+// with the stored response.
+func (o pgOnceOutbox) Do(ctx context.Context, req Request) error {
+	ctx, cancel := o.withTimeout(ctx)
+	defer cancel()
+	key := o.key(req.Key())
+	res, err := o.pg.ExecuteOnceTx(ctx, key, peerFingerprint, func(_ context.Context, b *pgx.Batch) ([]byte, error) {
+		peers.QueueOutbox(b, key, onceResult, outboxEvent.Type, outboxEvent.Payload)
+		return onceResult, nil
+	})
+	if err != nil {
+		return err
+	}
+	return checkPeerFirstRun(res)
 }
 
 type pgOutbox struct{ pgInsert }

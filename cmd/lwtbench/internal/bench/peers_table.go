@@ -15,7 +15,7 @@ var peerComparisons = []struct {
 	{"plain write", Baseline, []string{"pg-insert", ServerRedisAlways + "-set", ServerRedisEverysec + "-set"}},
 	{"exactly once, new key", "once-new", []string{"pg-once-new", ServerRedisAlways + "-once-new", ServerRedisEverysec + "-once-new"}},
 	{"exactly once, duplicate", "once-dup-node", []string{"pg-once-dup", ServerRedisAlways + "-once-dup", ServerRedisEverysec + "-once-dup"}},
-	{"outbox producer", "once-new-outbox", []string{"pg-outbox"}},
+	{"outbox producer, exactly once", "once-new-outbox", []string{"pg-once-outbox", "pg-outbox"}},
 }
 
 // WritePeersTable renders a -peers report: the servers with their durability and replication,

@@ -35,7 +35,7 @@ func TestPeersRun(t *testing.T) {
 	require.NoError(t, err)
 	pgURL, redisAddr := peersEnv(t)
 	ops := []string{"insert", "once-new", "once-dup-node", "once-new-outbox", "pg-insert", "pg-once-new", "pg-once-dup",
-		"pg-outbox", "redis-always-set", "redis-always-once-new", "redis-always-once-dup"}
+		"pg-once-outbox", "pg-outbox", "redis-always-set", "redis-always-once-new", "redis-always-once-dup"}
 	out := t.TempDir()
 	args := []string{"-peers", "-hosts", strings.Join(hosts, ","), "-postgres", pgURL, "-redis-always", redisAddr,
 		"-ops", strings.Join(ops, ","), "-warmup", "300ms", "-duration", "1s", "-concurrency", "1,4", "-quiet",

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -85,6 +86,48 @@ func fingerprint(s string) []byte { h := sha256.Sum256([]byte(s)); return h[:] }
 func TestPostgresExactlyOnce(t *testing.T) { testExactlyOnce(t, openPostgres(t)) }
 
 func TestRedisExactlyOnce(t *testing.T) { testExactlyOnce(t, openRedis(t)) }
+
+// TestPostgresExactlyOnceTx runs the same checks on ExecuteOnceTx, whose runs write an order
+// and its outbox row in the completion's transaction, then checks that exactly one of each
+// committed per key.
+func TestPostgresExactlyOnceTx(t *testing.T) {
+	p := openPostgres(t)
+	testExactlyOnce(t, pgTx{p})
+	var orders, events, finished int
+	require.NoError(t, p.pool.QueryRow(testContext(t), `SELECT (SELECT count(*) FROM orders), (SELECT count(*) FROM outbox),
+		(SELECT count(*) FROM idempotency_keys WHERE recovery_point = 'finished')`).Scan(&orders, &events, &finished))
+	assert.Equal(t, finished, orders, "one order per finished key")
+	assert.Equal(t, finished, events, "one outbox row per finished key")
+}
+
+// pgTx is ExecuteOnceTx as a design: the run's result becomes an order and its event.
+type pgTx struct{ *Postgres }
+
+func (p pgTx) ExecuteOnce(ctx context.Context, key string, fp []byte, fn func(context.Context) ([]byte, error)) (Result, error) {
+	return p.ExecuteOnceTx(ctx, key, fp, func(ctx context.Context, b *pgx.Batch) ([]byte, error) {
+		v, err := fn(ctx)
+		if err == nil {
+			QueueOutbox(b, key, v, "order.placed", v)
+		}
+		return v, err
+	})
+}
+
+func TestPostgresLostClaimRollsBackTheRunsWrites(t *testing.T) {
+	ctx := testContext(t)
+	p := openPostgres(t)
+	fp := fingerprint("r")
+	_, err := p.ExecuteOnceTx(ctx, "stolen", fp, func(ctx context.Context, b *pgx.Batch) ([]byte, error) {
+		// Another attempt takes the claim over mid-run (as after a pause past the lease).
+		_, err := p.pool.Exec(ctx, `UPDATE idempotency_keys SET owner = 'other' WHERE key = 'stolen'`)
+		QueueOutbox(b, "stolen", []byte("o"), "order.placed", []byte("e"))
+		return []byte("v"), err
+	})
+	require.ErrorIs(t, err, ErrLeaseLost)
+	var orders, events int
+	require.NoError(t, p.pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM orders), (SELECT count(*) FROM outbox)`).Scan(&orders, &events))
+	assert.Zero(t, orders+events, "the fenced-off run's writes rolled back with its completion")
+}
 
 func testExactlyOnce(t *testing.T, d design) {
 	result := []byte(`{"status":201}`)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -53,6 +54,11 @@ var pgStatements = map[string]string{
 		WHERE key = $1 AND recovery_point = 'started' AND locked_at < now() - make_interval(secs => $3)`,
 	"complete": `UPDATE idempotency_keys SET recovery_point = 'finished', locked_at = NULL, response = $3
 		WHERE key = $1 AND owner = $2 AND recovery_point = 'started'`,
+	// complete_or_fail is complete that raises division_by_zero when the claim is gone, so the
+	// transaction it opens a batch of (the run's own writes after it) rolls back whole.
+	"complete_or_fail": `WITH done AS (UPDATE idempotency_keys SET recovery_point = 'finished', locked_at = NULL, response = $3
+		WHERE key = $1 AND owner = $2 AND recovery_point = 'started' RETURNING 1)
+	SELECT 1 / count(*) FROM done`,
 	"release":       `DELETE FROM idempotency_keys WHERE key = $1 AND owner = $2 AND recovery_point = 'started'`,
 	"order_insert":  `INSERT INTO orders (id, body) VALUES ($1, $2)`,
 	"outbox_insert": `INSERT INTO outbox (aggregate_id, event_type, payload) VALUES ($1, $2, $3)`,
@@ -196,8 +202,7 @@ func (p *Postgres) InsertWithOutbox(ctx context.Context, id string, body []byte,
 		return fmt.Errorf("%w: empty id or event type", ErrInvalid)
 	}
 	b := &pgx.Batch{}
-	b.Queue("order_insert", id, body)
-	b.Queue("outbox_insert", id, eventType, payload)
+	QueueOutbox(b, id, body, eventType, payload)
 	return p.pool.SendBatch(ctx, b).Close()
 }
 
@@ -215,6 +220,19 @@ type claimAnswer struct {
 // ErrInProgress until its lease expires (by the server's clock); then a retry takes it over. An
 // error of fn releases the key (its row is deleted), so a retry runs again.
 func (p *Postgres) ExecuteOnce(ctx context.Context, key string, fp []byte, fn func(context.Context) ([]byte, error)) (Result, error) {
+	return p.execute(ctx, key, fp, func(ctx context.Context, _ *pgx.Batch) ([]byte, error) { return fn(ctx) }, false)
+}
+
+// ExecuteOnceTx is ExecuteOnce whose run writes in the completion's transaction: fn returns the
+// result and queues its writes on the batch it is given (the business row, its outbox row), and
+// they commit with the stored response in one round trip, after it in the same implicit
+// transaction, or not at all: a lost claim rolls them back (ErrLeaseLost). Two commits in all,
+// as ExecuteOnce.
+func (p *Postgres) ExecuteOnceTx(ctx context.Context, key string, fp []byte, fn func(context.Context, *pgx.Batch) ([]byte, error)) (Result, error) {
+	return p.execute(ctx, key, fp, fn, true)
+}
+
+func (p *Postgres) execute(ctx context.Context, key string, fp []byte, fn func(context.Context, *pgx.Batch) ([]byte, error), inTx bool) (Result, error) {
 	if err := validate(key, fp); err != nil {
 		return Result{}, err
 	}
@@ -241,7 +259,7 @@ func (p *Postgres) ExecuteOnce(ctx context.Context, key string, fp []byte, fn fu
 				continue // finished or taken by another retry meanwhile: read it again
 			}
 		}
-		return p.run(ctx, key, owner, fn)
+		return p.run(ctx, key, owner, fn, inTx)
 	}
 }
 
@@ -262,8 +280,12 @@ func (p *Postgres) claim(ctx context.Context, key string, fp []byte, owner strin
 	}
 }
 
-func (p *Postgres) run(ctx context.Context, key, owner string, fn func(context.Context) ([]byte, error)) (Result, error) {
-	value, err := fn(ctx)
+func (p *Postgres) run(ctx context.Context, key, owner string, fn func(context.Context, *pgx.Batch) ([]byte, error), inTx bool) (Result, error) {
+	var writes *pgx.Batch
+	if inTx {
+		writes = &pgx.Batch{}
+	}
+	value, err := fn(ctx, writes)
 	if err != nil {
 		// Its own context: the caller's may be what failed, and the key must not stay locked.
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
@@ -273,6 +295,20 @@ func (p *Postgres) run(ctx context.Context, key, owner string, fn func(context.C
 		}
 		return Result{}, err
 	}
+	if inTx {
+		b := &pgx.Batch{}
+		b.Queue("complete_or_fail", key, owner, value)
+		b.QueuedQueries = append(b.QueuedQueries, writes.QueuedQueries...)
+		err := p.pool.SendBatch(ctx, b).Close()
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.Code == pgerrcode.DivisionByZero {
+			return Result{}, ErrLeaseLost
+		}
+		if err != nil {
+			return Result{}, err
+		}
+		return Result{Value: value}, nil
+	}
 	tag, err := p.pool.Exec(ctx, "complete", key, owner, value)
 	if err != nil {
 		return Result{}, err
@@ -281,6 +317,16 @@ func (p *Postgres) run(ctx context.Context, key, owner string, fn func(context.C
 		return Result{}, ErrLeaseLost
 	}
 	return Result{Value: value}, nil
+}
+
+// pgerrcode names the one SQLSTATE this file tests for.
+var pgerrcode = struct{ DivisionByZero string }{DivisionByZero: "22012"}
+
+// QueueOutbox queues the outbox's producer-side writes on b: the business row and its outbox
+// row, for InsertWithOutbox or the run of ExecuteOnceTx.
+func QueueOutbox(b *pgx.Batch, id string, body []byte, eventType string, payload []byte) {
+	b.Queue("order_insert", id, body)
+	b.Queue("outbox_insert", id, eventType, payload)
 }
 
 // Probe reads what the server says of its durability and replication.
