@@ -2,8 +2,8 @@
 // throughput of conditional writes, of lwt's exactly-once executor (new keys, duplicates
 // answered by the node or the in-process cache) and of events' consumer guard, on its LWT path
 // and on its Bloom fast path for an owned scope, relative to a plain INSERT, interleaved in one
-// run, in a closed-loop concurrency sweep and an open-loop fixed-rate phase. Run it with -h for
-// its operations and flags.
+// run, in a closed-loop concurrency sweep and an open-loop fixed-rate phase; with -peers, beside
+// the same operations on Postgres and Redis. Run it with -h for its operations and flags.
 package main
 
 import (

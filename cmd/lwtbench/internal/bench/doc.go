@@ -31,6 +31,10 @@
 // its whole retention, so a pool is valid for any run length, and it matches lwt-dup's, so
 // once-dup-node against lwt-dup shows what the executor adds to a rejected LWT.
 //
+// With -peers a run measures the toolkit's plain write, executor and outbox-staged run beside
+// the same operations on Postgres and Redis (PeersCatalog, designs in internal/peers), each
+// server alone in phases of its own (peers.go).
+//
 // Operations are registered in Catalog (operation.go); adding one is one Spec. Run is safe to call from several
 // goroutines with distinct configurations; an Operation must be safe for concurrent use by the
 // workers of a phase.

@@ -61,7 +61,7 @@ func (c *Config) checkPeerServers(catalog []Spec) error {
 	return nil
 }
 
-// servers returns the servers of the selected operations, Cassandra first, in catalog order.
+// peerServers returns the servers of the selected operations, Cassandra first, in catalog order.
 func peerServers(ops []string, catalog []Spec) []string {
 	var out []string
 	for _, s := range catalog {
