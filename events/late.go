@@ -42,9 +42,9 @@ func newLateState(cfg config, legacy, events, windows string) (lateState, error)
 }
 
 // WithLateTable names the table of late claims, where a Log remembers the window each late
-// event is counted in (default "counter_late_claims"). Log.
+// event is counted in (default "counter_late_claims").
 func WithLateTable(name string) Option {
-	return Option{"WithLateTable", forLog, func(c *config) { c.lateClaims = name }}
+	return func(c *config) error { c.lateClaims = name; return nil }
 }
 
 // closed reports whether window w takes no more on-time writes at now: its end plus the grace
