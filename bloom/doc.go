@@ -1,6 +1,6 @@
 // Package bloom is the pre-check that lets a process skip the lightweight transaction (LWT) for
 // operations it knows to be new: build one per ownership scope with [NewPreCheck] and hand it to
-// lwt.Store.Own or events.Guard.Own, which warm it from the table and consult it. Under it is a
+// lwt.Store.Own or guard.Guard.Own, which warm it from the table and consult it. Under it is a
 // concurrency-safe, time-rotating Bloom filter ([New], [NewRotating]).
 //
 // # Types
@@ -45,7 +45,7 @@
 // processed twice (a duplicate rate of 100%), and so is every message redelivered to the second
 // after the first processed it. With ownership respected (TestFastPathOwnershipRespected...),
 // no message ran twice and the fast path carried every new message once warm. The packages that
-// use a PreCheck (events.Guard.Own, lwt.Store.Own) keep the fast path off until a caller declares
+// use a PreCheck (guard.Guard.Own, lwt.Store.Own) keep the fast path off until a caller declares
 // the ownership scope and epoch.
 //
 // A "maybe seen" answer always takes the LWT path, so a false positive costs one LWT, never

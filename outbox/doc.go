@@ -1,7 +1,7 @@
 // Package outbox is a transactional outbox on Cassandra: call [Outbox.Stage] (an [Outbox] comes
 // from [New]) inside a run, and run a relay ([NewRelay], [Relay.Run]) that publishes what
 // committed. Events staged by an operation that runs under lwt.Store.ExecuteOnce (or an httpidem
-// handler, or a handler of events.Guard.Process) are committed in the same conditional write that
+// handler, or a handler of guard.Guard.Process) are committed in the same conditional write that
 // completes the operation, or not at all, and the relay publishes the committed ones to a broker
 // at least once, each with a stable id that the consumer dedups on.
 //
@@ -33,8 +33,8 @@
 // # Staging from a consumer guard's handler
 //
 // A consumer that reacts to a message by publishing another event (a saga step) stages it from
-// its events.Guard.Process handler, on a guard built with
-// events.WithCompletionColumns(ColumnName): the events ride in the outbox column of the
+// its guard.Guard.Process handler, on a guard built with
+// guard.WithCompletionColumns(ColumnName): the events ride in the outbox column of the
 // message's processed_messages row, written by the conditional update that marks the message
 // processed. A failed handler (released), a poison message (FAILED) or a run fenced off writes
 // none; a redelivery of a processed message does not run the handler. The intent names the
@@ -85,7 +85,7 @@
 //
 // A crash between publishing and marking publishes the same messages again, with the same ids:
 // the Publisher must not report success before the broker has durably accepted them (for Kafka:
-// an idempotent producer with acks=all), and the consumer dedups by id (events.Guard with the id
+// an idempotent producer with acks=all), and the consumer dedups by id (guard.Guard with the id
 // as message id makes its effect exactly once). Events of one operation are published together,
 // in staging order. Across operations there is no order guarantee, on the same event key either:
 // two operations of one key may sit in different shards held by different relays, and a

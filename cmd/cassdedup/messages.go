@@ -8,7 +8,7 @@ import (
 	"io"
 	"time"
 
-	"github.com/cassdedup/cassdedup/events"
+	"github.com/cassdedup/cassdedup/guard"
 	"github.com/cassdedup/cassdedup/lwt"
 )
 
@@ -44,7 +44,7 @@ var messagesListCommand = &command{
 				return err
 			}
 			var out []messageView
-			err = g.ListMessages(ctx, scope, time.Now().Add(-*since), func(m events.MessageRecord) error {
+			err = g.ListMessages(ctx, scope, time.Now().Add(-*since), func(m guard.MessageRecord) error {
 				v := messageView{ID: m.ID, Hour: m.Hour.UTC(), Status: "(no record)"}
 				if r := m.Record; r != nil {
 					v.Status, v.Attempts, v.Fence, v.UpdatedAt = string(r.Status), r.Attempts, r.Fence, tptr(r.UpdatedAt)

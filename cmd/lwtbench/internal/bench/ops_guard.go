@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/cassdedup/cassdedup/events"
+	"github.com/cassdedup/cassdedup/guard"
 )
 
 // guardTopic is the topic of the guard operation's messages; the consumer group is the
@@ -15,17 +15,17 @@ const guardTopic = "lwtbench"
 // hashes it to detect two messages sharing an id.
 var guardPayload = []byte(`{"type":"order.created","id":"lwtbench"}`)
 
-// guardProcess runs events.Guard.Process on new messages with a handler that does nothing, so
+// guardProcess runs guard.Guard.Process on new messages with a handler that does nothing, so
 // it measures what the guard costs a consumer: the claim, the by-scope index write and the
 // completion.
 type guardProcess struct {
-	guard *events.Guard
+	guard *guard.Guard
 	group string
 }
 
 func newGuardProcess(env Env) (Operation, error) {
-	g, err := events.NewGuard(env.Session, events.WithKeyspace(env.Keyspace),
-		events.WithConsistency(env.Consistency), events.WithSerialConsistency(env.Serial))
+	g, err := guard.New(env.Session, guard.WithKeyspace(env.Keyspace),
+		guard.WithConsistency(env.Consistency), guard.WithSerialConsistency(env.Serial))
 	if err != nil {
 		return nil, err
 	}
@@ -42,13 +42,13 @@ func (g *guardProcess) Setup(context.Context) error { return nil }
 // group's members do, so the by-scope index is written to one partition per worker rather than
 // all workers contending on one.
 func (g *guardProcess) Do(ctx context.Context, req Request) error {
-	m := events.Message{
-		Scope:   events.Scope{Group: g.group, Topic: guardTopic, Partition: int32(req.Worker)},
+	m := guard.Message{
+		Scope:   guard.Scope{Group: g.group, Topic: guardTopic, Partition: int32(req.Worker)},
 		ID:      req.Key(),
 		Payload: guardPayload,
 	}
 	ran := false
-	out, err := g.guard.Process(ctx, m, func(context.Context, events.Message) error {
+	out, err := g.guard.Process(ctx, m, func(context.Context, guard.Message) error {
 		ran = true
 		return nil
 	})
@@ -59,9 +59,9 @@ func (g *guardProcess) Do(ctx context.Context, req Request) error {
 }
 
 // checkProcessed returns an error unless a new message was processed by running its handler.
-func checkProcessed(out events.Outcome, ran bool) error {
+func checkProcessed(out guard.Outcome, ran bool) error {
 	switch {
-	case out != events.Processed:
+	case out != guard.Processed:
 		return fmt.Errorf("%w: a new message was %s", errUnexpectedOutcome, out)
 	case !ran:
 		return fmt.Errorf("%w: a new message was processed without its handler", errUnexpectedOutcome)
