@@ -51,7 +51,7 @@ func WithLateTable(name string) Option {
 // period has passed, so a rollup may fold it once the settle time has passed too.
 func (l *Log) closed(w, now time.Time) bool { return !now.Before(w.Add(l.cfg.width + l.cfg.grace)) }
 
-// recordLate stores e, whose own window closed, exactly once (see the package doc for why):
+// recordLate stores e, whose own window closed, exactly once (docs/eventlog.md says why):
 // nothing if its row is in its own window; else the window its late claim names, claimed now
 // if there is none, and moved to the open window if the named one closed without the row.
 func (l *Log) recordLate(ctx context.Context, e Event, own time.Time) error {

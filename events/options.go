@@ -193,7 +193,7 @@ func WithLegacyBucketWidth(d time.Duration) Option {
 
 // WithGracePeriod sets how long after its window ends an event is still written in its own
 // window with one plain write (default 2 s; at least 1 s). A later event, or a later retry, is
-// still counted once: it takes the late path (a few reads and one LWT, see the package doc) and
+// still counted once: it takes the late path (a few reads and one LWT, docs/eventlog.md) and
 // lands in the window open then. A longer grace moves more of a lagging consumer's events onto
 // the one-write path; it costs a total the marks of that many more windows (read in one query
 // with the others), and sums only of the windows written meanwhile.
@@ -212,7 +212,7 @@ func WithGracePeriod(d time.Duration) Option {
 // its window closed takes the late path instead, so no acknowledged write lands after the
 // window was folded; the other half must exceed the clock skew between writers and rollup
 // workers. A node that queues writes for longer than that can still apply a write whose writer
-// gave up after the fold: see the package doc.
+// gave up after the fold: see docs/eventlog.md.
 func WithSettleTime(d time.Duration) Option {
 	return func(c *config) error {
 		if d < time.Second {

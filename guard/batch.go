@@ -38,7 +38,7 @@ type BatchResult struct {
 // per-message meaning; leases are judged by Cassandra's clock (see lwt.BatchStore). Handlers
 // find their claim with lwt.ClaimFromContext. For a scope declared with Own, the messages its
 // pre-check answers clearly new take the fast path: their handlers run without a claim and they
-// are recorded with one unlogged batch per partition (see the package doc). The records live in
+// are recorded with one unlogged batch per partition (docs/fastpath.md). The records live in
 // processed_messages_bucketed, which Process of a message with a Time consults too, so the two
 // see each other's processed messages.
 func (g *Guard) ProcessBatch(ctx context.Context, msgs []Message, handler Handler) ([]BatchResult, error) {
