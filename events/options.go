@@ -91,8 +91,8 @@ func WithConsistency(cl gocql.Consistency) Option {
 	}
 }
 
-// WithSerialConsistency sets the Paxos consistency of claims and rollup watermarks (default
-// SERIAL; LOCAL_SERIAL only when a message, or a counter's rollup, is handled in one
+// WithSerialConsistency sets the Paxos consistency of rollup watermarks and late claims
+// (default SERIAL; LOCAL_SERIAL only when each counter is written and rolled up in one
 // datacenter).
 func WithSerialConsistency(sc gocql.SerialConsistency) Option {
 	return func(c *config) error {
@@ -104,7 +104,7 @@ func WithSerialConsistency(sc gocql.SerialConsistency) Option {
 	}
 }
 
-// WithClock replaces time.Now, for tests and simulations of history: buckets, leases, expiry.
+// WithClock replaces time.Now, for tests and simulations of history: windows, grace, settling.
 func WithClock(now func() time.Time) Option {
 	return func(c *config) error {
 		if now == nil {
@@ -115,7 +115,7 @@ func WithClock(now func() time.Time) Option {
 	}
 }
 
-// WithObserver sets a hook called synchronously on every LWT, write and state transition, the
+// WithObserver sets a hook called synchronously on every LWT and write, the
 // same lwt.Observer an lwt.Store takes. It must be fast and safe for concurrent use. Default
 // none.
 func WithObserver(o lwt.Observer) Option {

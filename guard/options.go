@@ -113,9 +113,8 @@ func WithConsistency(cl gocql.Consistency) Option {
 	}
 }
 
-// WithSerialConsistency sets the Paxos consistency of claims and rollup watermarks (default
-// SERIAL; LOCAL_SERIAL only when a message, or a counter's rollup, is handled in one
-// datacenter).
+// WithSerialConsistency sets the Paxos consistency of claims and serial reads (default
+// SERIAL; LOCAL_SERIAL only when each message is handled in one datacenter).
 func WithSerialConsistency(sc gocql.SerialConsistency) Option {
 	return func(c *config) error {
 		if sc != gocql.Serial && sc != gocql.LocalSerial {
@@ -126,7 +125,7 @@ func WithSerialConsistency(sc gocql.SerialConsistency) Option {
 	}
 }
 
-// WithClock replaces time.Now, for tests and simulations of history: buckets, leases, expiry.
+// WithClock replaces time.Now, for tests and simulations of history: windows, leases, expiry.
 func WithClock(now func() time.Time) Option {
 	return func(c *config) error {
 		if now == nil {
