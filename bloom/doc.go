@@ -1,6 +1,6 @@
 // Package bloom is the pre-check that lets a process skip the lightweight transaction (LWT) for
 // operations it knows to be new: build one per ownership scope with [NewPreCheck] and hand it to
-// lwt.Store.Own or events.Guard.Own, which warm it from the table and consult it. Under it is a
+// lwt.Store.Own or guard.Guard.Own, which warm it from the table and consult it. Under it is a
 // concurrency-safe, time-rotating Bloom filter ([New], [NewRotating]).
 //
 //	pre, err := bloom.NewPreCheck("orders-group/orders/17", bloom.WithExpectedItems(rate*3600))

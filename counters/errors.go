@@ -3,6 +3,7 @@ package counters
 import (
 	"errors"
 
+	"github.com/cassdedup/cassdedup/internal/countername"
 	"github.com/cassdedup/cassdedup/internal/textcheck"
 )
 
@@ -11,8 +12,9 @@ import (
 // *cas.OutcomeUnknownError with the driver's error); nothing was incremented by that call, and
 // a retry of the same operation is safe.
 var (
-	// ErrInvalidCounter is returned for an empty, over-long or non-UTF-8 counter name.
-	ErrInvalidCounter = errors.New("counters: invalid counter name")
+	// ErrInvalidCounter is returned for an empty, over-long or non-UTF-8 counter name. It is
+	// events.ErrInvalidCounter: a counter's name is the same in both packages.
+	ErrInvalidCounter = countername.ErrInvalid
 	// ErrInvalidOpID is returned for an empty, over-long or non-UTF-8 operation id.
 	ErrInvalidOpID = errors.New("counters: invalid operation id")
 	// ErrInvalidOption is returned for an option or argument out of range.
@@ -31,7 +33,7 @@ var (
 // Limits on caller-supplied names, keeping partition keys small.
 const (
 	// MaxCounterLength is the longest counter name accepted, in bytes.
-	MaxCounterLength = 256
+	MaxCounterLength = countername.MaxLength
 	// MaxOpIDLength is the longest operation id accepted, in bytes.
 	MaxOpIDLength = 256
 )
@@ -39,7 +41,7 @@ const (
 // ValidateCounter reports whether name is a usable counter name: non-empty UTF-8 of at most
 // MaxCounterLength bytes. The error wraps ErrInvalidCounter.
 func ValidateCounter(name string) error {
-	return validateText(ErrInvalidCounter, "counter", name, MaxCounterLength)
+	return countername.Validate(name)
 }
 
 // ValidateOpID reports whether id is a usable operation id: non-empty UTF-8 of at most

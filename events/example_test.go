@@ -2,13 +2,11 @@ package events_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/gocql/gocql"
 
-	"github.com/cassdedup/cassdedup/bloom"
 	"github.com/cassdedup/cassdedup/cqlsession"
 	"github.com/cassdedup/cassdedup/events"
 )
@@ -83,91 +81,4 @@ func ExampleLog_RunRollups() {
 	// ... record events, read totals ...
 	cancel()
 	fmt.Println(<-done)
-}
-
-// Process each delivery of an at-least-once consumer once.
-func ExampleGuard_Process() {
-	ctx := context.Background()
-	guard, err := events.NewGuard(exampleSession(), events.WithMaxAttempts(5))
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	m := events.Message{
-		Scope:   events.Scope{Group: "billing", Topic: "payments", Partition: 3},
-		ID:      "offset-1029",
-		Payload: []byte(`{"charge":42}`),
-	}
-	out, err := guard.Process(ctx, m, func(ctx context.Context, m events.Message) error {
-		return nil // charge the card
-	})
-	switch {
-	case err == nil: // Processed or Duplicate
-		fmt.Println("ack", out)
-	case errors.Is(err, events.ErrPoison):
-		fmt.Println("dead-letter, then ack:", err)
-	default: // InProgress or Failed: leave it to the broker to redeliver
-		fmt.Println("nack", out, err)
-	}
-}
-
-// Turn the fast path on for a partition this consumer was assigned, and off when it is revoked.
-func ExampleGuard_Own() {
-	ctx := context.Background()
-	guard, err := events.NewGuard(exampleSession())
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	scope := events.Scope{Group: "billing", Topic: "payments", Partition: 3}
-	pre, err := bloom.NewPreCheck("billing/payments/3", bloom.WithExpectedItems(5_000_000),
-		bloom.WithRetention(events.DefaultRetention+time.Hour))
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	generation := uint64(42) // from the group coordinator's assignment: it grows on every rebalance
-	if err := guard.Own(ctx, scope, generation, pre); err != nil {
-		fmt.Println("fast path stays off:", err) // every message still takes the LWT path
-	}
-	defer guard.Disown(scope) // on revocation, before another consumer can get the partition
-
-	m := events.Message{Scope: scope, ID: "offset-1030", Payload: []byte(`{"charge":7}`)}
-	out, err := guard.Process(ctx, m, func(ctx context.Context, m events.Message) error { return nil })
-	fmt.Println(out, err)
-	s := guard.Stats()
-	fmt.Println(s.FastPath, pre.Stats().WarmUpKeys)
-}
-
-// Process one poll of a broker partition with two conditional batches instead of two LWTs per
-// message, and commit the offset only below the first message left for redelivery.
-func ExampleGuard_ProcessBatch() {
-	ctx := context.Background()
-	guard, err := events.NewGuard(exampleSession())
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	// What a poll of topic "orders", partition 7, returned: the producer set each id and time.
-	produced := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
-	var poll []events.Message
-	for i := range 100 {
-		poll = append(poll, events.Message{Scope: events.Scope{Group: "billing", Topic: "orders", Partition: 7},
-			ID: fmt.Sprintf("order-%d", i), Payload: []byte(`{"amount":100}`), Time: produced.Add(time.Duration(i) * time.Millisecond)})
-	}
-	results, err := guard.ProcessBatch(ctx, poll, func(ctx context.Context, m events.Message) error {
-		return nil // apply the order; lwt.ClaimFromContext(ctx) carries its fencing token
-	})
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	acked := 0
-	for _, r := range results {
-		if r.Outcome == events.InProgress || r.Outcome == events.Failed {
-			break // redeliver from here on
-		}
-		acked++ // Processed, Duplicate, or Poison (dead-lettered)
-	}
-	fmt.Println("commit offset of message", acked)
 }

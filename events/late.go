@@ -43,16 +43,16 @@ func newLateState(cfg config, legacy, events, windows string) (lateState, error)
 }
 
 // WithLateTable names the table of late claims, where a Log remembers the window each late
-// event is counted in (default "counter_late_claims"). Log.
+// event is counted in (default "counter_late_claims").
 func WithLateTable(name string) Option {
-	return Option{"WithLateTable", forLog, func(c *config) { c.lateClaims = name }}
+	return func(c *config) error { c.lateClaims = name; return nil }
 }
 
 // closed reports whether window w takes no more on-time writes at now: its end plus the grace
 // period has passed, so a rollup may fold it once the settle time has passed too.
 func (l *Log) closed(w, now time.Time) bool { return !now.Before(w.Add(l.cfg.width + l.cfg.grace)) }
 
-// recordLate stores e, whose own window closed, exactly once (see the package doc for why):
+// recordLate stores e, whose own window closed, exactly once (docs/eventlog.md says why):
 // nothing if its row is in its own window; else the window its late claim names, claimed now
 // if there is none, and moved to the open window if the named one closed without the row.
 func (l *Log) recordLate(ctx context.Context, e Event, own time.Time) error {

@@ -65,7 +65,7 @@ func NewLog(session *gocql.Session, opts ...Option) (*Log, error) {
 	if session == nil {
 		return nil, fmt.Errorf("%w: nil session", ErrInvalidOption)
 	}
-	cfg, err := newConfig(forLog, opts)
+	cfg, err := newConfig(opts)
 	if err != nil {
 		return nil, err
 	}

@@ -29,7 +29,7 @@ type Event struct {
 // is (counter, window, part, id), with the part a hash of the id, so recording the same event
 // twice writes the same row twice. An event whose window closed (its end plus the grace period
 // passed: a lagging consumer, a late retry) is counted once in the window open now, through a
-// late claim: a few reads and one LWT (see the package doc).
+// late claim: a few reads and one LWT (docs/eventlog.md).
 //
 // It fails with ErrInvalidCounter, ErrInvalidEventID, ErrMissingEventTime or ErrFutureEvent.
 // A failed Record may or may not have stored the event; record it again, at any time.

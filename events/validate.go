@@ -1,12 +1,15 @@
 package events
 
-import "github.com/cassdedup/cassdedup/internal/textcheck"
+import (
+	"github.com/cassdedup/cassdedup/internal/countername"
+	"github.com/cassdedup/cassdedup/internal/textcheck"
+)
 
 // Limits on caller-supplied names. Keys are bounded so every partition key stays far below
 // Cassandra's 64 KiB limit and rows stay small.
 const (
 	// MaxCounterLength is the longest counter name accepted, in bytes.
-	MaxCounterLength = 256
+	MaxCounterLength = countername.MaxLength
 	// MaxEventIDLength is the longest event id accepted, in bytes.
 	MaxEventIDLength = 256
 )
@@ -14,7 +17,7 @@ const (
 // ValidateCounter reports whether name is a usable counter name: non-empty UTF-8 of at most
 // MaxCounterLength bytes. The error wraps ErrInvalidCounter.
 func ValidateCounter(name string) error {
-	return validateText(ErrInvalidCounter, "counter", name, MaxCounterLength)
+	return countername.Validate(name)
 }
 
 // ValidateEventID reports whether id is a usable event id: non-empty UTF-8 of at most

@@ -1,7 +1,7 @@
 // Package outbox is a transactional outbox on Cassandra: call [Outbox.Stage] (an [Outbox] comes
 // from [New]) inside a run, and run a relay ([NewRelay], [Relay.Run]) that publishes what
 // committed. Events staged by an operation that runs under lwt.Store.ExecuteOnce (or an httpidem
-// handler, or a handler of events.Guard.Process) are committed in the same conditional write that
+// handler, or a handler of guard.Guard.Process) are committed in the same conditional write that
 // completes the operation, or not at all, and the relay publishes the committed ones to a broker
 // at least once, each with a stable id that the consumer dedups on.
 //
@@ -31,7 +31,7 @@
 //     (ErrFenced).
 //
 // A consumer's handler stages events the same way on a guard built with
-// events.WithCompletionColumns(ColumnName); ProcessBatch and the guard's fast path cannot carry
+// guard.WithCompletionColumns(ColumnName); ProcessBatch and the guard's fast path cannot carry
 // them (docs/outbox.md, "Staging from a consumer's handler").
 //
 // The tables are in the keyspace of WithKeyspace and named by WithTables and WithRecordsTable;

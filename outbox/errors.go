@@ -21,16 +21,16 @@ var (
 
 	// ErrUnsupportedKey: the run's record is not one a relay of this outbox reads: its key is
 	// neither (namespace, key) strings in the outbox's records table (idempotency_keys) nor a
-	// message of a consumer guard's table (events.Guard.Process), or it is in another keyspace.
+	// message of a consumer guard's table (guard.Guard.Process), or it is in another keyspace.
 	// An operation's namespace may not start with NUL: GuardNamespace reserves it.
 	ErrUnsupportedKey = errors.New("outbox: the run's record is not one the relay reads")
 
 	// ErrNoCompletion: Stage was called under a claim that no completion of ExecuteOnce ends,
-	// such as a handler of events.Guard.ProcessBatch: its records are completed by a
+	// such as a handler of guard.Guard.ProcessBatch: its records are completed by a
 	// conditional batch that carries no events, so they could not commit with the message.
 	// Nothing was staged; use Guard.Process for messages whose handler stages events. It
 	// matches ErrNoRun.
-	ErrNoCompletion = fmt.Errorf("%w: the claim has no completion to carry events (events.Guard.ProcessBatch stages none)", ErrNoRun)
+	ErrNoCompletion = fmt.Errorf("%w: the claim has no completion to carry events (guard.Guard.ProcessBatch stages none)", ErrNoRun)
 
 	// ErrMalformedIntent: an intent row names a record the relay cannot read.
 	ErrMalformedIntent = errors.New("outbox: malformed intent")

@@ -10,7 +10,7 @@ import (
 	"github.com/gocql/gocql"
 
 	"github.com/cassdedup/cassdedup/cqlsession"
-	"github.com/cassdedup/cassdedup/events"
+	"github.com/cassdedup/cassdedup/guard"
 	"github.com/cassdedup/cassdedup/lwt"
 	"github.com/cassdedup/cassdedup/outbox"
 )
@@ -89,7 +89,7 @@ func Example_consumerGuard() {
 	session := connect()
 	defer session.Close()
 	// The guard's record table declares the outbox column; such a guard has no fast path.
-	guard, err := events.NewGuard(session, events.WithCompletionColumns(outbox.ColumnName))
+	g, err := guard.New(session, guard.WithCompletionColumns(outbox.ColumnName))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -97,8 +97,8 @@ func Example_consumerGuard() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	msg := events.Message{Scope: events.Scope{Group: "shipping", Topic: "orders", Partition: 3}, ID: "order-7f3a"}
-	out, err := guard.Process(context.Background(), msg, func(ctx context.Context, m events.Message) error {
+	msg := guard.Message{Scope: guard.Scope{Group: "shipping", Topic: "orders", Partition: 3}, ID: "order-7f3a"}
+	out, err := g.Process(context.Background(), msg, func(ctx context.Context, m guard.Message) error {
 		return box.Stage(ctx, outbox.Event{Type: "shipment.requested", Key: m.ID, Payload: []byte(`{"order":"order-7f3a"}`)})
 	})
 	if err != nil {

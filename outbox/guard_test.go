@@ -14,26 +14,27 @@ import (
 
 	"github.com/cassdedup/cassdedup/bloom"
 	"github.com/cassdedup/cassdedup/events"
+	"github.com/cassdedup/cassdedup/guard"
 	"github.com/cassdedup/cassdedup/lwt"
 )
 
 // guard is a consumer guard of e's keyspace whose handlers may stage events.
-func (e *env) guard(t *testing.T, opts ...events.Option) *events.Guard {
+func (e *env) guard(t *testing.T, opts ...guard.Option) *guard.Guard {
 	t.Helper()
-	g, err := events.NewGuard(e.session, append([]events.Option{events.WithKeyspace(e.ks),
-		events.WithCompletionColumns(ColumnName)}, opts...)...)
+	g, err := guard.New(e.session, append([]guard.Option{guard.WithKeyspace(e.ks),
+		guard.WithCompletionColumns(ColumnName)}, opts...)...)
 	require.NoError(t, err)
 	return g
 }
 
-func orderMessage(id string) events.Message {
-	return events.Message{Scope: events.Scope{Group: "billing", Topic: "orders", Partition: 3}, ID: id,
+func orderMessage(id string) guard.Message {
+	return guard.Message{Scope: guard.Scope{Group: "billing", Topic: "orders", Partition: 3}, ID: id,
 		Payload: []byte("order " + id), Time: time.Now()}
 }
 
 // stageShipment is a saga step: it reacts to an order message by staging n events.
-func (e *env) stageShipment(n int) events.Handler {
-	return func(ctx context.Context, m events.Message) error {
+func (e *env) stageShipment(n int) guard.Handler {
+	return func(ctx context.Context, m guard.Message) error {
 		for i := range n {
 			if err := e.box.Stage(ctx, Event{Type: "shipment.requested", Key: m.ID, Payload: []byte{byte(i)}}); err != nil {
 				return err
@@ -53,7 +54,7 @@ func TestGuardProcessStagesWithMessage(t *testing.T) {
 	m := orderMessage("m-1")
 	out, err := g.Process(ctx, m, e.stageShipment(2))
 	require.NoError(t, err)
-	require.Equal(t, events.Processed, out)
+	require.Equal(t, guard.Processed, out)
 
 	var cellBytes []byte
 	require.NoError(t, e.session.Query(`SELECT outbox FROM "`+e.ks+`".processed_messages WHERE consumer_group = 'billing'
@@ -90,7 +91,7 @@ func TestGuardProcessStagesWithMessage(t *testing.T) {
 
 	out, err = g.Process(ctx, m, e.stageShipment(2))
 	require.NoError(t, err)
-	require.Equal(t, events.Duplicate, out)
+	require.Equal(t, guard.Duplicate, out)
 	drain(t, ctx, r)
 	assert.Len(t, pub.msgs, 2, "a redelivery publishes nothing new")
 }
@@ -100,9 +101,9 @@ func TestGuardProcessStagesWithMessage(t *testing.T) {
 func TestGuardFailedHandlerPublishesNothing(t *testing.T) {
 	e := newEnv(t)
 	ctx := ctxT(t)
-	g := e.guard(t, events.WithMaxAttempts(2))
+	g := e.guard(t, guard.WithMaxAttempts(2))
 	boom := errors.New("boom")
-	failing := func(ctx context.Context, m events.Message) error {
+	failing := func(ctx context.Context, m guard.Message) error {
 		if err := e.stageShipment(1)(ctx, m); err != nil {
 			return err
 		}
@@ -110,13 +111,13 @@ func TestGuardFailedHandlerPublishesNothing(t *testing.T) {
 	}
 	out, err := g.Process(ctx, orderMessage("released"), failing)
 	require.ErrorIs(t, err, boom)
-	require.Equal(t, events.Failed, out)
+	require.Equal(t, guard.Failed, out)
 	poison := orderMessage("poison")
 	for range 2 {
 		out, err = g.Process(ctx, poison, failing)
 		require.Error(t, err)
 	}
-	require.Equal(t, events.Poison, out)
+	require.Equal(t, guard.Poison, out)
 
 	pub := &recorder{}
 	r := e.relay(t, pub)
@@ -126,7 +127,7 @@ func TestGuardFailedHandlerPublishesNothing(t *testing.T) {
 
 	out, err = g.Process(ctx, orderMessage("released"), e.stageShipment(1))
 	require.NoError(t, err)
-	require.Equal(t, events.Processed, out)
+	require.Equal(t, guard.Processed, out)
 	drain(t, ctx, r)
 	require.Len(t, pub.msgs, 1)
 	assert.Equal(t, EventID(GuardNamespace("billing", "orders", 3), "released", 0), pub.msgs[0].ID)
@@ -137,7 +138,7 @@ func TestGuardFailedHandlerPublishesNothing(t *testing.T) {
 func TestGuardStagingConcurrentDeliveries(t *testing.T) {
 	e := newEnv(t)
 	ctx := ctxT(t)
-	guards := []*events.Guard{e.guard(t), e.guard(t)}
+	guards := []*guard.Guard{e.guard(t), e.guard(t)}
 	const messages, deliveries = 12, 8
 	var ran [messages]atomic.Int32
 	var wg sync.WaitGroup
@@ -150,11 +151,11 @@ func TestGuardStagingConcurrentDeliveries(t *testing.T) {
 				m := orderMessage(fmt.Sprintf("c-%d", i))
 				// A delivery that finds another in progress is redelivered until it settles.
 				for {
-					out, err := guards[d%2].Process(ctx, m, func(ctx context.Context, m events.Message) error {
+					out, err := guards[d%2].Process(ctx, m, func(ctx context.Context, m guard.Message) error {
 						ran[i].Add(1)
 						return e.stageShipment(1)(ctx, m)
 					})
-					if out == events.InProgress {
+					if out == guard.InProgress {
 						time.Sleep(20 * time.Millisecond)
 						continue
 					}
@@ -194,12 +195,12 @@ func TestGuardBatchAndFastPathRefuseStaging(t *testing.T) {
 	e := newEnv(t)
 	ctx := ctxT(t)
 	g := e.guard(t)
-	results, err := g.ProcessBatch(ctx, []events.Message{orderMessage("b-1")}, e.stageShipment(1))
+	results, err := g.ProcessBatch(ctx, []guard.Message{orderMessage("b-1")}, e.stageShipment(1))
 	require.NoError(t, err)
 	require.Len(t, results, 1)
 	require.ErrorIs(t, results[0].Err, ErrNoCompletion)
 	require.ErrorIs(t, results[0].Err, ErrNoRun)
-	assert.Equal(t, events.Failed, results[0].Outcome)
+	assert.Equal(t, guard.Failed, results[0].Outcome)
 
 	pre, err := bloom.NewPreCheck("billing/orders/3")
 	require.NoError(t, err)
@@ -224,7 +225,7 @@ func TestGuardFencedOffHandlerPublishesNothing(t *testing.T) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		_, firstErr = first.Process(ctx, m, func(ctx context.Context, m events.Message) error {
+		_, firstErr = first.Process(ctx, m, func(ctx context.Context, m guard.Message) error {
 			err := e.box.Stage(ctx, Event{Type: "never"})
 			close(staged)
 			<-finish
@@ -236,7 +237,7 @@ func TestGuardFencedOffHandlerPublishesNothing(t *testing.T) {
 	require.NoError(t, err)
 	out, err := second.Process(ctx, m, e.stageShipment(1))
 	require.NoError(t, err)
-	require.Equal(t, events.Processed, out)
+	require.Equal(t, guard.Processed, out)
 	close(finish)
 	wg.Wait()
 	require.ErrorIs(t, firstErr, lwt.ErrLeaseLost)

@@ -47,14 +47,14 @@ func Table(keyspace string) lwt.Table {
 }
 
 // Stage adds events to the run whose ctx this is: the function passed to ExecuteOnce, an
-// httpidem handler (r.Context()), a handler of events.Guard.Process on a guard built with
-// events.WithCompletionColumns(ColumnName), or anything they call with that ctx. The events are committed
+// httpidem handler (r.Context()), a handler of guard.Guard.Process on a guard built with
+// guard.WithCompletionColumns(ColumnName), or anything they call with that ctx. The events are committed
 // in the same conditional write that stores the run's result, or not at all: if the run fails,
 // is released, or loses its lease, nothing is published. The first Stage of a run writes the
 // run's intent row (one plain write) so the relay will look for the commit.
 //
 // Errors: ErrNoRun (ErrNoCompletion under a claim that no completion of ExecuteOnce ends, such
-// as events.Guard.ProcessBatch's), ErrUnsupportedKey, ErrInvalidEvent, ErrIntentLate, or the
+// as guard.Guard.ProcessBatch's), ErrUnsupportedKey, ErrInvalidEvent, ErrIntentLate, or the
 // driver's error of the intent write. Return them from the run: a run that goes on to commit after a failed Stage
 // has its completion refused (ErrNoIntent) and is released instead.
 func (o *Outbox) Stage(ctx context.Context, events ...Event) error {

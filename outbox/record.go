@@ -13,7 +13,7 @@ import (
 )
 
 // The key layouts of the records a run's events may ride on: idempotency_keys' (ExecuteOnce,
-// httpidem) and the consumer guard's processed_messages (events.Guard.Process).
+// httpidem) and the consumer guard's processed_messages (guard.Guard.Process).
 var (
 	operationColumns = []string{"namespace", "key"}
 	guardColumns     = []string{"consumer_group", "topic", "partition", "message_id"}
@@ -24,7 +24,7 @@ var (
 // intent of an operation never share a row of outbox_intents.
 const guardPrefix = "\x00"
 
-// GuardNamespace is the Namespace of the messages staged by a handler of events.Guard.Process for
+// GuardNamespace is the Namespace of the messages staged by a handler of guard.Guard.Process for
 // a message of (group, topic, partition); their OpKey is the message's id, and their IDs are
 // EventID(GuardNamespace(group, topic, partition), id, sequence).
 func GuardNamespace(group, topic string, partition int32) string {

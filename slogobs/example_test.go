@@ -12,7 +12,7 @@ import (
 // Give each store its own observer, named after it, on one logger:
 //
 //	store, err := lwt.NewStore(session, lwt.IdempotencyKeys("cassdedup"), lwt.WithObserver(obs))
-//	guard, err := events.NewGuard(session, events.WithObserver(consumerObs))
+//	g, err := guard.New(session, guard.WithObserver(consumerObs))
 func ExampleNew() {
 	logger := slog.New(slog.NewTextHandler(os.Stdout, &slog.HandlerOptions{
 		ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {

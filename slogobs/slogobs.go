@@ -1,6 +1,6 @@
 // Package slogobs logs what cassdedup's stores do to a log/slog logger: call [New](logger, name)
 // and pass the [Observer] to a store's WithObserver option. It is one lwt.Observer that every
-// store takes (lwt.Store, events.Log and events.Guard, counters.Store), each labelled with the
+// store takes (lwt.Store, events.Log and guard.Guard, counters.Store), each labelled with the
 // name given to New, so one log shows them all.
 //
 // By default routine events (claims, completions, replays, every LWT) are logged at Debug,

@@ -15,6 +15,7 @@ import (
 
 	"github.com/cassdedup/cassdedup/counters"
 	"github.com/cassdedup/cassdedup/events"
+	"github.com/cassdedup/cassdedup/guard"
 	"github.com/cassdedup/cassdedup/internal/testnode"
 	"github.com/cassdedup/cassdedup/lwt"
 	"github.com/cassdedup/cassdedup/slogobs"
@@ -116,9 +117,9 @@ func TestEveryStoreLogsThroughOneObserverType(t *testing.T) {
 		_, err = store.ExecuteOnce(ctx, lwt.IdempotencyKey("ns", "k"), func(context.Context) ([]byte, error) { return nil, nil })
 		require.NoError(t, err)
 	}
-	guard, err := events.NewGuard(session, events.WithKeyspace(ks), events.WithObserver(obs("consumer")))
+	g, err := guard.New(session, guard.WithKeyspace(ks), guard.WithObserver(obs("consumer")))
 	require.NoError(t, err)
-	_, err = guard.Process(ctx, events.Message{Scope: events.Scope{Group: "g", Topic: "t"}, ID: "m"}, func(context.Context, events.Message) error { return nil })
+	_, err = g.Process(ctx, guard.Message{Scope: guard.Scope{Group: "g", Topic: "t"}, ID: "m"}, func(context.Context, guard.Message) error { return nil })
 	require.NoError(t, err)
 	log, err := events.NewLog(session, events.WithKeyspace(ks), events.WithObserver(obs("pageviews")))
 	require.NoError(t, err)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/cassdedup/cassdedup/counters"
 	"github.com/cassdedup/cassdedup/events"
+	"github.com/cassdedup/cassdedup/guard"
 	"github.com/cassdedup/cassdedup/internal/connect"
 	"github.com/cassdedup/cassdedup/lwt"
 	"github.com/cassdedup/cassdedup/outbox"
@@ -187,7 +188,7 @@ func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 var usageErrors = []error{
 	connect.ErrUsage, errUsage, schema.ErrInvalidIdentifier, schema.ErrInvalidReplication, schema.ErrReplicationUnavailable,
 	lwt.ErrInvalidKey, lwt.ErrInvalidOption, lwt.ErrInvalidArgument,
-	events.ErrInvalidMessage, events.ErrInvalidCounter, events.ErrInvalidOption,
+	guard.ErrInvalidMessage, guard.ErrInvalidOption, events.ErrInvalidCounter, events.ErrInvalidOption,
 	counters.ErrInvalidCounter, counters.ErrInvalidOpID, counters.ErrInvalidOption,
 	outbox.ErrInvalidOption,
 }

@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/cassdedup/cassdedup/events"
+	"github.com/cassdedup/cassdedup/guard"
 	"github.com/cassdedup/cassdedup/internal/testnode"
 	"github.com/cassdedup/cassdedup/lwt"
 )
@@ -98,13 +98,13 @@ func TestHostileIDsAreEscaped(t *testing.T) {
 	t.Parallel()
 	session, ks := testnode.NewSession(t)
 	ctx := context.Background()
-	g, err := events.NewGuard(session, events.WithKeyspace(ks))
+	g, err := guard.New(session, guard.WithKeyspace(ks))
 	require.NoError(t, err)
 	store, err := lwt.NewStore(session, lwt.IdempotencyKeys(ks))
 	require.NoError(t, err)
-	scope := events.Scope{Group: "billing", Topic: "invoices", Partition: 1}
+	scope := guard.Scope{Group: "billing", Topic: "invoices", Partition: 1}
 	for _, id := range hostile {
-		_, err := g.Process(ctx, events.Message{Scope: scope, ID: id}, func(context.Context, events.Message) error {
+		_, err := g.Process(ctx, guard.Message{Scope: scope, ID: id}, func(context.Context, guard.Message) error {
 			return fmt.Errorf("failed on \x1b]0;pwned\a%s", id)
 		})
 		require.Error(t, err)

@@ -12,7 +12,7 @@ import (
 
 	"github.com/gocql/gocql"
 
-	"github.com/cassdedup/cassdedup/events"
+	"github.com/cassdedup/cassdedup/guard"
 	"github.com/cassdedup/cassdedup/lwt"
 )
 
@@ -144,13 +144,13 @@ type guardFlags struct {
 func (g *guardFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&g.records, "table", "processed_messages", "the guard's record table")
 	fs.StringVar(&g.byScope, "index-table", "processed_messages_by_scope", "the by-scope index table of earlier releases (still read)")
-	fs.DurationVar(&g.retention, "retention", events.DefaultRetention, "the guard's retention (events.WithRetention)")
+	fs.DurationVar(&g.retention, "retention", guard.DefaultRetention, "the guard's retention (guard.WithRetention)")
 }
 
-func (e *env) guard(g *guardFlags) (*events.Guard, error) {
+func (e *env) guard(g *guardFlags) (*guard.Guard, error) {
 	cl, serial := e.consistencies()
-	return events.NewGuard(e.session, events.WithKeyspace(e.keyspace), events.WithConsistency(cl),
-		events.WithSerialConsistency(serial), events.WithMessageTables(g.records, g.byScope), events.WithRetention(g.retention))
+	return guard.New(e.session, guard.WithKeyspace(e.keyspace), guard.WithConsistency(cl),
+		guard.WithSerialConsistency(serial), guard.WithMessageTables(g.records, g.byScope), guard.WithRetention(g.retention))
 }
 
 // target is what a get, release or purge acts on: a key of an lwt table or a guard's message.
@@ -198,12 +198,12 @@ func messageTarget(e *env, gf *guardFlags, args []string) (target, error) {
 	}, nil
 }
 
-func parseScope(args []string) (events.Scope, error) {
+func parseScope(args []string) (guard.Scope, error) {
 	p, err := strconv.ParseInt(args[2], 10, 32)
 	if err != nil || p < 0 {
-		return events.Scope{}, fmt.Errorf("%w: partition %q must be a non-negative integer", errUsage, args[2])
+		return guard.Scope{}, fmt.Errorf("%w: partition %q must be a non-negative integer", errUsage, args[2])
 	}
-	return events.Scope{Group: args[0], Topic: args[1], Partition: int32(p)}, nil
+	return guard.Scope{Group: args[0], Topic: args[1], Partition: int32(p)}, nil
 }
 
 // getCommand, releaseCommand and purgeCommand make the three verbs for keys and for messages.

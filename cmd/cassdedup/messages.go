@@ -6,7 +6,7 @@ import (
 	"io"
 	"time"
 
-	"github.com/cassdedup/cassdedup/events"
+	"github.com/cassdedup/cassdedup/guard"
 	"github.com/cassdedup/cassdedup/lwt"
 )
 
@@ -42,7 +42,7 @@ var messagesListCommand = &command{
 				return err
 			}
 			var out []messageView
-			truncated, err := ended(g.ListMessages(ctx, scope, l.from(time.Now()), collect(&l, &out, func(m events.MessageRecord) messageView {
+			truncated, err := ended(g.ListMessages(ctx, scope, l.from(time.Now()), collect(&l, &out, func(m guard.MessageRecord) messageView {
 				v := messageView{ID: m.ID, Hour: m.Hour.UTC(), Status: "(no record)"}
 				if r := m.Record; r != nil {
 					v.Status, v.Attempts, v.Fence, v.UpdatedAt = string(r.Status), r.Attempts, r.Fence, tptr(r.UpdatedAt)

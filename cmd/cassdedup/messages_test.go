@@ -12,6 +12,7 @@ import (
 
 	"github.com/cassdedup/cassdedup/counters"
 	"github.com/cassdedup/cassdedup/events"
+	"github.com/cassdedup/cassdedup/guard"
 	"github.com/cassdedup/cassdedup/internal/faultproxy"
 	"github.com/cassdedup/cassdedup/internal/testnode"
 )
@@ -20,15 +21,15 @@ func TestMessageCommands(t *testing.T) {
 	t.Parallel()
 	session, ks := testnode.NewSession(t)
 	ctx := context.Background()
-	g, err := events.NewGuard(session, events.WithKeyspace(ks))
+	g, err := guard.New(session, guard.WithKeyspace(ks))
 	require.NoError(t, err)
-	scope := events.Scope{Group: "billing", Topic: "invoices", Partition: 2}
+	scope := guard.Scope{Group: "billing", Topic: "invoices", Partition: 2}
 	for i := range 5 {
-		_, err := g.Process(ctx, events.Message{Scope: scope, ID: fmt.Sprint("inv-", i)}, func(context.Context, events.Message) error { return nil })
+		_, err := g.Process(ctx, guard.Message{Scope: scope, ID: fmt.Sprint("inv-", i)}, func(context.Context, guard.Message) error { return nil })
 		require.NoError(t, err)
 	}
 	for range 3 {
-		_, err := g.Process(ctx, events.Message{Scope: scope, ID: "inv-flaky"}, func(context.Context, events.Message) error { return errors.New("smtp down") })
+		_, err := g.Process(ctx, guard.Message{Scope: scope, ID: "inv-flaky"}, func(context.Context, guard.Message) error { return errors.New("smtp down") })
 		require.Error(t, err)
 	}
 	args := func(a ...string) []string { return append(a, "-keyspace", ks) }
@@ -67,7 +68,7 @@ func TestMessageCommands(t *testing.T) {
 	assert.Equal(t, "COMPLETED", v.Status, "the dry run wrote nothing")
 	assert.Contains(t, ok(t, args("message", "release", "billing", "invoices", "2", "inv-3", "-yes")...), "RELEASED: the next attempt claims it again with fence 2")
 	ran := false
-	_, err = g.Process(ctx, events.Message{Scope: scope, ID: "inv-3"}, func(context.Context, events.Message) error { ran = true; return nil })
+	_, err = g.Process(ctx, guard.Message{Scope: scope, ID: "inv-3"}, func(context.Context, guard.Message) error { ran = true; return nil })
 	require.NoError(t, err)
 	assert.True(t, ran, "the released message ran again on its next delivery")
 	assert.Contains(t, ok(t, args("message", "purge", "billing", "invoices", "2", "inv-flaky")...), "purged  billing invoices 2 inv-flaky")

@@ -16,8 +16,8 @@ import (
 
 	"github.com/gocql/gocql"
 
-	"github.com/cassdedup/cassdedup/events"
 	"github.com/cassdedup/cassdedup/examples/internal/exampledb"
+	"github.com/cassdedup/cassdedup/guard"
 )
 
 func main() { exampledb.Print("consumer", run) }
@@ -30,17 +30,17 @@ type summary struct {
 // run delivers 200 payments three times each over two consumers; every 10th payment's handler
 // fails on its first run, so the broker has to redeliver it.
 func run(ctx context.Context, session *gocql.Session, keyspace string, out io.Writer) (summary, error) {
-	guard, err := events.NewGuard(session, events.WithKeyspace(keyspace), events.WithMaxAttempts(3))
+	g, err := guard.New(session, guard.WithKeyspace(keyspace), guard.WithMaxAttempts(3))
 	if err != nil {
 		return summary{}, err
 	}
-	scope := events.Scope{Group: "billing", Topic: fmt.Sprintf("payments-%d", time.Now().UnixNano()), Partition: 0}
+	scope := guard.Scope{Group: "billing", Topic: fmt.Sprintf("payments-%d", time.Now().UnixNano()), Partition: 0}
 	var (
 		s        summary
 		failOnce sync.Map // ids whose handler already failed once
 		applied  sync.Map // the side effect: id -> times applied
 	)
-	handler := func(ctx context.Context, m events.Message) error {
+	handler := func(ctx context.Context, m guard.Message) error {
 		if n := idNumber(m.ID); n%10 == 0 {
 			if _, failed := failOnce.LoadOrStore(m.ID, true); !failed {
 				return errors.New("card network timeout") // retryable: leave it for redelivery
@@ -51,10 +51,10 @@ func run(ctx context.Context, session *gocql.Session, keyspace string, out io.Wr
 		return nil
 	}
 
-	queue := make(chan events.Message, 1000)
+	queue := make(chan guard.Message, 1000)
 	for round := 0; round < 3; round++ { // every message delivered three times
 		for i := 0; i < 200; i++ {
-			queue <- events.Message{Scope: scope, ID: fmt.Sprintf("pay-%d", i), Payload: []byte(`{"amount":100}`)}
+			queue <- guard.Message{Scope: scope, ID: fmt.Sprintf("pay-%d", i), Payload: []byte(`{"amount":100}`)}
 		}
 	}
 	close(queue)
@@ -68,7 +68,7 @@ func run(ctx context.Context, session *gocql.Session, keyspace string, out io.Wr
 			defer wg.Done()
 			for m := range queue {
 				atomic.AddInt64(&s.deliveries, 1)
-				again, err := deliver(ctx, guard, m, handler)
+				again, err := deliver(ctx, g, m, handler)
 				atomic.AddInt64(&s.redeliveries, int64(again))
 				if err != nil {
 					mu.Lock()
@@ -96,15 +96,15 @@ func run(ctx context.Context, session *gocql.Session, keyspace string, out io.Wr
 // deliver is what a consumer loop does with one delivery: process it through the guard, and
 // when the guard says to leave it for later, do what the broker would do — deliver it again.
 // It returns how many times it had to deliver again.
-func deliver(ctx context.Context, guard *events.Guard, m events.Message, h events.Handler) (again int, err error) {
+func deliver(ctx context.Context, g *guard.Guard, m guard.Message, h guard.Handler) (again int, err error) {
 	for ; ; again++ {
-		outcome, err := guard.Process(ctx, m, h)
+		outcome, err := g.Process(ctx, m, h)
 		switch {
 		case err == nil: // Processed, or a Duplicate of a processed message: acknowledge
 			return again, nil
-		case errors.Is(err, events.ErrPoison):
+		case errors.Is(err, guard.ErrPoison):
 			return again, fmt.Errorf("%s is poison: %w", m.ID, err)
-		case outcome == events.Failed || outcome == events.InProgress:
+		case outcome == guard.Failed || outcome == guard.InProgress:
 			time.Sleep(20 * time.Millisecond) // the broker's redelivery delay
 		default:
 			return again, err

@@ -12,7 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/cassdedup/cassdedup/bloom"
-	"github.com/cassdedup/cassdedup/events"
+	"github.com/cassdedup/cassdedup/guard"
 	"github.com/cassdedup/cassdedup/lwt"
 )
 
@@ -48,7 +48,7 @@ func (c *consumer) line() string {
 // consumer is one member of the group.
 type consumer struct {
 	cfg    consumerConfig
-	guard  *events.Guard
+	guard  *guard.Guard
 	fx     effects
 	out    io.Writer
 	t      tally
@@ -113,8 +113,8 @@ func consume(ctx context.Context, c *consumer) error {
 
 // message turns a record into the guard's message: the id from the producer's header, the
 // time the producer set.
-func (c *consumer) message(r *kgo.Record) (events.Message, error) {
-	m := events.Message{Scope: events.Scope{Group: c.cfg.group, Topic: r.Topic, Partition: r.Partition},
+func (c *consumer) message(r *kgo.Record) (guard.Message, error) {
+	m := guard.Message{Scope: guard.Scope{Group: c.cfg.group, Topic: r.Topic, Partition: r.Partition},
 		Payload: r.Value, Time: r.Timestamp}
 	for _, h := range r.Headers {
 		if h.Key == idHeader {
@@ -131,7 +131,7 @@ func (c *consumer) message(r *kgo.Record) (events.Message, error) {
 // acknowledged, redelivering in place those another consumer holds or whose handler failed.
 func (c *consumer) process(ctx context.Context, partition int32, records []*kgo.Record) error {
 	c.t.polled.Add(int64(len(records)))
-	msgs := make([]events.Message, len(records))
+	msgs := make([]guard.Message, len(records))
 	for i, r := range records {
 		m, err := c.message(r)
 		if err != nil {
@@ -144,19 +144,19 @@ func (c *consumer) process(ctx context.Context, partition int32, records []*kgo.
 		if err != nil {
 			return err
 		}
-		var again []events.Message
+		var again []guard.Message
 		for i, o := range outcomes {
 			switch o.Outcome {
-			case events.Processed:
+			case guard.Processed:
 				c.t.processed.Add(1)
-			case events.Duplicate:
+			case guard.Duplicate:
 				c.t.duplicate.Add(1)
 				if !isProducerDuplicate(msgs[i].ID, c.cfg.dupEvery) {
 					c.t.redelivered.Add(1) // only a redelivery can find this id processed
 				}
-			case events.Poison:
+			case guard.Poison:
 				c.t.poison.Add(1) // a real consumer would dead-letter it here
-			case events.InProgress:
+			case guard.InProgress:
 				c.t.inProgress.Add(1)
 				again = append(again, msgs[i])
 			default:
@@ -175,21 +175,21 @@ func (c *consumer) process(ctx context.Context, partition int32, records []*kgo.
 
 // deliver hands msgs to the guard: one ProcessBatch, or, with the Bloom fast path, one Process
 // per message.
-func (c *consumer) deliver(ctx context.Context, msgs []events.Message) ([]events.BatchResult, error) {
+func (c *consumer) deliver(ctx context.Context, msgs []guard.Message) ([]guard.BatchResult, error) {
 	if !c.cfg.bloom {
 		return c.guard.ProcessBatch(ctx, msgs, c.handle)
 	}
-	out := make([]events.BatchResult, len(msgs))
+	out := make([]guard.BatchResult, len(msgs))
 	for i, m := range msgs {
 		o, err := c.guard.Process(ctx, m, c.handle)
-		out[i] = events.BatchResult{Outcome: o, Err: err}
+		out[i] = guard.BatchResult{Outcome: o, Err: err}
 	}
 	return out, nil
 }
 
 // handle is the side effect: the effect row, fenced by the claim's token (0 on the fast path,
 // which has no claim), and the run counter.
-func (c *consumer) handle(ctx context.Context, m events.Message) error {
+func (c *consumer) handle(ctx context.Context, m guard.Message) error {
 	if c.cfg.stallAfter > 0 && c.t.processed.Load() >= c.cfg.stallAfter && c.stalls.Add(1) == 4 {
 		fmt.Fprintf(c.out, "stalled %s in the handler of %s\n", c.cfg.name, m.ID)
 		<-ctx.Done() // run kills this process now, with three handlers of the poll done
@@ -207,7 +207,7 @@ func (c *consumer) handle(ctx context.Context, m events.Message) error {
 func (c *consumer) assigned(ctx context.Context, cl *kgo.Client, parts map[string][]int32) {
 	_, generation := cl.GroupMetadata()
 	for _, p := range parts[c.cfg.topic] {
-		scope := events.Scope{Group: c.cfg.group, Topic: c.cfg.topic, Partition: p}
+		scope := guard.Scope{Group: c.cfg.group, Topic: c.cfg.topic, Partition: p}
 		pre, err := bloom.NewPreCheck(fmt.Sprintf("%s/%s/%d", scope.Group, scope.Topic, p),
 			// The default horizon (1 h): Kafka's record timestamps let the pre-check vouch for
 			// messages within it; older ones take the LWT path.
@@ -228,7 +228,7 @@ func (c *consumer) assigned(ctx context.Context, cl *kgo.Client, parts map[strin
 // revoked turns the fast path off before the partitions can reach another member.
 func (c *consumer) revoked(_ context.Context, _ *kgo.Client, parts map[string][]int32) {
 	for _, p := range parts[c.cfg.topic] {
-		c.guard.Disown(events.Scope{Group: c.cfg.group, Topic: c.cfg.topic, Partition: p})
+		c.guard.Disown(guard.Scope{Group: c.cfg.group, Topic: c.cfg.topic, Partition: p})
 		c.mu.Lock()
 		delete(c.owned, p)
 		c.mu.Unlock()

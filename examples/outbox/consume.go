@@ -11,13 +11,14 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/cassdedup/cassdedup/events"
+	"github.com/cassdedup/cassdedup/guard"
 	"github.com/cassdedup/cassdedup/outbox/kafkapub"
 )
 
 // consume reads the topic as one member of group and runs each partition's records of a poll
 // through the batched guard, keyed by the event id, committing offsets only once every record
 // was processed or found a duplicate.
-func (c *chain) consume(ctx context.Context, topic, group string, guard *events.Guard, logc *events.Log) error {
+func (c *chain) consume(ctx context.Context, topic, group string, g *guard.Guard, logc *events.Log) error {
 	opts := []kgo.Opt{kgo.SeedBrokers(c.cfg.brokers...), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
 		kgo.DisableAutoCommit(), kgo.BlockRebalanceOnPoll(), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.FetchMaxWait(100 * time.Millisecond)}
@@ -29,7 +30,7 @@ func (c *chain) consume(ctx context.Context, topic, group string, guard *events.
 		return err
 	}
 	defer cl.CloseAllowingRebalance()
-	handle := func(ctx context.Context, m events.Message) error {
+	handle := func(ctx context.Context, m guard.Message) error {
 		var o order
 		if err := json.Unmarshal(m.Payload, &o); err != nil {
 			return err
@@ -77,7 +78,7 @@ func (c *chain) consume(ctx context.Context, topic, group string, guard *events.
 		var perr error
 		fetches.EachPartition(func(p kgo.FetchTopicPartition) {
 			if perr == nil && len(p.Records) > 0 {
-				perr = c.process(ctx, group, p.Records, guard, handle)
+				perr = c.process(ctx, group, p.Records, g, handle)
 			}
 		})
 		if perr != nil {
@@ -92,14 +93,14 @@ func (c *chain) consume(ctx context.Context, topic, group string, guard *events.
 }
 
 // process delivers records until each is processed or a duplicate.
-func (c *chain) process(ctx context.Context, group string, records []*kgo.Record, guard *events.Guard, handle events.Handler) error {
+func (c *chain) process(ctx context.Context, group string, records []*kgo.Record, g *guard.Guard, handle guard.Handler) error {
 	c.consumed.Add(int64(len(records)))
 	if c.report != nil {
 		c.report.say(Line{Event: "consumed", N: len(records)})
 	}
-	msgs := make([]events.Message, 0, len(records))
+	msgs := make([]guard.Message, 0, len(records))
 	for _, r := range records {
-		m := events.Message{Scope: events.Scope{Group: group, Topic: r.Topic, Partition: r.Partition}, Payload: r.Value, Time: r.Timestamp}
+		m := guard.Message{Scope: guard.Scope{Group: group, Topic: r.Topic, Partition: r.Partition}, Payload: r.Value, Time: r.Timestamp}
 		for _, h := range r.Headers {
 			if h.Key == kafkapub.IDHeader {
 				m.ID = string(h.Value)
@@ -111,13 +112,13 @@ func (c *chain) process(ctx context.Context, group string, records []*kgo.Record
 		msgs = append(msgs, m)
 	}
 	for len(msgs) > 0 && ctx.Err() == nil {
-		res, err := guard.ProcessBatch(ctx, msgs, handle)
+		res, err := g.ProcessBatch(ctx, msgs, handle)
 		if err != nil {
 			return err
 		}
-		var again []events.Message
+		var again []guard.Message
 		for i, r := range res {
-			if r.Outcome != events.Processed && r.Outcome != events.Duplicate {
+			if r.Outcome != guard.Processed && r.Outcome != guard.Duplicate {
 				again = append(again, msgs[i])
 			}
 		}

@@ -17,7 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/cassdedup/cassdedup/events"
+	"github.com/cassdedup/cassdedup/guard"
 	"github.com/cassdedup/cassdedup/outbox"
 	"github.com/cassdedup/cassdedup/outbox/kafkapub"
 )
@@ -177,12 +177,12 @@ func runConsumer(ctx context.Context, session *gocql.Session, cfg roleConfig, re
 	if err != nil {
 		return err
 	}
-	guard, err := events.NewGuard(session, events.WithKeyspace(cfg.keyspace), events.WithLease(5*time.Second))
+	g, err := guard.New(session, guard.WithKeyspace(cfg.keyspace), guard.WithLease(5*time.Second))
 	if err != nil {
 		return err
 	}
 	for ctx.Err() == nil {
-		err := c.consume(ctx, cfg.topic, cfg.group, guard, logc)
+		err := c.consume(ctx, cfg.topic, cfg.group, g, logc)
 		if err == nil || ctx.Err() != nil {
 			continue
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/cassdedup/cassdedup/events"
+	"github.com/cassdedup/cassdedup/guard"
 	"github.com/cassdedup/cassdedup/httpidem"
 	"github.com/cassdedup/cassdedup/lwt"
 	"github.com/cassdedup/cassdedup/outbox"
@@ -116,7 +117,7 @@ func run(ctx context.Context, session *gocql.Session, cfg config, out io.Writer)
 	if err != nil {
 		return Summary{}, err
 	}
-	guard, err := events.NewGuard(session, events.WithKeyspace(cfg.keyspace), events.WithLease(5*time.Second))
+	g, err := guard.New(session, guard.WithKeyspace(cfg.keyspace), guard.WithLease(5*time.Second))
 	if err != nil {
 		return Summary{}, err
 	}
@@ -132,7 +133,7 @@ func run(ctx context.Context, session *gocql.Session, cfg config, out io.Writer)
 	}()
 	go func() {
 		defer wg.Done()
-		if err := c.consume(bg, topic, "billing-"+suffix, guard, logc); err != nil && bg.Err() == nil {
+		if err := c.consume(bg, topic, "billing-"+suffix, g, logc); err != nil && bg.Err() == nil {
 			errs <- err
 		}
 	}()

@@ -11,7 +11,6 @@ import (
 	"github.com/gocql/gocql"
 	"github.com/stretchr/testify/assert"
 
-	"github.com/cassdedup/cassdedup/events"
 	"github.com/cassdedup/cassdedup/lwt"
 )
 
@@ -27,7 +26,7 @@ type pair struct {
 
 func newPair(t *testing.T, ks, prefix string, clients []client) *pair {
 	ow := onceWork(t, ks, clients)
-	cw, cons := consumerWork(t, ks, prefix+"messages", clients)
+	cw, cons := consumerWork(t, ks, prefix+"messages", clients, gocql.Quorum, gocql.Serial)
 	p := &pair{once: newDriver(prefix+"once", ow), consume: newDriver(prefix+"guard", cw), consumer: cons}
 	p.once.rate, p.consume.rate = 25, 15
 	return p
@@ -229,14 +228,13 @@ func TestTwoDatacentres(t *testing.T) {
 	all := c.session(c.config(nil))
 	local := []lwt.Option{lwt.WithConsistency(gocql.LocalQuorum), lwt.WithSerialConsistency(gocql.LocalSerial)}
 	global := []lwt.Option{lwt.WithConsistency(gocql.Quorum), lwt.WithSerialConsistency(gocql.Serial)}
-	localEvents := []events.Option{events.WithConsistency(gocql.LocalQuorum), events.WithSerialConsistency(gocql.LocalSerial)}
 
 	own := []*driver{
 		newDriver("dc1-once", onceWork(t, ks, []client{{"dc1", dc1}}, local...)),
 		newDriver("dc2-once", onceWork(t, ks, []client{{"dc2", dc2}}, local...)),
 	}
-	w1, cons1 := consumerWork(t, ks, "dc1-messages", []client{{"dc1", dc1}}, localEvents...)
-	w2, cons2 := consumerWork(t, ks, "dc2-messages", []client{{"dc2", dc2}}, localEvents...)
+	w1, cons1 := consumerWork(t, ks, "dc1-messages", []client{{"dc1", dc1}}, gocql.LocalQuorum, gocql.LocalSerial)
+	w2, cons2 := consumerWork(t, ks, "dc2-messages", []client{{"dc2", dc2}}, gocql.LocalQuorum, gocql.LocalSerial)
 	guards := []*driver{newDriver("dc1-guard", w1), newDriver("dc2-guard", w2)}
 	sharedSerial := newDriver("both-serial", onceWork(t, ks, []client{{"dc1", dc1}, {"dc2", dc2}}, global...))
 	sharedLocal := newDriver("both-local", onceWork(t, ks, []client{{"dc1", dc1}, {"dc2", dc2}}, local...))

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cassdedup/cassdedup/events"
+	"github.com/cassdedup/cassdedup/guard"
 	"github.com/cassdedup/cassdedup/lwt"
 )
 
@@ -62,22 +63,23 @@ type consumer struct {
 
 // consumerWork processes one delivery of the message named key through a guard of a client
 // picked at random.
-func consumerWork(t *testing.T, ks, counter string, clients []client, opts ...events.Option) (work, *consumer) {
+func consumerWork(t *testing.T, ks, counter string, clients []client, cl gocql.Consistency, sc gocql.SerialConsistency) (work, *consumer) {
 	t.Helper()
 	type proc struct {
 		via   string
-		guard *events.Guard
+		guard *guard.Guard
 		log   *events.Log
 	}
-	base := append([]events.Option{events.WithKeyspace(ks)}, opts...)
 	var procs []proc
 	for _, c := range clients {
 		for range 4 {
-			g, err := events.NewGuard(c.session, append(base, events.WithLease(testLease), events.WithMaxAttempts(1000))...)
+			g, err := guard.New(c.session, guard.WithKeyspace(ks), guard.WithConsistency(cl),
+				guard.WithSerialConsistency(sc), guard.WithLease(testLease), guard.WithMaxAttempts(1000))
 			require.NoError(t, err)
 			// Every event carries the workload's start time and is recorded throughout the
 			// scenario: the grace period admits it for the whole run.
-			l, err := events.NewLog(c.session, append(base, events.WithGracePeriod(time.Hour))...)
+			l, err := events.NewLog(c.session, events.WithKeyspace(ks), events.WithConsistency(cl),
+				events.WithSerialConsistency(sc), events.WithGracePeriod(time.Hour))
 			require.NoError(t, err)
 			procs = append(procs, proc{c.via, g, l})
 		}
@@ -87,8 +89,8 @@ func consumerWork(t *testing.T, ks, counter string, clients []client, opts ...ev
 		p := procs[rand.IntN(len(procs))]
 		h := fnv.New32a()
 		h.Write([]byte(key))
-		m := events.Message{Scope: events.Scope{Group: "cluster", Topic: "orders", Partition: int32(h.Sum32() % 4)}, ID: key}
-		_, err := p.guard.Process(ctx, m, func(ctx context.Context, m events.Message) error {
+		m := guard.Message{Scope: guard.Scope{Group: "cluster", Topic: "orders", Partition: int32(h.Sum32() % 4)}, ID: key}
+		_, err := p.guard.Process(ctx, m, func(ctx context.Context, m guard.Message) error {
 			ran()
 			return p.log.Record(ctx, events.Event{Counter: counter, ID: m.ID, Delta: 1, Time: at})
 		})

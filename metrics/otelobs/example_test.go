@@ -5,7 +5,7 @@ import (
 
 	"github.com/gocql/gocql"
 
-	"github.com/cassdedup/cassdedup/events"
+	"github.com/cassdedup/cassdedup/guard"
 	"github.com/cassdedup/cassdedup/lwt"
 	"github.com/cassdedup/cassdedup/metrics/otelobs"
 )
@@ -25,9 +25,9 @@ func ExampleNew() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	guard, err := events.NewGuard(session, events.WithObserver(consumer))
+	g, err := guard.New(session, guard.WithObserver(consumer))
 	if err != nil {
 		log.Fatal(err)
 	}
-	_, _ = store, guard
+	_, _ = store, g
 }

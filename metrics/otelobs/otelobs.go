@@ -3,7 +3,7 @@
 // the claim, the run and the commit of every ExecuteOnce. It lives in a module of its own, so
 // the library's importers do not get OpenTelemetry unless they ask.
 //
-// New returns one lwt.Observer per store (an lwt.Store, an events.Log or events.Guard, a
+// New returns one lwt.Observer per store (an lwt.Store, an events.Log or guard.Guard, a
 // counters.Store), labelled with the store's name. Its instruments, with the attributes store,
 // op, result and kind everywhere, as the Prometheus adapter's labels:
 //

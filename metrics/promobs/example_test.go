@@ -8,7 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/cassdedup/cassdedup/events"
+	"github.com/cassdedup/cassdedup/guard"
 	"github.com/cassdedup/cassdedup/lwt"
 	"github.com/cassdedup/cassdedup/metrics/promobs"
 )
@@ -25,10 +25,10 @@ func ExampleMetrics_Observer() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	guard, err := events.NewGuard(session, events.WithObserver(metrics.Observer("invoice-consumer")))
+	g, err := guard.New(session, guard.WithObserver(metrics.Observer("invoice-consumer")))
 	if err != nil {
 		log.Fatal(err)
 	}
-	_, _ = store, guard
+	_, _ = store, g
 	http.Handle("/metrics", promhttp.Handler())
 }

@@ -4,7 +4,7 @@
 // client unless they ask.
 //
 // A Metrics is one prometheus.Collector; Metrics.Observer gives each store (an lwt.Store, an
-// events.Log or events.Guard, a counters.Store) an lwt.Observer that labels its series with the
+// events.Log or guard.Guard, a counters.Store) an lwt.Observer that labels its series with the
 // store's name. The metrics, with the labels store, op, result and kind everywhere:
 //
 //	cassdedup_lwt_duration_seconds{store,op,result}     histogram of conditional writes and serial

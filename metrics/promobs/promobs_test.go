@@ -19,6 +19,7 @@ import (
 
 	"github.com/cassdedup/cassdedup/counters"
 	"github.com/cassdedup/cassdedup/events"
+	"github.com/cassdedup/cassdedup/guard"
 	"github.com/cassdedup/cassdedup/internal/testnode"
 	"github.com/cassdedup/cassdedup/lwt"
 	"github.com/cassdedup/cassdedup/metrics/promobs"
@@ -86,11 +87,11 @@ func TestCollectorAfterAKnownSequence(t *testing.T) {
 	_, err = store.ExecuteOnce(ctx, lwt.IdempotencyKey("t", "k2"), func(context.Context) ([]byte, error) { return nil, failing })
 	require.ErrorIs(t, err, failing) // claim, release
 
-	guard, err := events.NewGuard(session, events.WithKeyspace(ks), events.WithObserver(m.Observer("consumer")))
+	g, err := guard.New(session, guard.WithKeyspace(ks), guard.WithObserver(m.Observer("consumer")))
 	require.NoError(t, err)
-	msg := events.Message{Scope: events.Scope{Group: "g", Topic: "t"}, ID: "m1"}
+	msg := guard.Message{Scope: guard.Scope{Group: "g", Topic: "t"}, ID: "m1"}
 	for range 2 { // processed, then a duplicate
-		_, err = guard.Process(ctx, msg, func(context.Context, events.Message) error { return nil })
+		_, err = g.Process(ctx, msg, func(context.Context, guard.Message) error { return nil })
 		require.NoError(t, err)
 	}
 	log, err := events.NewLog(session, events.WithKeyspace(ks), events.WithObserver(m.Observer("pageviews")))

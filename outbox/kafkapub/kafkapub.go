@@ -5,7 +5,7 @@
 //
 // A record carries the event's key (its id when the event has none) for partitioning, the
 // payload as its value, the event's staging time as its timestamp (the same on every
-// republication, so a consumer that windows by message time, such as events.Guard's batches,
+// republication, so a consumer that windows by message time, such as guard.Guard's batches,
 // meets a republished event in the same window), and the headers IDHeader, TypeHeader,
 // SeqHeader and the event's own. A Publisher is safe for concurrent use.
 package kafkapub

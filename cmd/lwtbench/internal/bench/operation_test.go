@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/cassdedup/cassdedup/events"
+	"github.com/cassdedup/cassdedup/guard"
 	"github.com/cassdedup/cassdedup/lwt"
 )
 
@@ -25,7 +25,7 @@ func TestCatalogNamesAreUniqueAndComplete(t *testing.T) {
 		assert.NotContains(t, s.Name, ",", "names are listed comma-separated in -ops")
 		// The namespace is a key value (a consumer group for guard): it must fit both limits.
 		ns := Env{RunID: newRunID(time.Now())}.Namespace(s.Name)
-		assert.LessOrEqual(t, len(ns), min(lwt.DefaultMaxKeyLength, events.MaxMessageField))
+		assert.LessOrEqual(t, len(ns), min(lwt.DefaultMaxKeyLength, guard.MaxMessageField))
 	}
 	for _, want := range []string{"insert", "lwt-new", "lwt-dup", "once-new", "once-dup-node", "once-dup-cache", "guard", "bloom", "http-bare", "http-new", "http-dup"} {
 		assert.True(t, seen[want], "%s is in the catalog", want)
@@ -63,11 +63,11 @@ func TestCheckReplay(t *testing.T) {
 }
 
 func TestCheckProcessed(t *testing.T) {
-	assert.NoError(t, checkProcessed(events.Processed, true))
-	err := checkProcessed(events.Duplicate, false)
+	assert.NoError(t, checkProcessed(guard.Processed, true))
+	err := checkProcessed(guard.Duplicate, false)
 	assert.ErrorIs(t, err, errUnexpectedOutcome)
 	assert.True(t, strings.Contains(err.Error(), "duplicate"), err.Error())
-	assert.ErrorIs(t, checkProcessed(events.Processed, false), errUnexpectedOutcome)
+	assert.ErrorIs(t, checkProcessed(guard.Processed, false), errUnexpectedOutcome)
 }
 
 func TestCheckHTTPAnswer(t *testing.T) {
@@ -82,7 +82,7 @@ func TestCheckHTTPAnswer(t *testing.T) {
 func TestUnexpectedOutcomeCountsAsError(t *testing.T) {
 	// A wrong answer must never pass for a fast success, nor for a timeout.
 	assert.Equal(t, outcomeError, classify(checkReplay(lwt.Result{}, false)))
-	assert.Equal(t, outcomeError, classify(checkProcessed(events.Duplicate, false)))
+	assert.Equal(t, outcomeError, classify(checkProcessed(guard.Duplicate, false)))
 }
 
 func TestSmallLatenciesAndRatiosStayReadable(t *testing.T) {

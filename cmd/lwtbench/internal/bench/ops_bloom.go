@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/cassdedup/cassdedup/bloom"
-	"github.com/cassdedup/cassdedup/events"
+	"github.com/cassdedup/cassdedup/guard"
 	"github.com/cassdedup/cassdedup/lwt"
 )
 
@@ -22,7 +22,7 @@ import (
 // A request counts as an answer only if it took the fast path: a pre-check false positive, a
 // cold filter or a lost ownership sends a message to the LWT path, and timing that as "bloom"
 // would report the LWT's latency under the fast path's name. The handler tells the two apart by
-// the claim in its context, which only the LWT path gives it (see events.Guard).
+// the claim in its context, which only the LWT path gives it (see guard.Guard).
 
 const (
 	// bloomEpoch is the ownership epoch of every scope: each is owned once, for the whole run.
@@ -51,13 +51,13 @@ const (
 // errNotFastPath marks a request that took the LWT path: a wrong answer for this operation.
 var errNotFastPath = fmt.Errorf("%w: the message took the LWT path, not the fast path", errUnexpectedOutcome)
 
-// bloomFastPath runs events.Guard.Process on new messages of scopes the guard owns.
+// bloomFastPath runs guard.Guard.Process on new messages of scopes the guard owns.
 type bloomFastPath struct {
-	guard  *events.Guard
+	guard  *guard.Guard
 	group  string
 	spans  []time.Duration
-	scopes []events.Scope // one per worker, owned in Setup
-	fast   atomic.Uint64  // handler runs without a claim, for the check in Close
+	scopes []guard.Scope // one per worker, owned in Setup
+	fast   atomic.Uint64 // handler runs without a claim, for the check in Close
 }
 
 func newBloomFastPath(env Env) (Operation, error) {
@@ -76,8 +76,8 @@ func newBloomFastPath(env Env) (Operation, error) {
 func (b *bloomFastPath) Name() string { return "bloom" }
 
 // scope is worker w's partition: one consumer per partition, as ownership requires.
-func (b *bloomFastPath) scope(w int) events.Scope {
-	return events.Scope{Group: b.group, Topic: guardTopic, Partition: int32(w)}
+func (b *bloomFastPath) scope(w int) guard.Scope {
+	return guard.Scope{Group: b.group, Topic: guardTopic, Partition: int32(w)}
 }
 
 // Setup owns every worker's scope with a pre-check sized for that worker's part of the run.
@@ -136,9 +136,9 @@ func bloomSizes(spans []time.Duration) []uint64 {
 
 // Do processes a new message of the worker's owned scope and fails unless the fast path took it.
 func (b *bloomFastPath) Do(ctx context.Context, req Request) error {
-	m := events.Message{Scope: b.scope(req.Worker), ID: req.Key(), Payload: guardPayload, Time: time.Now()}
+	m := guard.Message{Scope: b.scope(req.Worker), ID: req.Key(), Payload: guardPayload, Time: time.Now()}
 	ran, claimed := false, false
-	out, err := b.guard.Process(ctx, m, func(ctx context.Context, _ events.Message) error {
+	out, err := b.guard.Process(ctx, m, func(ctx context.Context, _ guard.Message) error {
 		ran = true
 		_, claimed = lwt.ClaimFromContext(ctx)
 		return nil
@@ -154,7 +154,7 @@ func (b *bloomFastPath) Do(ctx context.Context, req Request) error {
 
 // checkFastPath returns an error unless a new message was processed by its handler, without a
 // claim: on the fast path.
-func checkFastPath(out events.Outcome, ran, claimed bool) error {
+func checkFastPath(out guard.Outcome, ran, claimed bool) error {
 	if err := checkProcessed(out, ran); err != nil {
 		return err
 	}

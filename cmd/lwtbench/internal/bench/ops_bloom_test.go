@@ -9,17 +9,17 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/cassdedup/cassdedup/events"
+	"github.com/cassdedup/cassdedup/guard"
 	"github.com/cassdedup/cassdedup/internal/testnode"
 )
 
 func TestCheckFastPath(t *testing.T) {
-	assert.NoError(t, checkFastPath(events.Processed, true, false))
-	assert.ErrorIs(t, checkFastPath(events.Processed, true, true), errUnexpectedOutcome,
+	assert.NoError(t, checkFastPath(guard.Processed, true, false))
+	assert.ErrorIs(t, checkFastPath(guard.Processed, true, true), errUnexpectedOutcome,
 		"a message that took the LWT path must not be timed as the fast path")
-	assert.ErrorIs(t, checkFastPath(events.Duplicate, false, false), errUnexpectedOutcome)
-	assert.ErrorIs(t, checkFastPath(events.Processed, false, false), errUnexpectedOutcome)
-	assert.Equal(t, outcomeError, classify(checkFastPath(events.Processed, true, true)))
+	assert.ErrorIs(t, checkFastPath(guard.Duplicate, false, false), errUnexpectedOutcome)
+	assert.ErrorIs(t, checkFastPath(guard.Processed, false, false), errUnexpectedOutcome)
+	assert.Equal(t, outcomeError, classify(checkFastPath(guard.Processed, true, true)))
 }
 
 func TestWorkerSpansCountThePhasesEachWorkerRuns(t *testing.T) {

@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/cassdedup/cassdedup/events"
+	"github.com/cassdedup/cassdedup/guard"
 )
 
 // guardTopic is the topic of the guard operation's messages; the consumer group is the
@@ -15,19 +15,19 @@ const guardTopic = "lwtbench"
 // hashes it to detect two messages sharing an id.
 var guardPayload = []byte(`{"type":"order.created","id":"lwtbench"}`)
 
-// guardProcess runs events.Guard.Process on new messages with a handler that does nothing, so
+// guardProcess runs guard.Guard.Process on new messages with a handler that does nothing, so
 // it measures what the guard costs a consumer: the claim, the by-scope index write and the
 // completion.
 type guardProcess struct {
-	guard *events.Guard
+	guard *guard.Guard
 	group string
 }
 
 // guard is the consumer guard of the run's keyspace and consistencies, as every guard operation
 // measures it.
-func (env Env) guard() (*events.Guard, error) {
-	return events.NewGuard(env.Session, events.WithKeyspace(env.Keyspace),
-		events.WithConsistency(env.Consistency), events.WithSerialConsistency(env.Serial))
+func (env Env) guard() (*guard.Guard, error) {
+	return guard.New(env.Session, guard.WithKeyspace(env.Keyspace),
+		guard.WithConsistency(env.Consistency), guard.WithSerialConsistency(env.Serial))
 }
 
 func newGuardProcess(env Env) (Operation, error) {
@@ -48,13 +48,13 @@ func (g *guardProcess) Setup(context.Context) error { return nil }
 // group's members do, so the by-scope index is written to one partition per worker rather than
 // all workers contending on one.
 func (g *guardProcess) Do(ctx context.Context, req Request) error {
-	m := events.Message{
-		Scope:   events.Scope{Group: g.group, Topic: guardTopic, Partition: int32(req.Worker)},
+	m := guard.Message{
+		Scope:   guard.Scope{Group: g.group, Topic: guardTopic, Partition: int32(req.Worker)},
 		ID:      req.Key(),
 		Payload: guardPayload,
 	}
 	ran := false
-	out, err := g.guard.Process(ctx, m, func(context.Context, events.Message) error {
+	out, err := g.guard.Process(ctx, m, func(context.Context, guard.Message) error {
 		ran = true
 		return nil
 	})
@@ -65,9 +65,9 @@ func (g *guardProcess) Do(ctx context.Context, req Request) error {
 }
 
 // checkProcessed returns an error unless a new message was processed by running its handler.
-func checkProcessed(out events.Outcome, ran bool) error {
+func checkProcessed(out guard.Outcome, ran bool) error {
 	switch {
-	case out != events.Processed:
+	case out != guard.Processed:
 		return fmt.Errorf("%w: a new message was %s", errUnexpectedOutcome, out)
 	case !ran:
 		return fmt.Errorf("%w: a new message was processed without its handler", errUnexpectedOutcome)

@@ -6,7 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/cassdedup/cassdedup/events"
+	"github.com/cassdedup/cassdedup/guard"
 	"github.com/cassdedup/cassdedup/lwt"
 )
 
@@ -14,13 +14,13 @@ import (
 // lwt.MaxBatchRows says nothing more about the gain.
 const maxBatchSize = 1000
 
-// guardBatch runs events.Guard.ProcessBatch on one poll of new messages per request, as a
+// guardBatch runs guard.Guard.ProcessBatch on one poll of new messages per request, as a
 // consumer of one broker partition receives them, with a handler that does nothing. Its
 // latency is a poll's; msg/s counts the messages. With owned set (guard-batch-bloom), each
 // worker's partition is owned with a warm pre-check, as bloom owns them, so a poll of new
 // messages is recorded with one plain write per partition group and no Paxos round.
 type guardBatch struct {
-	guard  *events.Guard
+	guard  *guard.Guard
 	group  string
 	size   int
 	owned  *bloomFastPath // nil for guard-batch: the scopes it owns, and their fast paths
@@ -94,14 +94,14 @@ func (g *guardBatch) Close() error {
 
 // Do processes one poll of new messages of the worker's own broker partition, produced now.
 func (g *guardBatch) Do(ctx context.Context, req Request) error {
-	scope := events.Scope{Group: g.group, Topic: guardTopic, Partition: int32(req.Worker)}
+	scope := guard.Scope{Group: g.group, Topic: guardTopic, Partition: int32(req.Worker)}
 	at := time.Now()
-	msgs := make([]events.Message, g.size)
+	msgs := make([]guard.Message, g.size)
 	for i := range msgs {
-		msgs[i] = events.Message{Scope: scope, ID: fmt.Sprintf("%s-%d", req.Key(), i), Payload: guardPayload, Time: at}
+		msgs[i] = guard.Message{Scope: scope, ID: fmt.Sprintf("%s-%d", req.Key(), i), Payload: guardPayload, Time: at}
 	}
 	var ran atomic.Int64
-	res, err := g.guard.ProcessBatch(ctx, msgs, func(ctx context.Context, _ events.Message) error {
+	res, err := g.guard.ProcessBatch(ctx, msgs, func(ctx context.Context, _ guard.Message) error {
 		ran.Add(1)
 		if _, claimed := lwt.ClaimFromContext(ctx); claimed && g.owned != nil {
 			g.claims.Add(1)
@@ -115,7 +115,7 @@ func (g *guardBatch) Do(ctx context.Context, req Request) error {
 		if r.Err != nil {
 			return r.Err
 		}
-		if r.Outcome != events.Processed {
+		if r.Outcome != guard.Processed {
 			return fmt.Errorf("%w: a new message was %s", errUnexpectedOutcome, r.Outcome)
 		}
 	}

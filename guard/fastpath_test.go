@@ -1,4 +1,4 @@
-package events_test
+package guard_test
 
 import (
 	"context"
@@ -14,22 +14,22 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cassdedup/cassdedup/bloom"
-	"github.com/cassdedup/cassdedup/events"
+	"github.com/cassdedup/cassdedup/guard"
 	"github.com/cassdedup/cassdedup/internal/testnode"
 	"github.com/cassdedup/cassdedup/lwt"
 )
 
-func guardOn(t testing.TB, session *gocql.Session, ks string, opts ...events.Option) *events.Guard {
+func guardOn(t testing.TB, session *gocql.Session, ks string, opts ...guard.Option) *guard.Guard {
 	t.Helper()
-	g, err := events.NewGuard(session, append([]events.Option{events.WithKeyspace(ks),
-		events.WithRetention(24 * time.Hour)}, opts...)...)
+	g, err := guard.New(session, append([]guard.Option{guard.WithKeyspace(ks),
+		guard.WithRetention(24 * time.Hour)}, opts...)...)
 	require.NoError(t, err)
 	return g
 }
 
 // newPreCheck sizes a filter for the tests' few thousand ids per scope, at a 0.1% rate, with a
 // retention above the guard's 24 h.
-func newPreCheck(t testing.TB, scope events.Scope) *bloom.PreCheck {
+func newPreCheck(t testing.TB, scope guard.Scope) *bloom.PreCheck {
 	t.Helper()
 	p, err := bloom.NewPreCheck(fmt.Sprintf("%s/%s/%d", scope.Group, scope.Topic, scope.Partition),
 		bloom.WithExpectedItems(20000), bloom.WithFalsePositiveRate(0.001), bloom.WithRetention(25*time.Hour))
@@ -39,7 +39,7 @@ func newPreCheck(t testing.TB, scope events.Scope) *bloom.PreCheck {
 
 // deliver redelivers m to g until the broker could acknowledge it: the handler's own failures
 // say "fails once" (the fast-path tests' handlers).
-func deliver(t testing.TB, ctx context.Context, g *events.Guard, m events.Message, h events.Handler) {
+func deliver(t testing.TB, ctx context.Context, g *guard.Guard, m guard.Message, h guard.Handler) {
 	redeliver(t, ctx, g, m, h, "fails once", nil)
 }
 
@@ -47,7 +47,7 @@ func deliver(t testing.TB, ctx context.Context, g *events.Guard, m events.Messag
 // returns the final outcome; seen, if set, is told every outcome. Handler failures must contain
 // failure. It runs on goroutines of its own, so it reports with assert and returns rather than
 // stopping the test.
-func redeliver(t testing.TB, ctx context.Context, g *events.Guard, m events.Message, h events.Handler, failure string, seen func(events.Outcome)) events.Outcome {
+func redeliver(t testing.TB, ctx context.Context, g *guard.Guard, m guard.Message, h guard.Handler, failure string, seen func(guard.Outcome)) guard.Outcome {
 	for {
 		out, err := g.Process(ctx, m, h)
 		if seen != nil {
@@ -55,16 +55,16 @@ func redeliver(t testing.TB, ctx context.Context, g *events.Guard, m events.Mess
 		}
 		ok := true
 		switch out {
-		case events.Processed, events.Duplicate:
+		case guard.Processed, guard.Duplicate:
 			assert.NoError(t, err)
 			return out
-		case events.Poison:
-			assert.ErrorIs(t, err, events.ErrPoison)
+		case guard.Poison:
+			assert.ErrorIs(t, err, guard.ErrPoison)
 			return out
-		case events.InProgress:
+		case guard.InProgress:
 			ok = assert.ErrorIs(t, err, lwt.ErrInProgress)
 			time.Sleep(2 * time.Millisecond)
-		case events.Failed:
+		case guard.Failed:
 			ok = assert.ErrorContains(t, err, failure)
 		default:
 			ok = assert.Fail(t, "unexpected outcome", "%v: %v", out, err)
@@ -93,7 +93,7 @@ func TestFastPathOwnershipRespectedProcessesEachMessageOnce(t *testing.T) {
 	for run := range runs {
 		topic := fmt.Sprintf("orders-%d", run)
 		fx := &effects{runs: map[string]int{}, applied: map[string]int{}, failures: map[string]int{}}
-		handler := func(_ context.Context, m events.Message) error {
+		handler := func(_ context.Context, m guard.Message) error {
 			var p, r, i int
 			fmt.Sscanf(m.ID, "p%d-r%d-%d", &p, &r, &i)
 			if n := fx.run(m.ID); i%20 == 5 && n == 1 {
@@ -110,7 +110,7 @@ func TestFastPathOwnershipRespectedProcessesEachMessageOnce(t *testing.T) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					scope := events.Scope{Group: "billing", Topic: topic, Partition: int32(p)}
+					scope := guard.Scope{Group: "billing", Topic: topic, Partition: int32(p)}
 					g := guardOn(t, session, ks) // a restarted process: nothing in memory
 					pre := newPreCheck(t, scope)
 					if !assert.NoError(t, g.Own(ctx, scope, epoch, pre)) {
@@ -121,28 +121,28 @@ func TestFastPathOwnershipRespectedProcessesEachMessageOnce(t *testing.T) {
 					warmKeys, warmTime = append(warmKeys, st.WarmUpKeys), append(warmTime, st.WarmUpDuration)
 					wmu.Unlock()
 
-					var stream [][]events.Message // deliveries; a group of several is concurrent
-					var later []events.Message
+					var stream [][]guard.Message // deliveries; a group of several is concurrent
+					var later []guard.Message
 					for i := range perRound {
-						m := events.Message{Scope: scope, ID: fmt.Sprintf("p%d-r%d-%d", p, round, i), Payload: []byte(fmt.Sprint("body-", i))}
+						m := guard.Message{Scope: scope, ID: fmt.Sprintf("p%d-r%d-%d", p, round, i), Payload: []byte(fmt.Sprint("body-", i))}
 						switch i % 10 {
 						case 0:
-							stream = append(stream, []events.Message{m, m})
+							stream = append(stream, []guard.Message{m, m})
 						case 1:
-							stream = append(stream, []events.Message{m})
+							stream = append(stream, []guard.Message{m})
 							later = append(later, m)
 						default:
-							stream = append(stream, []events.Message{m})
+							stream = append(stream, []guard.Message{m})
 						}
 						if round > 0 && i%5 == 0 { // redelivered after the restart
-							old := events.Message{Scope: scope, ID: fmt.Sprintf("p%d-r%d-%d", p, round-1, i+1), Payload: []byte(fmt.Sprint("body-", i+1))}
-							stream = append(stream, []events.Message{old})
+							old := guard.Message{Scope: scope, ID: fmt.Sprintf("p%d-r%d-%d", p, round-1, i+1), Payload: []byte(fmt.Sprint("body-", i+1))}
+							stream = append(stream, []guard.Message{old})
 						}
 					}
 					for _, m := range later {
-						stream = append(stream, []events.Message{m})
+						stream = append(stream, []guard.Message{m})
 					}
-					work := make(chan []events.Message)
+					work := make(chan []guard.Message)
 					var ww sync.WaitGroup
 					for range workers {
 						ww.Add(1)
@@ -202,19 +202,19 @@ func TestFastPathInFlightRedeliveryGetsInProgress(t *testing.T) {
 	session, ks := testnode.NewSession(t)
 	ctx := context.Background()
 	g := guardOn(t, session, ks)
-	scope := events.Scope{Group: "g", Topic: "t", Partition: 1}
+	scope := guard.Scope{Group: "g", Topic: "t", Partition: 1}
 	pre := newPreCheck(t, scope)
 	require.NoError(t, g.Own(ctx, scope, 1, pre))
-	m := events.Message{Scope: scope, ID: "m1", Payload: []byte("x")}
+	m := guard.Message{Scope: scope, ID: "m1", Payload: []byte("x")}
 	started, release := make(chan struct{}), make(chan struct{})
 	var runs atomic.Int32
-	slow := func(context.Context, events.Message) error {
+	slow := func(context.Context, guard.Message) error {
 		runs.Add(1)
 		close(started)
 		<-release
 		return nil
 	}
-	done := make(chan events.Outcome, 1)
+	done := make(chan guard.Outcome, 1)
 	go func() {
 		out, err := g.Process(ctx, m, slow)
 		assert.NoError(t, err)
@@ -222,15 +222,15 @@ func TestFastPathInFlightRedeliveryGetsInProgress(t *testing.T) {
 	}()
 	<-started
 	for range 8 {
-		out, err := g.Process(ctx, m, func(context.Context, events.Message) error { runs.Add(1); return nil })
-		require.Equal(t, events.InProgress, out)
+		out, err := g.Process(ctx, m, func(context.Context, guard.Message) error { runs.Add(1); return nil })
+		require.Equal(t, guard.InProgress, out)
 		require.ErrorIs(t, err, lwt.ErrInProgress)
 	}
 	close(release)
-	require.Equal(t, events.Processed, <-done)
-	out, err := g.Process(ctx, m, func(context.Context, events.Message) error { runs.Add(1); return nil })
+	require.Equal(t, guard.Processed, <-done)
+	out, err := g.Process(ctx, m, func(context.Context, guard.Message) error { runs.Add(1); return nil })
 	require.NoError(t, err)
-	require.Equal(t, events.Duplicate, out, "after it, the LWT path finds the fast path's record")
+	require.Equal(t, guard.Duplicate, out, "after it, the LWT path finds the fast path's record")
 	require.Equal(t, int32(1), runs.Load())
 	s := g.Stats()
 	require.Equal(t, int64(1), s.FastPath)
@@ -241,14 +241,14 @@ func TestFastPathInFlightRedeliveryGetsInProgress(t *testing.T) {
 
 // violation runs each of n messages through guards a and b at once and returns the handler
 // runs and the Processed outcomes.
-func violation(t *testing.T, ctx context.Context, a, b *events.Guard, scope events.Scope, prefix string, n int) (runs, processed int) {
+func violation(t *testing.T, ctx context.Context, a, b *guard.Guard, scope guard.Scope, prefix string, n int) (runs, processed int) {
 	var r, p atomic.Int64
-	h := func(context.Context, events.Message) error { r.Add(1); return nil }
+	h := func(context.Context, guard.Message) error { r.Add(1); return nil }
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 8)
 	for i := range n {
-		m := events.Message{Scope: scope, ID: fmt.Sprint(prefix, i), Payload: []byte("x")}
-		for _, g := range []*events.Guard{a, b} {
+		m := guard.Message{Scope: scope, ID: fmt.Sprint(prefix, i), Payload: []byte("x")}
+		for _, g := range []*guard.Guard{a, b} {
 			wg.Add(1)
 			sem <- struct{}{}
 			go func() {
@@ -256,13 +256,13 @@ func violation(t *testing.T, ctx context.Context, a, b *events.Guard, scope even
 				defer func() { <-sem }()
 				for {
 					out, err := g.Process(ctx, m, h)
-					if out == events.Processed {
+					if out == guard.Processed {
 						p.Add(1)
 					}
-					if out == events.Processed || out == events.Duplicate {
+					if out == guard.Processed || out == guard.Duplicate {
 						return
 					}
-					if out != events.InProgress && !errors.Is(err, lwt.ErrInProgress) {
+					if out != guard.InProgress && !errors.Is(err, lwt.ErrInProgress) {
 						// A strict consumer whose Complete met the fast path's record: its
 						// handler ran, its lease is reported lost, and the redelivery replays.
 						if !assert.ErrorContains(t, err, "lease") {
@@ -288,7 +288,7 @@ func TestFastPathOwnershipViolatedDuplicates(t *testing.T) {
 	const n = 300
 	session, ks := testnode.NewSession(t)
 	ctx := context.Background()
-	scope := events.Scope{Group: "g", Topic: "violated", Partition: 0}
+	scope := guard.Scope{Group: "g", Topic: "violated", Partition: 0}
 
 	a, b := guardOn(t, session, ks), guardOn(t, session, ks)
 	require.NoError(t, a.Own(ctx, scope, 1, newPreCheck(t, scope)))
@@ -303,9 +303,9 @@ func TestFastPathOwnershipViolatedDuplicates(t *testing.T) {
 
 	// Redelivered later to the other process: its filter, warmed before, never saw the ids.
 	var seq atomic.Int64
-	h := func(context.Context, events.Message) error { seq.Add(1); return nil }
+	h := func(context.Context, guard.Message) error { seq.Add(1); return nil }
 	for i := range n / 3 {
-		m := events.Message{Scope: scope, ID: fmt.Sprint("seq-", i), Payload: []byte("x")}
+		m := guard.Message{Scope: scope, ID: fmt.Sprint("seq-", i), Payload: []byte("x")}
 		deliver(t, ctx, a, m, h)
 		deliver(t, ctx, b, m, h)
 	}
@@ -334,7 +334,7 @@ func TestFastPathStopsWhenOwnershipMoves(t *testing.T) {
 	t.Parallel()
 	session, ks := testnode.NewSession(t)
 	ctx := context.Background()
-	scope := events.Scope{Group: "g", Topic: "moves", Partition: 3}
+	scope := guard.Scope{Group: "g", Topic: "moves", Partition: 3}
 	g := guardOn(t, session, ks)
 	pre := newPreCheck(t, scope)
 	require.NoError(t, g.Own(ctx, scope, 5, pre))
@@ -342,36 +342,36 @@ func TestFastPathStopsWhenOwnershipMoves(t *testing.T) {
 	require.NoError(t, g.Own(ctx, scope, 6, pre))
 
 	// Disowned while the handler runs: the conditional write applies (nobody else has it).
-	m1 := events.Message{Scope: scope, ID: "m1"}
-	out, err := g.Process(ctx, m1, func(context.Context, events.Message) error { g.Disown(scope); return nil })
+	m1 := guard.Message{Scope: scope, ID: "m1"}
+	out, err := g.Process(ctx, m1, func(context.Context, guard.Message) error { g.Disown(scope); return nil })
 	require.NoError(t, err)
-	require.Equal(t, events.Processed, out)
+	require.Equal(t, guard.Processed, out)
 	s := g.Stats()
 	require.Equal(t, int64(1), s.FastPath)
 	require.Equal(t, int64(1), s.StaleEpoch)
 	require.Zero(t, s.StaleConflicts)
 	require.Equal(t, bloom.Cold, pre.Stats().State)
 	require.False(t, pre.Check("never-seen").ClearlyNew(), "a disowned pre-check answers no clearly new")
-	out, err = g.Process(ctx, events.Message{Scope: scope, ID: "m2"}, func(context.Context, events.Message) error { return nil })
+	out, err = g.Process(ctx, guard.Message{Scope: scope, ID: "m2"}, func(context.Context, guard.Message) error { return nil })
 	require.NoError(t, err)
-	require.Equal(t, events.Processed, out)
+	require.Equal(t, guard.Processed, out)
 	require.Equal(t, int64(1), g.Stats().FastPath, "m2 took the LWT path")
 
 	// Ownership moves to another process that processes the message while the stale owner's
 	// handler still runs: the stale owner's conditional write finds the record.
 	require.NoError(t, g.Own(ctx, scope, 7, pre))
 	other := guardOn(t, session, ks)
-	m3 := events.Message{Scope: scope, ID: "m3"}
-	out, err = g.Process(ctx, m3, func(context.Context, events.Message) error {
+	m3 := guard.Message{Scope: scope, ID: "m3"}
+	out, err = g.Process(ctx, m3, func(context.Context, guard.Message) error {
 		g.Disown(scope)
-		o, err := other.Process(ctx, m3, func(context.Context, events.Message) error { return nil })
-		if err != nil || o != events.Processed {
+		o, err := other.Process(ctx, m3, func(context.Context, guard.Message) error { return nil })
+		if err != nil || o != guard.Processed {
 			return fmt.Errorf("the new owner got %v: %w", o, err) // fails the assertions below
 		}
 		return nil
 	})
 	require.NoError(t, err)
-	require.Equal(t, events.Processed, out)
+	require.Equal(t, guard.Processed, out)
 	s = g.Stats()
 	require.Equal(t, int64(2), s.StaleEpoch)
 	require.Equal(t, int64(1), s.StaleConflicts, "the handler ran in two places and the guard says so")

@@ -1,9 +1,10 @@
-package events
+package guard
 
 import (
 	"fmt"
 	"time"
 
+	"github.com/cassdedup/cassdedup/internal/textcheck"
 	"github.com/cassdedup/cassdedup/lwt"
 )
 
@@ -37,7 +38,7 @@ type Message struct {
 // validate checks m against the guard's limits.
 func (m Message) validate(maxPayload int) error {
 	for _, f := range []struct{ name, v string }{{"group", m.Group}, {"topic", m.Topic}, {"id", m.ID}} {
-		if err := validateText(ErrInvalidMessage, f.name, f.v, MaxMessageField); err != nil {
+		if err := textcheck.Check(ErrInvalidMessage, f.name, f.v, MaxMessageField); err != nil {
 			return err
 		}
 	}

@@ -1,4 +1,4 @@
-package events
+package guard
 
 import (
 	"context"
@@ -50,7 +50,7 @@ func (g *Guard) walkIndex(ctx context.Context, scope Scope, from time.Time, yiel
 			}
 		}
 		if err := iter.Close(); err != nil {
-			return fmt.Errorf("events: list scope %v at %v: %w", scope, hour, err)
+			return fmt.Errorf("guard: list scope %v at %v: %w", scope, hour, err)
 		}
 	}
 	// The windowed index holds rows from the group's first layout on, written at their writers'

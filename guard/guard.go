@@ -1,4 +1,4 @@
-package events
+package guard
 
 import (
 	"bytes"
@@ -65,13 +65,13 @@ func (o Outcome) String() string {
 	return fmt.Sprintf("Outcome(%d)", int(o))
 }
 
-// NewGuard returns a strict guard over session: every message goes through the claim LWT until
+// New returns a strict guard over session: every message goes through the claim LWT until
 // a scope is declared with Own. The tables must exist (schema.Apply creates them).
-func NewGuard(session *gocql.Session, opts ...Option) (*Guard, error) {
+func New(session *gocql.Session, opts ...Option) (*Guard, error) {
 	if session == nil {
 		return nil, fmt.Errorf("%w: nil session", ErrInvalidOption)
 	}
-	cfg, err := newConfig(forGuard, opts)
+	cfg, err := newConfig(opts)
 	if err != nil {
 		return nil, err
 	}
@@ -238,13 +238,13 @@ func (g *Guard) index(ctx context.Context, m Message) error {
 	now := g.cfg.now()
 	l, err := g.layoutOf(ctx, m.Group, now)
 	if err != nil {
-		return fmt.Errorf("events: index %q by scope: %w", m.ID, err)
+		return fmt.Errorf("guard: index %q by scope: %w", m.ID, err)
 	}
 	start, bucket := l.place(now.Unix(), m.ID)
 	err = g.session.Query(g.insertIndex, m.Group, m.Topic, m.Partition, start, bucket, m.ID,
 		int(g.cfg.retention/time.Second)).WithContext(ctx).Consistency(g.cfg.consistency).Idempotent(true).Exec()
 	if err != nil {
-		return fmt.Errorf("events: index %q by scope: %w", m.ID, err)
+		return fmt.Errorf("guard: index %q by scope: %w", m.ID, err)
 	}
 	return nil
 }
@@ -284,13 +284,13 @@ func (g *Guard) failure(m Message, err error) (Outcome, error) {
 	case errors.As(err, &he):
 		return Failed, err
 	case errors.Is(err, lwt.ErrInProgress):
-		return InProgress, fmt.Errorf("events: %q: %w", m.ID, err)
+		return InProgress, fmt.Errorf("guard: %q: %w", m.ID, err)
 	case errors.Is(err, lwt.ErrKeyReuse):
 		return Failed, fmt.Errorf("%w: %q", ErrMessageReuse, m.ID)
 	case errors.Is(err, lwt.ErrInvalidKey):
 		return Failed, fmt.Errorf("%w: %w", ErrInvalidMessage, err)
 	}
-	return Failed, fmt.Errorf("events: process %q: %w", m.ID, err)
+	return Failed, fmt.Errorf("guard: process %q: %w", m.ID, err)
 }
 
 // Stats returns a snapshot of the guard's counters: its lwt store's, fast path included.
@@ -303,5 +303,5 @@ func (g *Guard) Stats() lwt.Stats {
 
 // checkCall refuses a call on a nil *Guard or with a nil context (lwt.ErrInvalidArgument).
 func (g *Guard) checkCall(ctx context.Context) error {
-	return argcheck.Call(lwt.ErrInvalidArgument, "*events.Guard", g == nil, ctx)
+	return argcheck.Call(lwt.ErrInvalidArgument, "*guard.Guard", g == nil, ctx)
 }

@@ -1,4 +1,4 @@
-package events
+package guard
 
 import (
 	"context"
@@ -95,7 +95,7 @@ func (g *Guard) ListMessages(ctx context.Context, scope Scope, since time.Time, 
 		seen[id] = true
 		in, err := g.Inspect(ctx, scope, id)
 		if err != nil && !errors.Is(err, lwt.ErrNotFound) {
-			return fmt.Errorf("events: list %s/%s/%d: %w", scope.Group, scope.Topic, scope.Partition, err)
+			return fmt.Errorf("guard: list %s/%s/%d: %w", scope.Group, scope.Topic, scope.Partition, err)
 		}
 		return yield(MessageRecord{ID: id, Hour: hour, Record: in})
 	})

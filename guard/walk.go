@@ -1,4 +1,4 @@
-package events
+package guard
 
 import (
 	"context"
@@ -63,7 +63,7 @@ func (g *Guard) readWindow(ctx context.Context, list string, scope Scope, start 
 				}
 			}
 			if err := iter.Close(); err != nil && ctx.Err() == nil {
-				cancel(fmt.Errorf("events: list window %d/%d of %v: %w", start, bucket, scope, err))
+				cancel(fmt.Errorf("guard: list window %d/%d of %v: %w", start, bucket, scope, err))
 			}
 		})
 	}

@@ -1,4 +1,4 @@
-package events_test
+package guard_test
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/cassdedup/cassdedup/events"
+	"github.com/cassdedup/cassdedup/guard"
 	"github.com/cassdedup/cassdedup/internal/testnode"
 	"github.com/cassdedup/cassdedup/lwt"
 )
@@ -24,14 +24,14 @@ func bucketedStore(t *testing.T, session *gocql.Session, ks string, lease time.D
 	t.Helper()
 	s, err := lwt.NewBatchStore(session, lwt.BatchTable{Keyspace: ks, Name: "processed_messages_bucketed",
 		PartitionColumns: []string{"consumer_group", "topic", "partition", "window_start", "bucket"}, KeyColumn: "message_id"},
-		lwt.WithLease(lease), lwt.WithRetention(events.DefaultRetention))
+		lwt.WithLease(lease), lwt.WithRetention(guard.DefaultRetention))
 	require.NoError(t, err)
 	return s
 }
 
 // partitionOf is the documented layout of processed_messages_bucketed with the default window
 // (1 min) and one bucket.
-func partitionOf(m events.Message) lwt.Key {
+func partitionOf(m guard.Message) lwt.Key {
 	return lwt.Key{m.Group, m.Topic, m.Partition, m.Time.Unix() / 60 * 60, 0}
 }
 
@@ -44,7 +44,7 @@ type runCounter struct {
 
 func newRunCounter() *runCounter { return &runCounter{runs: map[string]int{}, fail: map[string]bool{}} }
 
-func (r *runCounter) handle(_ context.Context, m events.Message) error {
+func (r *runCounter) handle(_ context.Context, m guard.Message) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.runs[m.ID]++
@@ -69,17 +69,17 @@ func TestProcessBatchSettlesMixedBatch(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	session, ks := testnode.NewSession(t)
-	g, err := events.NewGuard(session, events.WithKeyspace(ks), events.WithMaxAttempts(2))
+	g, err := guard.New(session, guard.WithKeyspace(ks), guard.WithMaxAttempts(2))
 	require.NoError(t, err)
 	at := time.Now()
-	msg := func(id, body string) events.Message {
-		return events.Message{Scope: events.Scope{Group: "g", Topic: "orders", Partition: 3}, ID: id, Payload: []byte(body), Time: at}
+	msg := func(id, body string) guard.Message {
+		return guard.Message{Scope: guard.Scope{Group: "g", Topic: "orders", Partition: 3}, ID: id, Payload: []byte(body), Time: at}
 	}
 	rc := newRunCounter()
 	rc.fail["released"], rc.fail["poison"] = true, true
 
 	// Earlier polls: processed, released (failed once), poison (failed twice), reuse's first body.
-	for _, poll := range [][]events.Message{{msg("dup", "a"), msg("released", "a"), msg("poison", "a"), msg("reuse", "a")}, {msg("poison", "a")}} {
+	for _, poll := range [][]guard.Message{{msg("dup", "a"), msg("released", "a"), msg("poison", "a"), msg("reuse", "a")}, {msg("poison", "a")}} {
 		_, err := g.ProcessBatch(ctx, poll, rc.handle)
 		require.NoError(t, err)
 	}
@@ -102,19 +102,19 @@ func TestProcessBatchSettlesMixedBatch(t *testing.T) {
 
 	noTime := msg("no-time", "a")
 	noTime.Time = time.Time{}
-	poll := []events.Message{msg("new-1", "a"), msg("dup", "a"), msg("busy", "a"), msg("released", "a"), msg("new-2", "a"),
+	poll := []guard.Message{msg("new-1", "a"), msg("dup", "a"), msg("busy", "a"), msg("released", "a"), msg("new-2", "a"),
 		msg("expired", "a"), msg("poison", "a"), msg("reuse", "b"), msg("new-2", "a"), noTime, msg("new-3", "a")}
 	res, err := g.ProcessBatch(ctx, poll, rc.handle)
 	require.NoError(t, err)
-	want := []events.Outcome{events.Processed, events.Duplicate, events.InProgress, events.Processed, events.Processed,
-		events.Processed, events.Poison, events.Failed, events.Duplicate, events.Failed, events.Processed}
+	want := []guard.Outcome{guard.Processed, guard.Duplicate, guard.InProgress, guard.Processed, guard.Processed,
+		guard.Processed, guard.Poison, guard.Failed, guard.Duplicate, guard.Failed, guard.Processed}
 	for i, r := range res {
 		assert.Equal(t, want[i], r.Outcome, "%s: %v", poll[i].ID, r.Err)
 	}
 	assert.ErrorIs(t, res[2].Err, lwt.ErrInProgress)
-	assert.ErrorIs(t, res[6].Err, events.ErrPoison)
-	assert.ErrorIs(t, res[7].Err, events.ErrMessageReuse)
-	assert.ErrorIs(t, res[9].Err, events.ErrInvalidMessage)
+	assert.ErrorIs(t, res[6].Err, guard.ErrPoison)
+	assert.ErrorIs(t, res[7].Err, guard.ErrMessageReuse)
+	assert.ErrorIs(t, res[9].Err, guard.ErrInvalidMessage)
 	for id, runs := range map[string]int{"new-1": 1, "new-2": 1, "new-3": 1, "dup": 1, "busy": 0, "released": 2, "expired": 1, "poison": 2, "reuse": 1, "no-time": 0} {
 		assert.Equal(t, runs, rc.count(id), id)
 	}
@@ -137,9 +137,9 @@ func TestProcessBatchRacingConsumersRunEachMessageOnce(t *testing.T) {
 	session2, err := other.CreateSession()
 	require.NoError(t, err)
 	t.Cleanup(session2.Close)
-	var guards []*events.Guard
+	var guards []*guard.Guard
 	for _, s := range []*gocql.Session{session, session2} {
-		g, err := events.NewGuard(s, events.WithKeyspace(ks))
+		g, err := guard.New(s, guard.WithKeyspace(ks))
 		require.NoError(t, err)
 		guards = append(guards, g)
 	}
@@ -150,7 +150,7 @@ func TestProcessBatchRacingConsumersRunEachMessageOnce(t *testing.T) {
 		failed  = map[string]bool{}
 		runs    atomic.Int64
 	)
-	handler := func(_ context.Context, m events.Message) error {
+	handler := func(_ context.Context, m guard.Message) error {
 		runs.Add(1)
 		mu.Lock()
 		defer mu.Unlock()
@@ -163,18 +163,18 @@ func TestProcessBatchRacingConsumersRunEachMessageOnce(t *testing.T) {
 		applied[m.ID]++
 		return nil
 	}
-	var polls [][]events.Message
+	var polls [][]guard.Message
 	for p := range partitions {
 		for start := 0; start < messages/partitions; start += pollSize {
-			var poll []events.Message
+			var poll []guard.Message
 			for i := start; i < start+pollSize; i++ {
 				id := fmt.Sprintf("m-%d", p*messages/partitions+i)
-				poll = append(poll, events.Message{Scope: events.Scope{Group: "g", Topic: "t", Partition: int32(p)}, ID: id, Payload: []byte(id), Time: at})
+				poll = append(poll, guard.Message{Scope: guard.Scope{Group: "g", Topic: "t", Partition: int32(p)}, ID: id, Payload: []byte(id), Time: at})
 			}
 			polls = append(polls, poll)
 		}
 	}
-	consume := func(g *events.Guard, poll []events.Message) error {
+	consume := func(g *guard.Guard, poll []guard.Message) error {
 		for tries := 0; len(poll) > 0; tries++ {
 			if tries == 200 {
 				return fmt.Errorf("%d messages never acknowledged", len(poll))
@@ -183,11 +183,11 @@ func TestProcessBatchRacingConsumersRunEachMessageOnce(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			var again []events.Message
+			var again []guard.Message
 			for i, r := range res {
 				switch r.Outcome {
-				case events.Processed, events.Duplicate:
-				case events.InProgress, events.Failed:
+				case guard.Processed, guard.Duplicate:
+				case guard.InProgress, guard.Failed:
 					again = append(again, poll[i])
 				default:
 					return fmt.Errorf("%s: %v: %w", poll[i].ID, r.Outcome, r.Err)
@@ -229,25 +229,25 @@ func TestProcessBatchBucketsKeepDuplicatesTogether(t *testing.T) {
 	session, ks := testnode.NewSession(t)
 	// A group whose earlier release had this layout keeps it from its first message on; 4
 	// buckets of 2 min windows hold 3,000 messages/s per broker partition.
-	g, err := events.NewGuard(session, events.WithKeyspace(ks), events.WithBatchBuckets(buckets), events.WithBatchWindow(window),
-		events.WithLegacyBatchLayout(window, buckets), events.WithPartitionRate(3_000))
+	g, err := guard.New(session, guard.WithKeyspace(ks), guard.WithBatchBuckets(buckets), guard.WithBatchWindow(window),
+		guard.WithLegacyBatchLayout(window, buckets), guard.WithPartitionRate(3_000))
 	require.NoError(t, err)
 	at := time.Now()
-	var poll []events.Message
+	var poll []guard.Message
 	for i := range n {
 		id := fmt.Sprintf("b-%d", i)
-		poll = append(poll, events.Message{Scope: events.Scope{Group: "g", Topic: "buckets"}, ID: id, Payload: []byte(id), Time: at})
+		poll = append(poll, guard.Message{Scope: guard.Scope{Group: "g", Topic: "buckets"}, ID: id, Payload: []byte(id), Time: at})
 	}
 	rc := newRunCounter()
 	res, err := g.ProcessBatch(ctx, poll, rc.handle)
 	require.NoError(t, err)
 	for i, r := range res {
-		require.Equal(t, events.Processed, r.Outcome, "%s: %v", poll[i].ID, r.Err)
+		require.Equal(t, guard.Processed, r.Outcome, "%s: %v", poll[i].ID, r.Err)
 	}
 	res, err = g.ProcessBatch(ctx, poll, rc.handle)
 	require.NoError(t, err)
 	for i, r := range res {
-		require.Equal(t, events.Duplicate, r.Outcome, "%s: %v", poll[i].ID, r.Err)
+		require.Equal(t, guard.Duplicate, r.Outcome, "%s: %v", poll[i].ID, r.Err)
 		require.Equal(t, 1, rc.count(poll[i].ID))
 	}
 	iter := session.Query(`SELECT DISTINCT consumer_group, topic, partition, window_start, bucket FROM processed_messages_bucketed`).Iter()

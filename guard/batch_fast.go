@@ -1,4 +1,4 @@
-package events
+package guard
 
 import (
 	"context"
@@ -71,7 +71,7 @@ func (grp *batchGroup) recordFast(ctx context.Context, g *Guard) {
 		}
 		if err := g.batch.PutCompletedBatch(ctx, grp.partition, items, nil, grp.passes[owned[0]].Epoch()); err != nil {
 			for _, j := range owned {
-				grp.results[j] = BatchResult{Outcome: Failed, Err: fmt.Errorf("events: record %q: %w", grp.msgs[j].ID, err)}
+				grp.results[j] = BatchResult{Outcome: Failed, Err: fmt.Errorf("guard: record %q: %w", grp.msgs[j].ID, err)}
 			}
 		}
 	}
@@ -94,14 +94,14 @@ func (grp *batchGroup) recordStale(ctx context.Context, g *Guard, stale []int) {
 	for k, j := range stale {
 		switch {
 		case err != nil:
-			grp.results[j] = BatchResult{Outcome: Failed, Err: fmt.Errorf("events: record %q: %w", grp.msgs[j].ID, err)}
+			grp.results[j] = BatchResult{Outcome: Failed, Err: fmt.Errorf("guard: record %q: %w", grp.msgs[j].ID, err)}
 		case begun[k].Claim != nil:
 			grp.passes[j].Stale(false)
 			ends, endOf = append(ends, lwt.BatchEnd{Claim: begun[k].Claim, Status: lwt.StatusCompleted}), append(endOf, j)
 		case begun[k].Record != nil:
 			grp.passes[j].Stale(true)
 		default:
-			grp.results[j] = BatchResult{Outcome: Failed, Err: fmt.Errorf("events: record %q: %w", grp.msgs[j].ID, begun[k].Err)}
+			grp.results[j] = BatchResult{Outcome: Failed, Err: fmt.Errorf("guard: record %q: %w", grp.msgs[j].ID, begun[k].Err)}
 		}
 	}
 	if len(ends) == 0 {
@@ -110,7 +110,7 @@ func (grp *batchGroup) recordStale(ctx context.Context, g *Guard, stale []int) {
 	for k, err := range g.batch.FinishBatch(ctx, ends) {
 		if err != nil {
 			j := endOf[k]
-			grp.results[j] = BatchResult{Outcome: Failed, Err: fmt.Errorf("events: record %q: %w", grp.msgs[j].ID, errors.Join(err))}
+			grp.results[j] = BatchResult{Outcome: Failed, Err: fmt.Errorf("guard: record %q: %w", grp.msgs[j].ID, errors.Join(err))}
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package events
+package guard
 
 import (
 	"context"
@@ -9,7 +9,8 @@ import (
 	"github.com/cassdedup/cassdedup/lwt"
 )
 
-// fastRecorded is the result the LWT path stores for a message it found recorded in the bucketed
+// fastRecorded is the result the LWT path stores (its text, stored in records, keeps the
+// package's former name) for a message it found recorded in the bucketed
 // table (by a fast path or by ProcessBatch): the message was processed before, so the delivery
 // is a duplicate, and later ones replay this record.
 var fastRecorded = []byte("events: recorded in the bucketed table")
@@ -60,7 +61,7 @@ func (g *Guard) inBucketed(ctx context.Context, m Message) (done bool, err error
 	case errors.Is(err, lwt.ErrNotFound):
 		return false, nil
 	case err != nil:
-		return false, fmt.Errorf("events: read %q in the bucketed table: %w", m.ID, err)
+		return false, fmt.Errorf("guard: read %q in the bucketed table: %w", m.ID, err)
 	case rec.Status == lwt.StatusCompleted:
 		return true, nil
 	case rec.Status == lwt.StatusFailed:

@@ -1,4 +1,4 @@
-package events
+package guard
 
 import (
 	"context"
@@ -38,7 +38,7 @@ type BatchResult struct {
 // per-message meaning; leases are judged by Cassandra's clock (see lwt.BatchStore). Handlers
 // find their claim with lwt.ClaimFromContext. For a scope declared with Own, the messages its
 // pre-check answers clearly new take the fast path: their handlers run without a claim and they
-// are recorded with one unlogged batch per partition (see the package doc). The records live in
+// are recorded with one unlogged batch per partition (docs/fastpath.md). The records live in
 // processed_messages_bucketed, which Process of a message with a Time consults too, so the two
 // see each other's processed messages.
 func (g *Guard) ProcessBatch(ctx context.Context, msgs []Message, handler Handler) ([]BatchResult, error) {
@@ -122,7 +122,7 @@ func (g *Guard) group(ctx context.Context, msgs []Message, results []BatchResult
 		}
 		p, err := g.partitionOf(ctx, m)
 		if err != nil {
-			results[i] = BatchResult{Outcome: Failed, Err: fmt.Errorf("events: place %q: %w", m.ID, err)}
+			results[i] = BatchResult{Outcome: Failed, Err: fmt.Errorf("guard: place %q: %w", m.ID, err)}
 			continue
 		}
 		first[scope+"/"+m.ID] = i
@@ -149,7 +149,7 @@ func (g *Guard) validateBatchMessage(m Message) error {
 	if ahead := m.Time.Sub(g.cfg.now()); ahead > lwt.MaxClockSkew {
 		// Its partition could still move with a layout change; Process takes such a message.
 		return fmt.Errorf("%w: %w: %q is %v ahead of the clock (the limit is %v)",
-			ErrInvalidMessage, ErrFutureEvent, m.ID, ahead, lwt.MaxClockSkew)
+			ErrInvalidMessage, ErrFutureMessage, m.ID, ahead, lwt.MaxClockSkew)
 	}
 	return nil
 }
@@ -173,7 +173,7 @@ func (grp *batchGroup) claim(ctx context.Context, g *Guard) {
 		m := grp.msgs[j]
 		switch {
 		case err != nil:
-			grp.results[j] = BatchResult{Outcome: Failed, Err: fmt.Errorf("events: claim %q: %w", m.ID, err)}
+			grp.results[j] = BatchResult{Outcome: Failed, Err: fmt.Errorf("guard: claim %q: %w", m.ID, err)}
 		case begun[k].Claim != nil:
 			grp.claims[j] = begun[k].Claim
 		case begun[k].Record != nil && begun[k].Record.Status == lwt.StatusFailed:
@@ -209,7 +209,7 @@ func (grp *batchGroup) finish(ctx context.Context, g *Guard) {
 	errs := g.batch.FinishBatch(endCtx, grp.ends)
 	for k, j := range grp.endOf {
 		if err := errs[k]; err != nil {
-			grp.results[j] = BatchResult{Outcome: Failed, Err: fmt.Errorf("events: record %q: %w", grp.msgs[j].ID, errors.Join(grp.results[j].Err, err))}
+			grp.results[j] = BatchResult{Outcome: Failed, Err: fmt.Errorf("guard: record %q: %w", grp.msgs[j].ID, errors.Join(grp.results[j].Err, err))}
 		}
 	}
 }

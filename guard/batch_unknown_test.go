@@ -1,4 +1,4 @@
-package events_test
+package guard_test
 
 import (
 	"context"
@@ -9,19 +9,19 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/cassdedup/cassdedup/events"
+	"github.com/cassdedup/cassdedup/guard"
 	"github.com/cassdedup/cassdedup/internal/faultproxy"
 	"github.com/cassdedup/cassdedup/internal/testnode"
 )
 
 // faultyGuards returns a guard that reaches the node through a fault proxy (client timeout 2s)
 // and one that reaches it directly, on the same fresh keyspace.
-func faultyGuards(t *testing.T) (proxied, direct *events.Guard, p *faultproxy.Proxy) {
+func faultyGuards(t *testing.T) (proxied, direct *guard.Guard, p *faultproxy.Proxy) {
 	t.Helper()
 	n := testnode.NewProxied(t)
-	proxied, err := events.NewGuard(n.Proxied, events.WithKeyspace(n.Keyspace))
+	proxied, err := guard.New(n.Proxied, guard.WithKeyspace(n.Keyspace))
 	require.NoError(t, err)
-	direct, err = events.NewGuard(n.Direct, events.WithKeyspace(n.Keyspace))
+	direct, err = guard.New(n.Direct, guard.WithKeyspace(n.Keyspace))
 	require.NoError(t, err)
 	return proxied, direct, n.Proxy
 }
@@ -46,9 +46,9 @@ func TestProcessBatchLostExchanges(t *testing.T) {
 	ctx := context.Background()
 	for _, tc := range cases {
 		marker := "lost-" + tc.name
-		var poll []events.Message
+		var poll []guard.Message
 		for i := range 5 {
-			poll = append(poll, events.Message{Scope: events.Scope{Group: "g", Topic: tc.name}, ID: fmt.Sprintf("%s-%d", marker, i),
+			poll = append(poll, guard.Message{Scope: guard.Scope{Group: "g", Topic: tc.name}, ID: fmt.Sprintf("%s-%d", marker, i),
 				Payload: []byte("x"), Time: time.Now()})
 		}
 		rc := newRunCounter()
@@ -59,7 +59,7 @@ func TestProcessBatchLostExchanges(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, lost+1, p.Lost(), "%s: one exchange was lost", tc.name)
 		for i, r := range res {
-			assert.Equal(t, events.Processed, r.Outcome, "%s %s: %v", tc.name, poll[i].ID, r.Err)
+			assert.Equal(t, guard.Processed, r.Outcome, "%s %s: %v", tc.name, poll[i].ID, r.Err)
 			assert.Equal(t, 1, rc.count(poll[i].ID), "%s %s ran once", tc.name, poll[i].ID)
 		}
 		after := proxied.BatchStats()
@@ -69,7 +69,7 @@ func TestProcessBatchLostExchanges(t *testing.T) {
 		res, err = direct.ProcessBatch(ctx, poll, rc.handle)
 		require.NoError(t, err)
 		for i, r := range res {
-			assert.Equal(t, events.Duplicate, r.Outcome, "%s %s redelivered: %v", tc.name, poll[i].ID, r.Err)
+			assert.Equal(t, guard.Duplicate, r.Outcome, "%s %s redelivered: %v", tc.name, poll[i].ID, r.Err)
 			assert.Equal(t, 1, rc.count(poll[i].ID), "%s %s still ran once", tc.name, poll[i].ID)
 		}
 	}

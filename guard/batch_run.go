@@ -1,4 +1,4 @@
-package events
+package guard
 
 import (
 	"cmp"
@@ -84,7 +84,7 @@ func (g *Guard) runOne(ctx context.Context, grp *batchGroup, j int, handler Hand
 	switch {
 	case errors.Is(context.Cause(ctx), lwt.ErrLeaseLost):
 		// Another consumer took the message over: its record is theirs to end.
-		grp.results[j] = BatchResult{Outcome: Failed, Err: fmt.Errorf("events: %q: %w", m.ID, lwt.ErrLeaseLost)}
+		grp.results[j] = BatchResult{Outcome: Failed, Err: fmt.Errorf("guard: %q: %w", m.ID, lwt.ErrLeaseLost)}
 	case err != nil && c.Attempts >= g.cfg.maxAttempts:
 		grp.end(j, lwt.StatusFailed, err.Error(), BatchResult{Outcome: Poison, Err: &PoisonError{Attempts: c.Attempts, LastError: err.Error(), Err: err}})
 	case err != nil:
@@ -104,7 +104,7 @@ func (g *Guard) releaseUnended(groups []*batchGroup) {
 		}
 		for j, c := range grp.claims {
 			if c != nil && !ended[j] {
-				grp.end(j, lwt.StatusReleased, "panic", BatchResult{Outcome: Failed, Err: errors.New("events: handler panicked")})
+				grp.end(j, lwt.StatusReleased, "panic", BatchResult{Outcome: Failed, Err: errors.New("guard: handler panicked")})
 			}
 		}
 		grp.finish(context.Background(), g)

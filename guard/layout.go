@@ -1,4 +1,4 @@
-package events
+package guard
 
 import (
 	"context"
@@ -148,7 +148,7 @@ func (g *Guard) layoutsOf(ctx context.Context, group string, t time.Time, write 
 		return nil, err
 	}
 	if sec >= gl.validUntil {
-		return nil, fmt.Errorf("%w: %v is too far ahead of the clock for the layout of group %q", ErrFutureEvent, t, group)
+		return nil, fmt.Errorf("%w: %v is too far ahead of the clock for the layout of group %q", ErrFutureMessage, t, group)
 	}
 	return gl, nil
 }
@@ -187,7 +187,7 @@ func (g *Guard) loadLayouts(ctx context.Context, group string, write bool) (*gro
 			return nil, err
 		}
 		if len(entries) == 0 {
-			return nil, fmt.Errorf("events: group %q: no layout recorded", group)
+			return nil, fmt.Errorf("guard: group %q: no layout recorded", group)
 		}
 	}
 	return g.cache(group, read, entries, recorded), nil
@@ -224,7 +224,7 @@ func (g *Guard) readLayouts(ctx context.Context, group string) (entries []layout
 		entries = append(entries, e)
 	}
 	if err := iter.Close(); err != nil {
-		return nil, 0, fmt.Errorf("events: read the layouts of group %q: %w", group, err)
+		return nil, 0, fmt.Errorf("guard: read the layouts of group %q: %w", group, err)
 	}
 	if len(entries) > 0 && entries[0].since != math.MinInt64 {
 		return nil, 0, fmt.Errorf("%w: group %q has no layout before %d", ErrInvalidLayout, group, entries[0].since)
@@ -265,5 +265,5 @@ func (g *Guard) layoutWriteErr(group string, err error) error {
 	if err == nil || cas.IsOutcomeUnknown(err) {
 		return nil
 	}
-	return fmt.Errorf("events: record the layout of group %q: %w", group, err)
+	return fmt.Errorf("guard: record the layout of group %q: %w", group, err)
 }

@@ -1,4 +1,4 @@
-package events
+package guard
 
 import (
 	"context"
@@ -21,7 +21,7 @@ func TestWarmUpSeesBothLayouts(t *testing.T) {
 	session, ks := testnode.NewSession(t)
 	t0 := time.Now().UTC().Truncate(time.Minute)
 	clock := testnode.NewClock(t0)
-	g, err := NewGuard(session, WithKeyspace(ks), WithClock(clock.Now))
+	g, err := New(session, WithKeyspace(ks), WithClock(clock.Now))
 	require.NoError(t, err)
 	scope := Scope{Group: "g", Topic: "orders", Partition: 7}
 

@@ -1,4 +1,4 @@
-package events_test
+package guard_test
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/cassdedup/cassdedup/events"
+	"github.com/cassdedup/cassdedup/guard"
 	"github.com/cassdedup/cassdedup/internal/testnode"
 	"github.com/cassdedup/cassdedup/lwt"
 )
@@ -26,12 +26,12 @@ func TestProcessBatchFastPath(t *testing.T) {
 	session, ks := testnode.NewSession(t)
 	ctx := context.Background()
 	clock := testnode.NewClock(time.Now().Truncate(time.Second))
-	scope := events.Scope{Group: "g", Topic: "batch-fast", Partition: 4}
+	scope := guard.Scope{Group: "g", Topic: "batch-fast", Partition: 4}
 	g := defaultOwner(t, session, ks, clock, scope, 1)
 	var mu sync.Mutex
 	runs := map[string]int{}
 	var claimed atomic.Int32
-	h := func(ctx context.Context, m events.Message) error {
+	h := func(ctx context.Context, m guard.Message) error {
 		if _, ok := lwt.ClaimFromContext(ctx); ok {
 			claimed.Add(1)
 		}
@@ -40,17 +40,17 @@ func TestProcessBatchFastPath(t *testing.T) {
 		runs[m.ID]++
 		return nil
 	}
-	poll := func(prefix string, n int) []events.Message {
-		msgs := make([]events.Message, n)
+	poll := func(prefix string, n int) []guard.Message {
+		msgs := make([]guard.Message, n)
 		for i := range msgs {
-			msgs[i] = events.Message{Scope: scope, ID: fmt.Sprint(prefix, i), Payload: []byte("x"), Time: clock.Now()}
+			msgs[i] = guard.Message{Scope: scope, ID: fmt.Sprint(prefix, i), Payload: []byte("x"), Time: clock.Now()}
 		}
 		return msgs
 	}
-	outcomes := func(g *events.Guard, msgs []events.Message) map[events.Outcome]int {
+	outcomes := func(g *guard.Guard, msgs []guard.Message) map[guard.Outcome]int {
 		res, err := g.ProcessBatch(ctx, msgs, h)
 		require.NoError(t, err)
-		n := map[events.Outcome]int{}
+		n := map[guard.Outcome]int{}
 		for _, r := range res {
 			assert.NoError(t, r.Err)
 			n[r.Outcome]++
@@ -59,20 +59,20 @@ func TestProcessBatchFastPath(t *testing.T) {
 	}
 
 	first := poll("a-", 150)
-	require.Equal(t, map[events.Outcome]int{events.Processed: 150}, outcomes(g, first))
+	require.Equal(t, map[guard.Outcome]int{guard.Processed: 150}, outcomes(g, first))
 	require.Zero(t, claimed.Load(), "no handler ran under a claim")
 	require.Zero(t, g.BatchStats().Claims, "no Paxos round")
 	require.Equal(t, int64(150), g.Stats().FastPath)
-	require.Equal(t, map[events.Outcome]int{events.Duplicate: 150}, outcomes(g, first))
+	require.Equal(t, map[guard.Outcome]int{guard.Duplicate: 150}, outcomes(g, first))
 
 	next := defaultOwner(t, session, ks, clock, scope, 2)
-	require.Equal(t, map[events.Outcome]int{events.Duplicate: 150}, outcomes(next, first), "the new owner's warm-up read the records")
+	require.Equal(t, map[guard.Outcome]int{guard.Duplicate: 150}, outcomes(next, first), "the new owner's warm-up read the records")
 	out, err := next.Process(ctx, first[7], h)
 	require.NoError(t, err)
-	require.Equal(t, events.Duplicate, out)
+	require.Equal(t, guard.Duplicate, out)
 
 	mixed := append(poll("b-", 40), first[:40]...)
-	require.Equal(t, map[events.Outcome]int{events.Processed: 40, events.Duplicate: 40}, outcomes(next, mixed))
+	require.Equal(t, map[guard.Outcome]int{guard.Processed: 40, guard.Duplicate: 40}, outcomes(next, mixed))
 	require.Equal(t, int64(40), next.Stats().FastPath)
 
 	concurrent := poll("c-", 60)
@@ -84,7 +84,7 @@ func TestProcessBatchFastPath(t *testing.T) {
 				return
 			}
 			for _, r := range res {
-				assert.Contains(t, []events.Outcome{events.Processed, events.Duplicate, events.InProgress}, r.Outcome, "%v", r.Err)
+				assert.Contains(t, []guard.Outcome{guard.Processed, guard.Duplicate, guard.InProgress}, r.Outcome, "%v", r.Err)
 			}
 		})
 	}
@@ -103,26 +103,26 @@ func TestProcessBatchFastPathStoppedAfterItsWrite(t *testing.T) {
 	session, ks := testnode.NewSession(t)
 	ctx := context.Background()
 	clock := testnode.NewClock(time.Now().Truncate(time.Second))
-	scope := events.Scope{Group: "g", Topic: "batch-stop", Partition: 0}
+	scope := guard.Scope{Group: "g", Topic: "batch-stop", Partition: 0}
 	stop := newStopAt(t, lwt.ObservedWrite, "put")
-	first := defaultOwner(t, session, ks, clock, scope, 1, events.WithObserver(stop))
-	msgs := make([]events.Message, 30)
+	first := defaultOwner(t, session, ks, clock, scope, 1, guard.WithObserver(stop))
+	msgs := make([]guard.Message, 30)
 	for i := range msgs {
-		msgs[i] = events.Message{Scope: scope, ID: fmt.Sprint("m", i), Time: clock.Now()}
+		msgs[i] = guard.Message{Scope: scope, ID: fmt.Sprint("m", i), Time: clock.Now()}
 	}
 	var effects atomic.Int32
 	go func() {
-		_, _ = first.ProcessBatch(ctx, msgs, func(context.Context, events.Message) error { effects.Add(1); return nil })
+		_, _ = first.ProcessBatch(ctx, msgs, func(context.Context, guard.Message) error { effects.Add(1); return nil })
 	}()
 	<-stop.reached
 	t.Cleanup(func() { first.Disown(scope) })
 	require.Equal(t, int32(30), effects.Load())
 
 	next := defaultOwner(t, session, ks, clock, scope, 2)
-	res, err := next.ProcessBatch(ctx, msgs, func(context.Context, events.Message) error { effects.Add(1); return nil })
+	res, err := next.ProcessBatch(ctx, msgs, func(context.Context, guard.Message) error { effects.Add(1); return nil })
 	require.NoError(t, err)
 	for _, r := range res {
-		require.Equal(t, events.Duplicate, r.Outcome, "%v", r.Err)
+		require.Equal(t, guard.Duplicate, r.Outcome, "%v", r.Err)
 	}
 	require.Equal(t, int32(30), effects.Load())
 }

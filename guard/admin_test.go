@@ -1,4 +1,4 @@
-package events_test
+package guard_test
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/cassdedup/cassdedup/events"
+	"github.com/cassdedup/cassdedup/guard"
 	"github.com/cassdedup/cassdedup/lwt"
 )
 
@@ -19,11 +19,11 @@ var errHandler = errors.New("downstream unavailable")
 // holdMessage processes m with a handler that blocks until the returned release is called,
 // and returns once the handler runs (the claim is STARTED under a live lease). done receives
 // Process's error.
-func holdMessage(t *testing.T, g *events.Guard, m events.Message) (release func(), done <-chan error) {
+func holdMessage(t *testing.T, g *guard.Guard, m guard.Message) (release func(), done <-chan error) {
 	t.Helper()
 	running, unblock, result := make(chan struct{}), make(chan struct{}), make(chan error, 1)
 	go func() {
-		_, err := g.Process(context.Background(), m, func(ctx context.Context, _ events.Message) error {
+		_, err := g.Process(context.Background(), m, func(ctx context.Context, _ guard.Message) error {
 			close(running)
 			select {
 			case <-unblock:
@@ -43,12 +43,12 @@ func holdMessage(t *testing.T, g *events.Guard, m events.Message) (release func(
 
 func TestGuardAdminReleasesAndDeletesMessages(t *testing.T) {
 	t.Parallel()
-	g := newGuard(t, events.WithMaxAttempts(5))
+	g := newGuard(t, guard.WithMaxAttempts(5))
 	ctx := context.Background()
-	scope := events.Scope{Group: "billing", Topic: "invoices", Partition: 3}
-	msg := func(id string) events.Message { return events.Message{Scope: scope, ID: id} }
+	scope := guard.Scope{Group: "billing", Topic: "invoices", Partition: 3}
+	msg := func(id string) guard.Message { return guard.Message{Scope: scope, ID: id} }
 
-	_, err := g.Process(ctx, msg("done"), func(context.Context, events.Message) error { return nil })
+	_, err := g.Process(ctx, msg("done"), func(context.Context, guard.Message) error { return nil })
 	require.NoError(t, err)
 	in, err := g.Inspect(ctx, scope, "done")
 	require.NoError(t, err)
@@ -67,34 +67,34 @@ func TestGuardAdminReleasesAndDeletesMessages(t *testing.T) {
 	assert.ErrorIs(t, <-done, lwt.ErrLeaseLost, "the consumer that held it is fenced off")
 
 	ran := false
-	out, err := g.Process(ctx, msg("held"), func(context.Context, events.Message) error { ran = true; return nil })
+	out, err := g.Process(ctx, msg("held"), func(context.Context, guard.Message) error { ran = true; return nil })
 	require.NoError(t, err)
-	assert.Equal(t, events.Processed, out)
+	assert.Equal(t, guard.Processed, out)
 	assert.True(t, ran, "the redelivery runs the handler")
 
 	_, err = g.DeleteMessage(ctx, scope, "done")
 	require.NoError(t, err)
 	_, err = g.Inspect(ctx, scope, "done")
 	require.ErrorIs(t, err, lwt.ErrNotFound)
-	_, err = g.Inspect(ctx, events.Scope{Group: "", Topic: "t"}, "x")
-	require.ErrorIs(t, err, events.ErrInvalidMessage)
+	_, err = g.Inspect(ctx, guard.Scope{Group: "", Topic: "t"}, "x")
+	require.ErrorIs(t, err, guard.ErrInvalidMessage)
 }
 
 func TestGuardScanStuckAndListMessages(t *testing.T) {
 	t.Parallel()
-	g := newGuard(t, events.WithMaxAttempts(10))
+	g := newGuard(t, guard.WithMaxAttempts(10))
 	ctx := context.Background()
-	scope := events.Scope{Group: "g", Topic: "orders", Partition: 0}
-	failing := func(context.Context, events.Message) error { return errHandler }
+	scope := guard.Scope{Group: "g", Topic: "orders", Partition: 0}
+	failing := func(context.Context, guard.Message) error { return errHandler }
 	for i := range 20 {
-		_, err := g.Process(ctx, events.Message{Scope: scope, ID: fmt.Sprint("ok-", i)}, func(context.Context, events.Message) error { return nil })
+		_, err := g.Process(ctx, guard.Message{Scope: scope, ID: fmt.Sprint("ok-", i)}, func(context.Context, guard.Message) error { return nil })
 		require.NoError(t, err)
 	}
 	for range 3 {
-		_, err := g.Process(ctx, events.Message{Scope: scope, ID: "flaky"}, failing)
+		_, err := g.Process(ctx, guard.Message{Scope: scope, ID: "flaky"}, failing)
 		require.ErrorIs(t, err, errHandler)
 	}
-	_, err := g.Process(ctx, events.Message{Scope: scope, ID: "failed-once"}, failing)
+	_, err := g.Process(ctx, guard.Message{Scope: scope, ID: "failed-once"}, failing)
 	require.ErrorIs(t, err, errHandler)
 
 	var stuck []lwt.StuckClaim
@@ -109,7 +109,7 @@ func TestGuardScanStuckAndListMessages(t *testing.T) {
 	assert.EqualValues(t, 22, stats.Rows)
 
 	statuses := map[string]lwt.Status{}
-	err = g.ListMessages(ctx, scope, time.Now().Add(-time.Hour), func(m events.MessageRecord) error {
+	err = g.ListMessages(ctx, scope, time.Now().Add(-time.Hour), func(m guard.MessageRecord) error {
 		require.NotNil(t, m.Record, m.ID)
 		statuses[m.ID] = m.Record.Status
 		return nil
@@ -121,7 +121,7 @@ func TestGuardScanStuckAndListMessages(t *testing.T) {
 
 	enough := errors.New("enough")
 	n := 0
-	err = g.ListMessages(ctx, scope, time.Time{}, func(events.MessageRecord) error {
+	err = g.ListMessages(ctx, scope, time.Time{}, func(guard.MessageRecord) error {
 		if n++; n == 5 {
 			return enough
 		}

@@ -1,4 +1,4 @@
-package events_test
+package guard_test
 
 import (
 	"context"
@@ -13,16 +13,16 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cassdedup/cassdedup/bloom"
-	"github.com/cassdedup/cassdedup/events"
+	"github.com/cassdedup/cassdedup/guard"
 	"github.com/cassdedup/cassdedup/internal/testnode"
 	"github.com/cassdedup/cassdedup/lwt"
 )
 
 // defaultOwner is a consumer process with every default but the clock: a guard and a pre-check
 // of scope owned at epoch.
-func defaultOwner(t *testing.T, session *gocql.Session, ks string, clock *testnode.Clock, scope events.Scope, epoch uint64, opts ...events.Option) *events.Guard {
+func defaultOwner(t *testing.T, session *gocql.Session, ks string, clock *testnode.Clock, scope guard.Scope, epoch uint64, opts ...guard.Option) *guard.Guard {
 	t.Helper()
-	g, err := events.NewGuard(session, append([]events.Option{events.WithKeyspace(ks), events.WithClock(clock.Now)}, opts...)...)
+	g, err := guard.New(session, append([]guard.Option{guard.WithKeyspace(ks), guard.WithClock(clock.Now)}, opts...)...)
 	require.NoError(t, err)
 	pre, err := bloom.NewPreCheck(fmt.Sprint(scope), bloom.WithClock(clock.Now))
 	require.NoError(t, err)
@@ -39,37 +39,37 @@ func TestFastPathDuplicateAfterHorizonRunsOnce(t *testing.T) {
 	session, ks := testnode.NewSession(t)
 	ctx := context.Background()
 	clock := testnode.NewClock(time.Now().Truncate(time.Second))
-	scope := events.Scope{Group: "g", Topic: "horizon", Partition: 2}
+	scope := guard.Scope{Group: "g", Topic: "horizon", Partition: 2}
 	g := defaultOwner(t, session, ks, clock, scope, 1)
 	runs := map[string]int{}
-	h := func(_ context.Context, m events.Message) error { runs[m.ID]++; return nil }
+	h := func(_ context.Context, m guard.Message) error { runs[m.ID]++; return nil }
 
-	timed := events.Message{Scope: scope, ID: "timed", Payload: []byte("x"), Time: clock.Now()}
-	untimed := events.Message{Scope: scope, ID: "untimed", Payload: []byte("y")}
-	for _, m := range []events.Message{timed, untimed} {
+	timed := guard.Message{Scope: scope, ID: "timed", Payload: []byte("x"), Time: clock.Now()}
+	untimed := guard.Message{Scope: scope, ID: "untimed", Payload: []byte("y")}
+	for _, m := range []guard.Message{timed, untimed} {
 		out, err := g.Process(ctx, m, h)
 		require.NoError(t, err)
-		require.Equal(t, events.Processed, out)
+		require.Equal(t, guard.Processed, out)
 	}
 	require.Equal(t, int64(1), g.Stats().FastPath, "the timed message took the fast path; the untimed one cannot be vouched for")
 
 	clock.Advance(2 * time.Hour)
 	fresh := defaultOwner(t, session, ks, clock, scope, 2)
-	for _, owner := range []*events.Guard{g, fresh} {
-		for _, m := range []events.Message{timed, untimed} {
+	for _, owner := range []*guard.Guard{g, fresh} {
+		for _, m := range []guard.Message{timed, untimed} {
 			out, err := owner.Process(ctx, m, h)
 			require.NoError(t, err)
-			require.Equal(t, events.Duplicate, out, m.ID)
+			require.Equal(t, guard.Duplicate, out, m.ID)
 		}
 	}
 	require.Equal(t, map[string]int{"timed": 1, "untimed": 1}, runs)
 	require.Equal(t, int64(1), g.Stats().FastPath+fresh.Stats().FastPath, "nothing older than the horizon took the fast path")
 
 	// A message first delivered long after its time is vouched for by nobody: the LWT path.
-	old := events.Message{Scope: scope, ID: "old", Time: clock.Now().Add(-3 * time.Hour)}
+	old := guard.Message{Scope: scope, ID: "old", Time: clock.Now().Add(-3 * time.Hour)}
 	out, err := fresh.Process(ctx, old, h)
 	require.NoError(t, err)
-	require.Equal(t, events.Processed, out)
+	require.Equal(t, guard.Processed, out)
 	require.Equal(t, int64(1), g.Stats().FastPath+fresh.Stats().FastPath)
 }
 
@@ -79,7 +79,7 @@ func TestOwnRefusesAHorizonThatVouchesForNothing(t *testing.T) {
 	t.Parallel()
 	session, ks := testnode.NewSession(t)
 	g := guardOn(t, session, ks)
-	scope := events.Scope{Group: "g", Topic: "short", Partition: 0}
+	scope := guard.Scope{Group: "g", Topic: "short", Partition: 0}
 	pre, err := bloom.NewPreCheck("short", bloom.WithRetention(90*time.Second))
 	require.NoError(t, err)
 	err = g.Own(context.Background(), scope, 1, pre)
@@ -136,15 +136,15 @@ func TestFastPathStoppedBetweenStepsNeverRunsARecordedIDAgain(t *testing.T) {
 		{"record-written", func(t *testing.T) (*stopAt, bool) { return newStopAt(t, lwt.ObservedWrite, "put"), false }, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			scope := events.Scope{Group: "g", Topic: "stop-" + tc.name, Partition: 0}
+			scope := guard.Scope{Group: "g", Topic: "stop-" + tc.name, Partition: 0}
 			stop, inHandler := tc.stop(t)
 			var effects atomic.Int32
 			dead := make(chan struct{})
 			handlerStopped := make(chan struct{})
-			first := defaultOwner(t, session, ks, clock, scope, 1, events.WithObserver(stop))
-			m := events.Message{Scope: scope, ID: "m", Payload: []byte("p"), Time: clock.Now()}
+			first := defaultOwner(t, session, ks, clock, scope, 1, guard.WithObserver(stop))
+			m := guard.Message{Scope: scope, ID: "m", Payload: []byte("p"), Time: clock.Now()}
 			go func() {
-				_, _ = first.Process(ctx, m, func(context.Context, events.Message) error {
+				_, _ = first.Process(ctx, m, func(context.Context, guard.Message) error {
 					select {
 					case <-dead: // the test is over: this process stopped long ago
 						return nil
@@ -166,24 +166,24 @@ func TestFastPathStoppedBetweenStepsNeverRunsARecordedIDAgain(t *testing.T) {
 			t.Cleanup(func() { first.Disown(scope); close(dead) })
 
 			next := defaultOwner(t, session, ks, clock, scope, 2)
-			out, err := next.Process(ctx, m, func(context.Context, events.Message) error { effects.Add(1); return nil })
+			out, err := next.Process(ctx, m, func(context.Context, guard.Message) error { effects.Add(1); return nil })
 			require.NoError(t, err)
 			if tc.recorded {
-				assert.Equal(t, events.Duplicate, out, "the record exists: the new owner must not run it")
+				assert.Equal(t, guard.Duplicate, out, "the record exists: the new owner must not run it")
 				assert.Equal(t, int32(1), effects.Load())
 			} else {
-				assert.Equal(t, events.Processed, out, "no record: the new owner processes it")
+				assert.Equal(t, guard.Processed, out, "no record: the new owner processes it")
 			}
 			// From here on it is recorded, for every owner and every path.
 			again := defaultOwner(t, session, ks, clock, scope, 3)
 			before := effects.Load()
-			for _, g := range []*events.Guard{next, again} {
-				out, err := g.Process(ctx, m, func(context.Context, events.Message) error { effects.Add(1); return nil })
+			for _, g := range []*guard.Guard{next, again} {
+				out, err := g.Process(ctx, m, func(context.Context, guard.Message) error { effects.Add(1); return nil })
 				require.NoError(t, err)
-				assert.Equal(t, events.Duplicate, out)
-				res, err := g.ProcessBatch(ctx, []events.Message{m}, func(context.Context, events.Message) error { effects.Add(1); return nil })
+				assert.Equal(t, guard.Duplicate, out)
+				res, err := g.ProcessBatch(ctx, []guard.Message{m}, func(context.Context, guard.Message) error { effects.Add(1); return nil })
 				require.NoError(t, err)
-				assert.Equal(t, events.Duplicate, res[0].Outcome, "ProcessBatch finds the record too")
+				assert.Equal(t, guard.Duplicate, res[0].Outcome, "ProcessBatch finds the record too")
 			}
 			assert.Equal(t, before, effects.Load())
 		})

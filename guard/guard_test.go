@@ -1,4 +1,4 @@
-package events_test
+package guard_test
 
 import (
 	"context"
@@ -14,14 +14,17 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/cassdedup/cassdedup/events"
+	"github.com/cassdedup/cassdedup/guard"
 	"github.com/cassdedup/cassdedup/internal/testnode"
 )
 
-func newGuard(t *testing.T, opts ...events.Option) *events.Guard {
+// t0 is the start of the fixed clock of the tests that spread messages over hours.
+var t0 = time.Date(2025, 3, 1, 0, 0, 0, 0, time.UTC)
+
+func newGuard(t *testing.T, opts ...guard.Option) *guard.Guard {
 	t.Helper()
 	session, ks := testnode.NewSession(t)
-	g, err := events.NewGuard(session, append([]events.Option{events.WithKeyspace(ks)}, opts...)...)
+	g, err := guard.New(session, append([]guard.Option{guard.WithKeyspace(ks)}, opts...)...)
 	require.NoError(t, err)
 	return g
 }
@@ -59,12 +62,12 @@ func (e *effects) apply(id string) {
 // It is not parallel, so every goroutine that starts during it is its own and must have ended.
 func TestGuardReplayedStreamTakesEffectOnce(t *testing.T) {
 	const messages, maxAttempts, consumers = 10000, 3, 24
-	g := newGuard(t, events.WithMaxAttempts(maxAttempts))
+	g := newGuard(t, guard.WithMaxAttempts(maxAttempts))
 	ctx := context.Background()
 	fx := &effects{runs: map[string]int{}, applied: map[string]int{}, failures: map[string]int{}}
 	failsOnce := func(i int) bool { return i%10 == 3 }
 	poison := func(i int) bool { return i%500 == 7 }
-	handler := func(_ context.Context, m events.Message) error {
+	handler := func(_ context.Context, m guard.Message) error {
 		var i int
 		fmt.Sscanf(m.ID, "msg-%d", &i)
 		if n := fx.run(m.ID); poison(i) || (failsOnce(i) && n == 1) {
@@ -74,20 +77,20 @@ func TestGuardReplayedStreamTakesEffectOnce(t *testing.T) {
 		fx.apply(m.ID)
 		return nil
 	}
-	_, err := g.Process(ctx, events.Message{Scope: events.Scope{Group: "g", Topic: "warm"}, ID: "up"}, handler)
+	_, err := g.Process(ctx, guard.Message{Scope: guard.Scope{Group: "g", Topic: "warm"}, ID: "up"}, handler)
 	require.NoError(t, err) // the session's connections are up before the snapshot
 	running := goleak.IgnoreCurrent()
 
 	var outcomes [6]atomic.Int64
 	var poisoned sync.Map
-	deliver := func(m events.Message) {
-		out := redeliver(t, ctx, g, m, handler, "handler failed", func(o events.Outcome) { outcomes[o].Add(1) })
-		if out == events.Poison {
+	deliver := func(m guard.Message) {
+		out := redeliver(t, ctx, g, m, handler, "handler failed", func(o guard.Outcome) { outcomes[o].Add(1) })
+		if out == guard.Poison {
 			poisoned.Store(m.ID, true)
 		}
 	}
 	type delivery struct {
-		m      events.Message
+		m      guard.Message
 		copies int // delivered to this many consumers at once
 	}
 	stream := make(chan delivery, 128)
@@ -108,7 +111,7 @@ func TestGuardReplayedStreamTakesEffectOnce(t *testing.T) {
 	}
 	var duplicates []delivery
 	for i := range messages {
-		m := events.Message{Scope: events.Scope{Group: "billing", Topic: "payments", Partition: int32(i % 4)},
+		m := guard.Message{Scope: guard.Scope{Group: "billing", Topic: "payments", Partition: int32(i % 4)},
 			ID: fmt.Sprintf("msg-%d", i), Payload: []byte(fmt.Sprintf("body-%d", i))}
 		switch {
 		case i%10 < 1: // 10%: two consumers at once
@@ -147,65 +150,65 @@ func TestGuardReplayedStreamTakesEffectOnce(t *testing.T) {
 		}
 	}
 	t.Logf("outcomes: processed %d, duplicate %d, in progress %d, failed %d, poison %d",
-		outcomes[events.Processed].Load(), outcomes[events.Duplicate].Load(), outcomes[events.InProgress].Load(),
-		outcomes[events.Failed].Load(), outcomes[events.Poison].Load())
-	require.Positive(t, outcomes[events.Duplicate].Load())
+		outcomes[guard.Processed].Load(), outcomes[guard.Duplicate].Load(), outcomes[guard.InProgress].Load(),
+		outcomes[guard.Failed].Load(), outcomes[guard.Poison].Load())
+	require.Positive(t, outcomes[guard.Duplicate].Load())
 	goleak.VerifyNone(t, running)
 }
 
 func TestGuardFailedHandlerLeavesMessageForRedelivery(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	g := newGuard(t, events.WithMaxAttempts(2))
-	m := events.Message{Scope: events.Scope{Group: "g", Topic: "t"}, ID: "m1", Payload: []byte("a")}
+	g := newGuard(t, guard.WithMaxAttempts(2))
+	m := guard.Message{Scope: guard.Scope{Group: "g", Topic: "t"}, ID: "m1", Payload: []byte("a")}
 	boom := errors.New("boom")
-	out, err := g.Process(ctx, m, func(context.Context, events.Message) error { return boom })
-	require.Equal(t, events.Failed, out)
+	out, err := g.Process(ctx, m, func(context.Context, guard.Message) error { return boom })
+	require.Equal(t, guard.Failed, out)
 	require.ErrorIs(t, err, boom)
 	runs := 0
-	out, err = g.Process(ctx, m, func(context.Context, events.Message) error { runs++; return nil })
+	out, err = g.Process(ctx, m, func(context.Context, guard.Message) error { runs++; return nil })
 	require.NoError(t, err)
-	require.Equal(t, events.Processed, out, "a failed handler did not mark the message")
-	out, err = g.Process(ctx, m, func(context.Context, events.Message) error { runs++; return nil })
+	require.Equal(t, guard.Processed, out, "a failed handler did not mark the message")
+	out, err = g.Process(ctx, m, func(context.Context, guard.Message) error { runs++; return nil })
 	require.NoError(t, err)
-	require.Equal(t, events.Duplicate, out)
+	require.Equal(t, guard.Duplicate, out)
 	require.Equal(t, 1, runs)
 
 	m.Payload = []byte("b")
-	out, err = g.Process(ctx, m, func(context.Context, events.Message) error { return nil })
-	require.ErrorIs(t, err, events.ErrMessageReuse)
-	require.Equal(t, events.Failed, out)
+	out, err = g.Process(ctx, m, func(context.Context, guard.Message) error { return nil })
+	require.ErrorIs(t, err, guard.ErrMessageReuse)
+	require.Equal(t, guard.Failed, out)
 
-	p := events.Message{Scope: events.Scope{Group: "g", Topic: "t"}, ID: "poison"}
+	p := guard.Message{Scope: guard.Scope{Group: "g", Topic: "t"}, ID: "poison"}
 	for range 2 {
-		out, err = g.Process(ctx, p, func(context.Context, events.Message) error { return boom })
+		out, err = g.Process(ctx, p, func(context.Context, guard.Message) error { return boom })
 	}
-	require.Equal(t, events.Poison, out)
-	var pe *events.PoisonError
+	require.Equal(t, guard.Poison, out)
+	var pe *guard.PoisonError
 	require.ErrorAs(t, err, &pe)
 	require.ErrorIs(t, err, boom)
 	require.Equal(t, "boom", pe.LastError)
-	out, err = g.Process(ctx, p, func(context.Context, events.Message) error { t.Fatal("ran"); return nil })
-	require.Equal(t, events.Poison, out, "poison is remembered")
-	require.ErrorIs(t, err, events.ErrPoison)
+	out, err = g.Process(ctx, p, func(context.Context, guard.Message) error { t.Fatal("ran"); return nil })
+	require.Equal(t, guard.Poison, out, "poison is remembered")
+	require.ErrorIs(t, err, guard.ErrPoison)
 }
 
 func TestGuardProcessedIDsListsScope(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	clock := testnode.NewClock(t0)
-	g := newGuard(t, events.WithClock(clock.Now), events.WithRetention(24*time.Hour))
-	scope := events.Scope{Group: "g", Topic: "t", Partition: 2}
+	g := newGuard(t, guard.WithClock(clock.Now), guard.WithRetention(24*time.Hour))
+	scope := guard.Scope{Group: "g", Topic: "t", Partition: 2}
 	want := map[string]bool{}
 	for i := range 30 {
 		id := fmt.Sprint("id-", i)
 		want[id] = true
 		clock.Set(t0.Add(time.Duration(i) * time.Hour)) // spread over 30 hour buckets
-		_, err := g.Process(ctx, events.Message{Scope: scope, ID: id}, func(context.Context, events.Message) error { return nil })
+		_, err := g.Process(ctx, guard.Message{Scope: scope, ID: id}, func(context.Context, guard.Message) error { return nil })
 		require.NoError(t, err)
 	}
-	_, err := g.Process(ctx, events.Message{Scope: events.Scope{Group: "g", Topic: "t", Partition: 3}, ID: "other"},
-		func(context.Context, events.Message) error { return nil })
+	_, err := g.Process(ctx, guard.Message{Scope: guard.Scope{Group: "g", Topic: "t", Partition: 3}, ID: "other"},
+		func(context.Context, guard.Message) error { return nil })
 	require.NoError(t, err)
 	got := map[string]bool{}
 	require.NoError(t, g.ProcessedIDs(ctx, scope, func(id string) error { got[id] = true; return nil }))
@@ -215,42 +218,42 @@ func TestGuardProcessedIDsListsScope(t *testing.T) {
 	}
 	stop := errors.New("stop")
 	require.ErrorIs(t, g.ProcessedIDs(ctx, scope, func(string) error { return stop }), stop)
-	require.ErrorIs(t, g.ProcessedIDs(ctx, events.Scope{Topic: "t"}, func(string) error { return nil }), events.ErrInvalidMessage)
+	require.ErrorIs(t, g.ProcessedIDs(ctx, guard.Scope{Topic: "t"}, func(string) error { return nil }), guard.ErrInvalidMessage)
 }
 
 func TestGuardBadInputGivesTypedErrors(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	g := newGuard(t, events.WithMaxPayload(16))
-	ok := func(context.Context, events.Message) error { return nil }
-	s := events.Scope{Group: "g", Topic: "t"}
+	g := newGuard(t, guard.WithMaxPayload(16))
+	ok := func(context.Context, guard.Message) error { return nil }
+	s := guard.Scope{Group: "g", Topic: "t"}
 	cases := []struct {
-		m    events.Message
+		m    guard.Message
 		want error
 	}{
-		{events.Message{Scope: s}, events.ErrInvalidMessage},
-		{events.Message{Scope: events.Scope{Topic: "t"}, ID: "x"}, events.ErrInvalidMessage},
-		{events.Message{Scope: events.Scope{Group: "g"}, ID: "x"}, events.ErrInvalidMessage},
-		{events.Message{Scope: events.Scope{Group: "g", Topic: "t", Partition: -1}, ID: "x"}, events.ErrInvalidMessage},
-		{events.Message{Scope: s, ID: strings.Repeat("x", 256)}, events.ErrInvalidMessage},
-		{events.Message{Scope: s, ID: "\xc3"}, events.ErrInvalidMessage},
-		{events.Message{Scope: s, ID: "x", Payload: make([]byte, 17)}, events.ErrPayloadTooLarge},
+		{guard.Message{Scope: s}, guard.ErrInvalidMessage},
+		{guard.Message{Scope: guard.Scope{Topic: "t"}, ID: "x"}, guard.ErrInvalidMessage},
+		{guard.Message{Scope: guard.Scope{Group: "g"}, ID: "x"}, guard.ErrInvalidMessage},
+		{guard.Message{Scope: guard.Scope{Group: "g", Topic: "t", Partition: -1}, ID: "x"}, guard.ErrInvalidMessage},
+		{guard.Message{Scope: s, ID: strings.Repeat("x", 256)}, guard.ErrInvalidMessage},
+		{guard.Message{Scope: s, ID: "\xc3"}, guard.ErrInvalidMessage},
+		{guard.Message{Scope: s, ID: "x", Payload: make([]byte, 17)}, guard.ErrPayloadTooLarge},
 	}
 	for _, tc := range cases {
 		out, err := g.Process(ctx, tc.m, ok)
 		require.ErrorIs(t, err, tc.want, "%+v", tc.m.Scope)
-		require.Equal(t, events.Failed, out)
+		require.Equal(t, guard.Failed, out)
 	}
-	_, err := g.Process(ctx, events.Message{Scope: s, ID: "x"}, nil)
-	require.ErrorIs(t, err, events.ErrInvalidOption)
-	for _, o := range []events.Option{events.WithRetention(time.Second), events.WithLease(time.Millisecond),
-		events.WithLease(30 * 24 * time.Hour), events.WithMaxAttempts(0), events.WithMaxPayload(0),
-		events.WithClock(nil), events.WithKeyspace("a b"), events.WithMessageTables("x", "-"),
-		events.WithConsistency(gocql.One), events.WithSerialConsistency(gocql.SerialConsistency(0)),
-		events.WithBatchWindow(0), events.WithBatchWindow(1500 * time.Millisecond), events.WithBatchWindow(25 * time.Hour),
-		events.WithBatchBuckets(0), events.WithBatchBuckets(1025), events.WithBatchTable("no such;table")} {
-		_, err := events.NewGuard(&gocql.Session{}, o)
-		require.ErrorIs(t, err, events.ErrInvalidOption)
+	_, err := g.Process(ctx, guard.Message{Scope: s, ID: "x"}, nil)
+	require.ErrorIs(t, err, guard.ErrInvalidOption)
+	for _, o := range []guard.Option{guard.WithRetention(time.Second), guard.WithLease(time.Millisecond),
+		guard.WithLease(30 * 24 * time.Hour), guard.WithMaxAttempts(0), guard.WithMaxPayload(0),
+		guard.WithClock(nil), guard.WithKeyspace("a b"), guard.WithMessageTables("x", "-"),
+		guard.WithConsistency(gocql.One), guard.WithSerialConsistency(gocql.SerialConsistency(0)),
+		guard.WithBatchWindow(0), guard.WithBatchWindow(1500 * time.Millisecond), guard.WithBatchWindow(25 * time.Hour),
+		guard.WithBatchBuckets(0), guard.WithBatchBuckets(1025), guard.WithBatchTable("no such;table")} {
+		_, err := guard.New(&gocql.Session{}, o)
+		require.ErrorIs(t, err, guard.ErrInvalidOption)
 	}
 }
 
@@ -262,9 +265,9 @@ func FuzzValidateMessage(f *testing.F) {
 		if payload < 0 || payload > 8<<20 {
 			return
 		}
-		err := events.ValidateMessage(events.Message{Scope: events.Scope{Group: group, Topic: topic, Partition: partition},
+		err := guard.ValidateMessage(guard.Message{Scope: guard.Scope{Group: group, Topic: topic, Partition: partition},
 			ID: id, Payload: make([]byte, payload)})
-		if err != nil && !errors.Is(err, events.ErrInvalidMessage) && !errors.Is(err, events.ErrPayloadTooLarge) {
+		if err != nil && !errors.Is(err, guard.ErrInvalidMessage) && !errors.Is(err, guard.ErrPayloadTooLarge) {
 			t.Fatalf("untyped error %v", err)
 		}
 		if err == nil && (group == "" || topic == "" || id == "" || partition < 0) {

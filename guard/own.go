@@ -1,4 +1,4 @@
-package events
+package guard
 
 import (
 	"context"
@@ -37,7 +37,7 @@ func (g *Guard) Own(ctx context.Context, scope Scope, epoch uint64, pre lwt.PreC
 	}
 	err := g.store.Own(ctx, scope.key(), epoch, pre, g.keySource(scope, pre.Retention()))
 	if err != nil {
-		return fmt.Errorf("events: own %s/%s/%d: %w", scope.Group, scope.Topic, scope.Partition, err)
+		return fmt.Errorf("guard: own %s/%s/%d: %w", scope.Group, scope.Topic, scope.Partition, err)
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package events_test
+package guard_test
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/cassdedup/cassdedup/events"
+	"github.com/cassdedup/cassdedup/guard"
 	"github.com/cassdedup/cassdedup/internal/testnode"
 	"github.com/cassdedup/cassdedup/lwt"
 )
@@ -32,7 +32,7 @@ func layoutRows(t *testing.T, session *gocql.Session, ks, group string) map[int6
 
 // partitionRows counts the rows of each partition of a windowed table (bucketed or by-window
 // index) of one scope, by window start and bucket.
-func partitionRows(t *testing.T, session *gocql.Session, ks, table string, scope events.Scope) map[[2]int64]int {
+func partitionRows(t *testing.T, session *gocql.Session, ks, table string, scope guard.Scope) map[[2]int64]int {
 	t.Helper()
 	got := map[[2]int64]int{}
 	iter := session.Query(`SELECT consumer_group, topic, partition, window_start, bucket FROM ` + ks + `.` + table).Iter()
@@ -41,7 +41,7 @@ func partitionRows(t *testing.T, session *gocql.Session, ks, table string, scope
 	var start int64
 	var bucket int
 	for iter.Scan(&group, &topic, &partition, &start, &bucket) {
-		if (events.Scope{Group: group, Topic: topic, Partition: partition}) == scope {
+		if (guard.Scope{Group: group, Topic: topic, Partition: partition}) == scope {
 			got[[2]int64{start, int64(bucket)}]++
 		}
 	}
@@ -60,8 +60,8 @@ func TestLayoutOldReleaseRecordFoundAfterSwitch(t *testing.T) {
 	session, ks := testnode.NewSession(t)
 	t0 := time.Now().UTC().Truncate(time.Minute)
 	clock := testnode.NewClock(t0.Add(10 * time.Second))
-	scope := events.Scope{Group: "g", Topic: "orders", Partition: 2}
-	old := events.Message{Scope: scope, ID: "old-1", Time: t0.Add(5 * time.Second)}
+	scope := guard.Scope{Group: "g", Topic: "orders", Partition: 2}
+	old := guard.Message{Scope: scope, ID: "old-1", Time: t0.Add(5 * time.Second)}
 
 	store := bucketedStore(t, session, ks, time.Minute)
 	begun, err := store.BeginBatch(ctx, partitionOf(old), []lwt.BatchItem{{Key: old.ID}})
@@ -71,16 +71,16 @@ func TestLayoutOldReleaseRecordFoundAfterSwitch(t *testing.T) {
 		require.NoError(t, err)
 	}
 
-	g := guardOn(t, session, ks, events.WithClock(clock.Now))
+	g := guardOn(t, session, ks, guard.WithClock(clock.Now))
 	runs := newRunCounter()
 	out, err := g.Process(ctx, old, runs.handle)
 	require.NoError(t, err)
-	assert.Equal(t, events.Duplicate, out)
+	assert.Equal(t, guard.Duplicate, out)
 	rows := layoutRows(t, session, ks, "g")
 	require.Len(t, rows, 2, "the legacy layout and the switch to the defaults")
 	var switchAt int64
 	for since, buckets := range rows {
-		if buckets == events.DefaultBatchBuckets {
+		if buckets == guard.DefaultBatchBuckets {
 			switchAt = since
 		}
 	}
@@ -88,24 +88,24 @@ func TestLayoutOldReleaseRecordFoundAfterSwitch(t *testing.T) {
 	assert.Greater(t, switchAt, clock.Now().Add(lwt.MaxClockSkew).Unix(), "the switch is ahead of every time written before")
 
 	clock.Set(time.Unix(switchAt, 0).Add(30 * time.Second))
-	res, err := g.ProcessBatch(ctx, []events.Message{old}, runs.handle)
+	res, err := g.ProcessBatch(ctx, []guard.Message{old}, runs.handle)
 	require.NoError(t, err)
-	assert.Equal(t, events.Duplicate, res[0].Outcome)
+	assert.Equal(t, guard.Duplicate, res[0].Outcome)
 	out, err = g.Process(ctx, old, runs.handle)
 	require.NoError(t, err)
-	assert.Equal(t, events.Duplicate, out)
+	assert.Equal(t, guard.Duplicate, out)
 	assert.Zero(t, runs.count(old.ID), "the old record answered every redelivery")
 
-	fresh := events.Message{Scope: scope, ID: "new-1", Time: clock.Now()}
-	res, err = g.ProcessBatch(ctx, []events.Message{fresh}, runs.handle)
+	fresh := guard.Message{Scope: scope, ID: "new-1", Time: clock.Now()}
+	res, err = g.ProcessBatch(ctx, []guard.Message{fresh}, runs.handle)
 	require.NoError(t, err)
-	assert.Equal(t, events.Processed, res[0].Outcome)
-	bucket := int64(xxhash.Sum64String(fresh.ID) % events.DefaultBatchBuckets)
+	assert.Equal(t, guard.Processed, res[0].Outcome)
+	bucket := int64(xxhash.Sum64String(fresh.ID) % guard.DefaultBatchBuckets)
 	assert.Equal(t, map[[2]int64]int{{t0.Unix(), 0}: 1, {switchAt, bucket}: 1},
 		partitionRows(t, session, ks, "processed_messages_bucketed", scope))
 	out, err = g.Process(ctx, fresh, runs.handle)
 	require.NoError(t, err)
-	assert.Equal(t, events.Duplicate, out)
+	assert.Equal(t, guard.Duplicate, out)
 	assert.Equal(t, 1, runs.count(fresh.ID))
 }
 
@@ -118,24 +118,24 @@ func TestLayoutChangeByUser(t *testing.T) {
 	ctx := context.Background()
 	session, ks := testnode.NewSession(t)
 	clock := testnode.NewClock(time.Now().UTC().Truncate(time.Minute))
-	scope := events.Scope{Group: "g", Topic: "orders", Partition: 0}
-	a := guardOn(t, session, ks, events.WithClock(clock.Now))
+	scope := guard.Scope{Group: "g", Topic: "orders", Partition: 0}
+	a := guardOn(t, session, ks, guard.WithClock(clock.Now))
 	runs := newRunCounter()
-	msg := func(id string) events.Message { return events.Message{Scope: scope, ID: id, Time: clock.Now()} }
+	msg := func(id string) guard.Message { return guard.Message{Scope: scope, ID: id, Time: clock.Now()} }
 
 	// Past the first switch, onto the default layout.
 	_, err := a.Process(ctx, msg("warm"), runs.handle)
 	require.NoError(t, err)
 	clock.Advance(5 * time.Minute)
-	before := []events.Message{msg("a-1"), msg("a-2"), msg("a-3")}
+	before := []guard.Message{msg("a-1"), msg("a-2"), msg("a-3")}
 	_, err = a.ProcessBatch(ctx, before, runs.handle)
 	require.NoError(t, err)
 
-	b := guardOn(t, session, ks, events.WithClock(clock.Now), events.WithBatchBuckets(16))
+	b := guardOn(t, session, ks, guard.WithClock(clock.Now), guard.WithBatchBuckets(16))
 	res, err := b.ProcessBatch(ctx, before, runs.handle)
 	require.NoError(t, err)
 	for i := range res {
-		assert.Equal(t, events.Duplicate, res[i].Outcome, before[i].ID)
+		assert.Equal(t, guard.Duplicate, res[i].Outcome, before[i].ID)
 	}
 	rows := layoutRows(t, session, ks, "g")
 	require.Len(t, rows, 3)
@@ -146,22 +146,22 @@ func TestLayoutChangeByUser(t *testing.T) {
 		}
 	}
 	require.NotZero(t, change)
-	assert.GreaterOrEqual(t, change, clock.Now().Add(events.LayoutSwitchDelay).Unix())
+	assert.GreaterOrEqual(t, change, clock.Now().Add(guard.LayoutSwitchDelay).Unix())
 
 	clock.Set(time.Unix(change, 0).Add(time.Minute))
-	after := []events.Message{msg("b-1"), msg("b-2"), msg("b-3")}
+	after := []guard.Message{msg("b-1"), msg("b-2"), msg("b-3")}
 	res, err = b.ProcessBatch(ctx, after, runs.handle)
 	require.NoError(t, err)
 	for i := range res {
-		assert.Equal(t, events.Processed, res[i].Outcome, after[i].ID)
+		assert.Equal(t, guard.Processed, res[i].Outcome, after[i].ID)
 	}
 	for _, m := range append(before, after...) {
 		out, err := a.Process(ctx, m, runs.handle)
 		require.NoError(t, err)
-		assert.Equal(t, events.Duplicate, out, m.ID)
-		res, err := a.ProcessBatch(ctx, []events.Message{m}, runs.handle)
+		assert.Equal(t, guard.Duplicate, out, m.ID)
+		res, err := a.ProcessBatch(ctx, []guard.Message{m}, runs.handle)
 		require.NoError(t, err)
-		assert.Equal(t, events.Duplicate, res[0].Outcome, m.ID)
+		assert.Equal(t, guard.Duplicate, res[0].Outcome, m.ID)
 		assert.Equal(t, 1, runs.count(m.ID), m.ID)
 	}
 	for key := range partitionRows(t, session, ks, "processed_messages_bucketed", scope) {
@@ -183,15 +183,15 @@ func TestLayoutConcurrentAcrossSwitch(t *testing.T) {
 	session, ks := testnode.NewSession(t)
 	t0 := time.Now().UTC().Truncate(time.Minute)
 	clock := testnode.NewClock(t0)
-	guards := []*events.Guard{guardOn(t, session, ks, events.WithClock(clock.Now)), guardOn(t, session, ks, events.WithClock(clock.Now))}
-	scope := events.Scope{Group: "g", Topic: "orders", Partition: 1}
+	guards := []*guard.Guard{guardOn(t, session, ks, guard.WithClock(clock.Now)), guardOn(t, session, ks, guard.WithClock(clock.Now))}
+	scope := guard.Scope{Group: "g", Topic: "orders", Partition: 1}
 	const ids = 24
-	var batched, single []events.Message
+	var batched, single []guard.Message
 	for i := range ids {
 		// Times on both sides of the switch (at most 3 min after t0).
 		at := t0.Add(time.Duration(i) * 7 * time.Second)
-		batched = append(batched, events.Message{Scope: scope, ID: "b-" + itoa(i), Time: at})
-		single = append(single, events.Message{Scope: scope, ID: "p-" + itoa(i), Time: at})
+		batched = append(batched, guard.Message{Scope: scope, ID: "b-" + itoa(i), Time: at})
+		single = append(single, guard.Message{Scope: scope, ID: "p-" + itoa(i), Time: at})
 	}
 	runs := newRunCounter()
 	var wg sync.WaitGroup
@@ -221,9 +221,9 @@ func TestLayoutConcurrentAcrossSwitch(t *testing.T) {
 		for _, g := range guards {
 			deliver(t, ctx, g, m, runs.handle)
 			if i < ids { // ProcessBatch reads its own table only: Process records elsewhere
-				res, err := g.ProcessBatch(ctx, []events.Message{m}, runs.handle)
+				res, err := g.ProcessBatch(ctx, []guard.Message{m}, runs.handle)
 				require.NoError(t, err)
-				assert.Equal(t, events.Duplicate, res[0].Outcome, m.ID)
+				assert.Equal(t, guard.Duplicate, res[0].Outcome, m.ID)
 			}
 		}
 		assert.Equal(t, 1, runs.count(m.ID), m.ID)
@@ -239,18 +239,18 @@ func TestLayoutBoundsPartitions(t *testing.T) {
 	session, ks := testnode.NewSession(t)
 	t0 := time.Now().UTC().Truncate(time.Minute)
 	clock := testnode.NewClock(t0)
-	g := guardOn(t, session, ks, events.WithClock(clock.Now))
-	scope := events.Scope{Group: "g", Topic: "orders", Partition: 4}
-	_, err := g.Process(ctx, events.Message{Scope: scope, ID: "first"}, newRunCounter().handle)
+	g := guardOn(t, session, ks, guard.WithClock(clock.Now))
+	scope := guard.Scope{Group: "g", Topic: "orders", Partition: 4}
+	_, err := g.Process(ctx, guard.Message{Scope: scope, ID: "first"}, newRunCounter().handle)
 	require.NoError(t, err)
 	clock.Set(t0.Add(5 * time.Minute)) // past the switch from the legacy layout
 	start := clock.Now().Unix()
 	const n = 800
-	var batch, single []events.Message
+	var batch, single []guard.Message
 	for i := range n {
-		batch = append(batch, events.Message{Scope: scope, ID: "b-" + itoa(i), Time: clock.Now()})
+		batch = append(batch, guard.Message{Scope: scope, ID: "b-" + itoa(i), Time: clock.Now()})
 		if i < n/4 {
-			single = append(single, events.Message{Scope: scope, ID: "p-" + itoa(i)})
+			single = append(single, guard.Message{Scope: scope, ID: "p-" + itoa(i)})
 		}
 	}
 	runs := newRunCounter()
@@ -269,11 +269,11 @@ func TestLayoutBoundsPartitions(t *testing.T) {
 				continue
 			}
 			assert.Equal(t, start, key[0], table)
-			assert.Less(t, count, 2*total/events.DefaultBatchBuckets, "%s partition %v", table, key)
+			assert.Less(t, count, 2*total/guard.DefaultBatchBuckets, "%s partition %v", table, key)
 			rows += count
 		}
 		assert.Equal(t, total, rows, table)
-		assert.Len(t, partitionRows(t, session, ks, table, scope), events.DefaultBatchBuckets+boolInt(table == "processed_messages_by_window"), table)
+		assert.Len(t, partitionRows(t, session, ks, table, scope), guard.DefaultBatchBuckets+boolInt(table == "processed_messages_by_window"), table)
 	}
 	check("processed_messages_bucketed", n)
 	check("processed_messages_by_window", n/4)
@@ -297,46 +297,46 @@ func TestLayoutRefusals(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	session, ks := testnode.NewSession(t)
-	assert.Equal(t, 60, events.MinBatchBuckets(100_000, time.Minute))
-	assert.Equal(t, 6, events.MinBatchBuckets(events.DefaultPartitionRate, time.Minute))
-	for _, opts := range [][]events.Option{
-		{events.WithBatchBuckets(1)},
-		{events.WithPartitionRate(100_000)},
-		{events.WithBatchWindow(time.Hour)},
+	assert.Equal(t, 60, guard.MinBatchBuckets(100_000, time.Minute))
+	assert.Equal(t, 6, guard.MinBatchBuckets(guard.DefaultPartitionRate, time.Minute))
+	for _, opts := range [][]guard.Option{
+		{guard.WithBatchBuckets(1)},
+		{guard.WithPartitionRate(100_000)},
+		{guard.WithBatchWindow(time.Hour)},
 	} {
-		_, err := events.NewGuard(session, append(opts, events.WithKeyspace(ks))...)
-		require.ErrorIs(t, err, events.ErrUnboundedPartition)
-		require.ErrorIs(t, err, events.ErrInvalidOption)
+		_, err := guard.New(session, append(opts, guard.WithKeyspace(ks))...)
+		require.ErrorIs(t, err, guard.ErrUnboundedPartition)
+		require.ErrorIs(t, err, guard.ErrInvalidOption)
 	}
-	for _, opts := range [][]events.Option{
-		{events.WithPartitionRate(0)}, {events.WithLegacyBatchLayout(0, 1)}, {events.WithLegacyBatchLayout(time.Minute, 0)},
+	for _, opts := range [][]guard.Option{
+		{guard.WithPartitionRate(0)}, {guard.WithLegacyBatchLayout(0, 1)}, {guard.WithLegacyBatchLayout(time.Minute, 0)},
 	} {
-		_, err := events.NewGuard(session, append(opts, events.WithKeyspace(ks))...)
-		require.ErrorIs(t, err, events.ErrInvalidOption)
+		_, err := guard.New(session, append(opts, guard.WithKeyspace(ks))...)
+		require.ErrorIs(t, err, guard.ErrInvalidOption)
 	}
-	_, err := events.NewGuard(session, events.WithKeyspace(ks), events.WithPartitionRate(100_000), events.WithBatchBuckets(60))
+	_, err := guard.New(session, guard.WithKeyspace(ks), guard.WithPartitionRate(100_000), guard.WithBatchBuckets(60))
 	require.NoError(t, err)
-	_, err = events.NewGuard(session, events.WithKeyspace(ks), events.WithBatchBuckets(1), events.WithPartitionRate(1_000))
+	_, err = guard.New(session, guard.WithKeyspace(ks), guard.WithBatchBuckets(1), guard.WithPartitionRate(1_000))
 	require.NoError(t, err, "1 bucket holds 1,000 messages/s")
 
 	g := guardOn(t, session, ks)
-	readOnly := events.Scope{Group: "read-only", Topic: "t"}
+	readOnly := guard.Scope{Group: "read-only", Topic: "t"}
 	require.NoError(t, g.ProcessedIDs(ctx, readOnly, func(string) error { return nil }))
-	require.NoError(t, g.ListMessages(ctx, readOnly, time.Time{}, func(events.MessageRecord) error { return nil }))
+	require.NoError(t, g.ListMessages(ctx, readOnly, time.Time{}, func(guard.MessageRecord) error { return nil }))
 	assert.Empty(t, layoutRows(t, session, ks, readOnly.Group), "reads record no layout")
-	future := events.Message{Scope: events.Scope{Group: "g", Topic: "t"}, ID: "x", Time: time.Now().Add(time.Hour)}
-	res, err := g.ProcessBatch(ctx, []events.Message{future}, newRunCounter().handle)
+	future := guard.Message{Scope: guard.Scope{Group: "g", Topic: "t"}, ID: "x", Time: time.Now().Add(time.Hour)}
+	res, err := g.ProcessBatch(ctx, []guard.Message{future}, newRunCounter().handle)
 	require.NoError(t, err)
-	assert.Equal(t, events.Failed, res[0].Outcome)
-	assert.ErrorIs(t, res[0].Err, events.ErrFutureEvent)
-	assert.ErrorIs(t, res[0].Err, events.ErrInvalidMessage)
+	assert.Equal(t, guard.Failed, res[0].Outcome)
+	assert.ErrorIs(t, res[0].Err, guard.ErrFutureMessage)
+	assert.ErrorIs(t, res[0].Err, guard.ErrInvalidMessage)
 	out, err := g.Process(ctx, future, newRunCounter().handle)
 	require.NoError(t, err, "Process takes it, without the bucketed table")
-	assert.Equal(t, events.Processed, out)
+	assert.Equal(t, guard.Processed, out)
 
 	require.NoError(t, session.Query(`INSERT INTO `+ks+`.guard_layouts (consumer_group, since, window_seconds, buckets) VALUES ('bad', -9223372036854775808, 60, 0)`).Exec())
-	_, err = g.ProcessBatch(ctx, []events.Message{{Scope: events.Scope{Group: "bad", Topic: "t"}, ID: "y", Time: time.Now()}}, newRunCounter().handle)
+	_, err = g.ProcessBatch(ctx, []guard.Message{{Scope: guard.Scope{Group: "bad", Topic: "t"}, ID: "y", Time: time.Now()}}, newRunCounter().handle)
 	require.NoError(t, err)
-	res, _ = g.ProcessBatch(ctx, []events.Message{{Scope: events.Scope{Group: "bad", Topic: "t"}, ID: "y", Time: time.Now()}}, newRunCounter().handle)
-	assert.ErrorIs(t, res[0].Err, events.ErrInvalidLayout)
+	res, _ = g.ProcessBatch(ctx, []guard.Message{{Scope: guard.Scope{Group: "bad", Topic: "t"}, ID: "y", Time: time.Now()}}, newRunCounter().handle)
+	assert.ErrorIs(t, res[0].Err, guard.ErrInvalidLayout)
 }

@@ -1,0 +1,40 @@
+// Package guard runs an at-least-once consumer's handler once per message id, and a Guard is
+// safe for concurrent use by many goroutines and processes: build one with [New] and call
+// [Guard.Process] for each delivery, or [Guard.ProcessBatch] for the messages of a poll.
+//
+//	g, err := guard.New(session, guard.WithMaxAttempts(5))
+//	if err != nil {
+//		return err
+//	}
+//	out, err := g.Process(ctx, m, func(ctx context.Context, m guard.Message) error {
+//		return apply(ctx, m.Payload) // an error leaves the message for redelivery
+//	})
+//	switch {
+//	case errors.Is(err, guard.ErrPoison):
+//		deadLetter(m) // its handler attempts are used up; acknowledge it
+//	case err == nil:
+//		ack(m) // out is Processed (the handler ran now) or Duplicate (it ran before)
+//	}
+//
+// A [Message] is named by its [Scope] (consumer group, topic, broker partition) and its ID, the
+// same on every redelivery; its Time, set once by the producer, lets a poll's claims share
+// partitions. Process claims the message with a lightweight transaction and a lease (package
+// lwt), runs the handler, and marks the message processed only if the handler succeeded.
+// Concurrent deliveries run the handler once; the others get Duplicate, or InProgress (error
+// lwt.ErrInProgress) while the first runs. ProcessBatch claims the messages of a poll that share
+// a partition with one conditional batch: two Paxos rounds per group of up to 100 messages.
+//
+// [Guard.Own] turns on the Bloom fast path for a scope this process owns (one consumer per
+// broker partition): a message its pre-check knows to be new runs without a claim and is
+// recorded with one plain write. It is exact only while ownership holds; call [Guard.Disown] on
+// revocation. [Guard.Inspect], [Guard.ReleaseMessage], [Guard.DeleteMessage], [Guard.ScanStuck]
+// and [Guard.ListMessages] are the operator's view of the records.
+//
+// Options are typed to [New]: each validates its value, and a bad one fails New with an error
+// that names it and wraps [ErrInvalidOption].
+//
+// The design is in the repository's docs: docs/guard.md (claims, layouts, batched claims),
+// docs/fastpath.md (the fast path, its horizon and when it is not exact), docs/sizing.md
+// (partition sizes, the layouts of a consumer group) and docs/benchmarks.md (what each path
+// costs).
+package guard

@@ -1,0 +1,322 @@
+package guard
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/gocql/gocql"
+
+	"github.com/cassdedup/cassdedup/lwt"
+	"github.com/cassdedup/cassdedup/schema"
+)
+
+// Option configures a Guard; New applies and validates them. A bad option's error names the
+// option and its value and wraps ErrInvalidOption.
+type Option func(*config) error
+
+type config struct {
+	keyspace    string
+	consistency gocql.Consistency
+	serial      gocql.SerialConsistency
+	now         func() time.Time
+	observer    lwt.Observer
+
+	records, byScope        string // byScope: the hour-bucketed index of earlier releases, read
+	layouts, index          string // guard_layouts and the windowed by-scope index, written
+	retention, lease        time.Duration
+	maxAttempts, maxPayload int
+	bucketed                string // ProcessBatch's table
+	window                  time.Duration
+	batchBuckets            int
+	rate                    int // messages per second per broker partition the layout must hold
+	legacyWindow            time.Duration
+	legacyBuckets           int
+	completionCols          []string // of the record table: cells a Process handler's run may set
+}
+
+// Defaults of the options.
+const (
+	DefaultRetention   = 7 * 24 * time.Hour // longer than brokers usually redeliver
+	DefaultLease       = lwt.DefaultLease
+	DefaultMaxAttempts = 5
+	DefaultMaxPayload  = 4 << 20 // larger than common brokers' message size limits
+	// DefaultBatchWindow and DefaultBatchBuckets shape a group's partitions of the bucketed
+	// table and of the by-scope index: one per broker partition, minute and bucket, holding
+	// 75,000 rows at DefaultPartitionRate (see WithBatchWindow).
+	DefaultBatchWindow  = time.Minute
+	DefaultBatchBuckets = 8
+	// MaxBatchBuckets bounds WithBatchBuckets: a warm-up reads every bucket of every window.
+	MaxBatchBuckets = 1024
+	// DefaultPartitionRate is the rate, in messages per second per broker partition, that a
+	// guard's layout must hold under MaxPartitionRows (see WithPartitionRate).
+	DefaultPartitionRate = 10_000
+	// MaxPartitionRows is the most rows a guard's layout may put in one partition at its
+	// declared rate: Cassandra's guidance for a partition.
+	MaxPartitionRows = 100_000
+)
+
+func defaultConfig() config {
+	return config{
+		keyspace: schema.DefaultKeyspace, consistency: gocql.Quorum, serial: gocql.Serial, now: time.Now,
+		records: "processed_messages", byScope: "processed_messages_by_scope",
+		bucketed: "processed_messages_bucketed", window: DefaultBatchWindow, batchBuckets: DefaultBatchBuckets,
+		layouts: "guard_layouts", index: "processed_messages_by_window", rate: DefaultPartitionRate,
+		legacyWindow: time.Minute, legacyBuckets: 1,
+		retention: DefaultRetention, lease: DefaultLease,
+		maxAttempts: DefaultMaxAttempts, maxPayload: DefaultMaxPayload,
+	}
+}
+
+// newConfig applies opts to the defaults, then checks what no single option can: the lease
+// within the retention, and the layout's partitions bounded at the declared rate.
+func newConfig(opts []Option) (config, error) {
+	c := defaultConfig()
+	for _, o := range opts {
+		if o == nil {
+			return c, fmt.Errorf("%w: nil Option", ErrInvalidOption)
+		}
+		if err := o(&c); err != nil {
+			return c, err
+		}
+	}
+	switch {
+	case c.lease > c.retention:
+		return c, fmt.Errorf("%w: lease %v exceeds retention %v", ErrInvalidOption, c.lease, c.retention)
+	case c.batchBuckets < MinBatchBuckets(c.rate, c.window):
+		return c, fmt.Errorf("%w: %w: %v windows x %d buckets put %d rows in a partition at %d messages/s; "+
+			"the limit is %d: use at least %d buckets or shorter windows", ErrInvalidOption, ErrUnboundedPartition,
+			c.window, c.batchBuckets, int64(c.rate)*int64(c.window/time.Second)/int64(c.batchBuckets), c.rate,
+			MaxPartitionRows, MinBatchBuckets(c.rate, c.window))
+	}
+	return c, nil
+}
+
+// invalid is the error of a bad option: it names the option and the value it was given.
+func invalid(option string, value any, why string) error {
+	return fmt.Errorf("%w: %s(%v): %s", ErrInvalidOption, option, value, why)
+}
+
+// WithKeyspace names the keyspace of the tables (default "cassdedup").
+func WithKeyspace(name string) Option {
+	return func(c *config) error {
+		c.keyspace = name
+		return nil
+	}
+}
+
+// WithConsistency sets the consistency of plain writes, reads and Paxos commits (default
+// QUORUM; LOCAL_QUORUM with LOCAL_SERIAL in one datacenter).
+func WithConsistency(cl gocql.Consistency) Option {
+	return func(c *config) error {
+		c.consistency = cl
+		return nil
+	}
+}
+
+// WithSerialConsistency sets the Paxos consistency of claims and serial reads (default
+// SERIAL; LOCAL_SERIAL only when each message is handled in one datacenter).
+func WithSerialConsistency(sc gocql.SerialConsistency) Option {
+	return func(c *config) error {
+		if sc != gocql.Serial && sc != gocql.LocalSerial {
+			return invalid("WithSerialConsistency", sc, "must be SERIAL or LOCAL_SERIAL")
+		}
+		c.serial = sc
+		return nil
+	}
+}
+
+// WithClock replaces time.Now, for tests and simulations of history: windows, leases, expiry.
+func WithClock(now func() time.Time) Option {
+	return func(c *config) error {
+		if now == nil {
+			return invalid("WithClock", "nil", "needs a clock")
+		}
+		c.now = now
+		return nil
+	}
+}
+
+// WithObserver sets a hook called synchronously on every LWT, write and state transition, the
+// same lwt.Observer an lwt.Store takes. It must be fast and safe for concurrent use. Default
+// none.
+func WithObserver(o lwt.Observer) Option {
+	return func(c *config) error {
+		c.observer = o
+		return nil
+	}
+}
+
+// WithMessageTables names the record table and the hour-bucketed by-scope index of earlier
+// releases, still read until its rows expire (defaults "processed_messages",
+// "processed_messages_by_scope").
+func WithMessageTables(records, byScope string) Option {
+	return func(c *config) error {
+		c.records, c.byScope = records, byScope
+		return nil
+	}
+}
+
+// WithLayoutTables names the table of the groups' layouts and the windowed by-scope index
+// (defaults "guard_layouts", "processed_messages_by_window").
+func WithLayoutTables(layouts, index string) Option {
+	return func(c *config) error {
+		c.layouts, c.index = layouts, index
+		return nil
+	}
+}
+
+// WithCompletionColumns declares columns of the record table (processed_messages) that a
+// handler of Process may set through its run's lwt.Completion: they are written by the same
+// conditional update that marks the message processed, or not at all (lwt.Table's
+// CompletionColumns). outbox.ColumnName lets handlers stage events with outbox.Stage; the
+// column must exist (schema/cql/012_guard_outbox.cql). A guard with completion columns has no
+// fast path: its Own fails with ErrInvalidOption, since a fast-path run has no conditional
+// write to carry the cells. ProcessBatch's records carry none (outbox.Stage there fails with
+// outbox.ErrNoCompletion).
+func WithCompletionColumns(cols ...string) Option {
+	return func(c *config) error {
+		c.completionCols = append([]string(nil), cols...)
+		return nil
+	}
+}
+
+// WithBatchTable names ProcessBatch's record table (default "processed_messages_bucketed").
+func WithBatchTable(name string) Option {
+	return func(c *config) error {
+		c.bucketed = name
+		return nil
+	}
+}
+
+// WithBatchWindow sets the width of the windows that a consumer group's messages are grouped
+// by (default 1 min; whole seconds, 1 s to 24 h): by message time in
+// ProcessBatch's table, by indexing time in the by-scope index. WithBatchBuckets sets how many
+// buckets each window of a broker partition is split into by a hash of the message id (default
+// 8; 1 to MaxBatchBuckets). A Cassandra partition then holds rate x window / buckets messages,
+// and a poll costs one conditional batch per window and bucket it touches; New refuses a
+// window and buckets that would hold more than MaxPartitionRows at the declared rate
+// (WithPartitionRate).
+//
+// Both are part of the data: a message is found only in the partition they give it. So they
+// are recorded per consumer group, with the message time from which they apply, in
+// guard_layouts, and every lookup uses the layout recorded for the message's time. A guard
+// configured differently from its group's latest layout records its own from a window boundary
+// LayoutSwitchDelay ahead of the clock; earlier times keep the layout they were written with.
+func WithBatchWindow(d time.Duration) Option {
+	return func(c *config) error {
+		if !validWindow(d) {
+			return invalid("WithBatchWindow", d, "must be whole seconds, 1s..24h")
+		}
+		c.window = d
+		return nil
+	}
+}
+
+// WithBatchBuckets sets the buckets per window of a group's partitions; see WithBatchWindow.
+func WithBatchBuckets(n int) Option {
+	return func(c *config) error {
+		if n < 1 || n > MaxBatchBuckets {
+			return invalid("WithBatchBuckets", n, fmt.Sprintf("must be 1..%d", MaxBatchBuckets))
+		}
+		c.batchBuckets = n
+		return nil
+	}
+}
+
+// WithPartitionRate declares the most messages per second one broker partition carries (default
+// DefaultPartitionRate, 10,000; 1 to 10,000,000). New refuses, with ErrUnboundedPartition, a
+// window and buckets that would put more than MaxPartitionRows in one partition at that rate;
+// MinBatchBuckets gives the buckets a rate needs.
+func WithPartitionRate(perSecond int) Option {
+	return func(c *config) error {
+		if perSecond < 1 || perSecond > 10_000_000 {
+			return invalid("WithPartitionRate", perSecond, "must be 1..10000000")
+		}
+		c.rate = perSecond
+		return nil
+	}
+}
+
+// WithLegacyBatchLayout sets the window and buckets that an earlier release wrote
+// processed_messages_bucketed with (default 1 min and 1 bucket, that release's defaults). A
+// consumer group that has no layout recorded yet keeps it for the message times up to a few
+// minutes after the guard first sees the group, so the messages processed before the upgrade
+// are still found. Set it only if that release was configured WithBatchWindow or
+// WithBatchBuckets.
+func WithLegacyBatchLayout(window time.Duration, buckets int) Option {
+	return func(c *config) error {
+		if !validWindow(window) || buckets < 1 || buckets > MaxBatchBuckets {
+			return invalid("WithLegacyBatchLayout", fmt.Sprintf("%v, %d", window, buckets),
+				fmt.Sprintf("must be a batch window and 1..%d buckets", MaxBatchBuckets))
+		}
+		c.legacyWindow, c.legacyBuckets = window, buckets
+		return nil
+	}
+}
+
+// WithRetention sets how long a processed message is remembered (default 7 days; 1 min to 90
+// days). A redelivery after it runs the handler again, so keep it longer than the broker can
+// redeliver.
+func WithRetention(d time.Duration) Option {
+	return func(c *config) error {
+		if d < time.Minute || d > 90*24*time.Hour {
+			return invalid("WithRetention", d, "must be 1m..90d")
+		}
+		c.retention = d
+		return nil
+	}
+}
+
+// WithLease sets how long a claim lives without renewal (default 30 s; 1 s up to the retention;
+// judged by Cassandra's clock, see lwt.WithLease). It is renewed while the handler runs; a consumer that dies holding it delays
+// redelivered copies by at most the lease.
+func WithLease(d time.Duration) Option {
+	return func(c *config) error {
+		if d < time.Second {
+			return invalid("WithLease", d, "must be at least 1s (and at most the retention)")
+		}
+		c.lease = d
+		return nil
+	}
+}
+
+// WithMaxAttempts sets how many handler runs a message gets (default 5; 1 to 1000). When a run
+// fails and it was the last, or a delivery finds the attempts used up (a consumer crashed in
+// the handler each time), the message is reported as Poison from then on.
+func WithMaxAttempts(n int) Option {
+	return func(c *config) error {
+		if n < 1 || n > 1000 {
+			return invalid("WithMaxAttempts", n, "must be 1..1000")
+		}
+		c.maxAttempts = n
+		return nil
+	}
+}
+
+// WithMaxPayload sets the largest payload accepted (default 4 MiB; 1 byte to 256 MiB). The
+// payload is only hashed, to detect two messages sharing an id.
+func WithMaxPayload(n int) Option {
+	return func(c *config) error {
+		if n < 1 || n > 256<<20 {
+			return invalid("WithMaxPayload", n, "must be 1 byte..256 MiB")
+		}
+		c.maxPayload = n
+		return nil
+	}
+}
+
+// MinBatchBuckets returns the fewest buckets that keep a partition of window under
+// MaxPartitionRows rows at perSecond messages per broker partition.
+func MinBatchBuckets(perSecond int, window time.Duration) int {
+	rows := int64(perSecond) * int64(window/time.Second)
+	return int((rows + MaxPartitionRows - 1) / MaxPartitionRows)
+}
+
+// validWindow reports whether d can be a guard's window: whole seconds, 1 s to 24 h.
+func validWindow(d time.Duration) bool {
+	return d >= time.Second && d <= 24*time.Hour && d%time.Second == 0
+}
+
+// serialRead returns the serial consistency as a read consistency: a SELECT at SERIAL sees
+// every committed Paxos write and completes one in flight.
+func (c *config) serialRead() gocql.Consistency { return gocql.Consistency(c.serial) }
