@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/gocql/gocql"
-
 )
 
 // Parked is an operation's events set aside by a relay: their publication failed too often
