@@ -130,8 +130,9 @@ func WithKeyspace(ks string) Option {
 // WithTables names the outbox's tables in the keyspace: the intents and the relays' leases
 // (defaults DefaultIntentsTable, DefaultRelaysTable). Every stager, relay and admin of one
 // outbox must use the same names; each must be a plain CQL identifier. schema.Apply creates the
-// default names only: create others with the columns of schema/cql/010_outbox.cql and
-// 012_guard_outbox.cql.
+// default names only: create others with the columns of schema/cql/010_outbox.cql,
+// 012_guard_outbox.cql and 015_outbox_durable.cql. The layout and the parked events stay in
+// outbox_layout and outbox_parked, keyed by the intents table's name.
 func WithTables(intents, relays string) Option {
 	return set(!optcheck.All(schema.ValidateIdentifier, intents, relays), optcheck.Call("WithTables", intents, relays), notIdentifier,
 		func(c *config) { c.intents, c.relays = intents, relays })
