@@ -9,6 +9,7 @@ import (
 	"hash"
 	"io"
 	"net/http"
+	"strings"
 
 	"github.com/cassdedup/cassdedup/lwt"
 )
@@ -21,13 +22,13 @@ var (
 
 // RequestFingerprint is the default fingerprint: the SHA-256 of the method, the escaped path,
 // the raw query and the body, each framed by its length so that no two requests share one. The
-// query is compared as sent: a client's retry repeats its bytes.
+// query is compared as sent: a client's retry repeats its bytes; the method in upper case.
 func RequestFingerprint(r *http.Request, body []byte) ([]byte, error) {
 	if r == nil || r.URL == nil {
 		return nil, fmt.Errorf("%w: httpidem: nil request or URL", lwt.ErrInvalidArgument)
 	}
 	h := sha256.New()
-	writeFramed(h, r.Method)
+	writeFramed(h, strings.ToUpper(r.Method)) // "post" is the request POST was: see WithMethods
 	writeFramed(h, r.URL.EscapedPath())
 	writeFramed(h, r.URL.RawQuery)
 	h.Write(body)

@@ -52,6 +52,7 @@ func TestAgainstNode(t *testing.T) {
 		{"SameKeyDifferentRequestIs422", testSameKeyDifferentRequestIs422},
 		{"BadKeysAre400", testBadKeysAre400},
 		{"OtherMethodsPassThrough", testOtherMethodsPassThrough},
+		{"MethodCaseDoesNotRunTwice", testMethodCaseDoesNotRunTwice},
 		{"OptionalKeyPassesRequestsWithout", testOptionalKeyPassesRequestsWithout},
 		{"CustomFingerprintComparesASubset", testCustomFingerprintComparesASubset},
 		{"ReplayKeepsStatusHeadersAndBody", testReplayKeepsStatusHeadersAndBody},

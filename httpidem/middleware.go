@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 
 	"github.com/cassdedup/cassdedup/internal/optcheck"
 	"github.com/cassdedup/cassdedup/internal/textcheck"
@@ -50,7 +51,9 @@ func (m *Middleware) Handler(next http.Handler) http.Handler {
 		})
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !m.cfg.methods[r.Method] {
+		// Methods are case-sensitive tokens, but servers (net/http's mux included) route "post"
+		// as POST: matched as sent, a retry spelled "post" would run its handler again.
+		if !m.cfg.methods[strings.ToUpper(r.Method)] {
 			next.ServeHTTP(w, r)
 			return
 		}

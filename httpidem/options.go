@@ -100,7 +100,8 @@ var keyLengthRange = fmt.Sprintf("must be 1 to %d bytes", maxKeyLengthLimit)
 func badKeyLength(n int) bool { return n < 1 || n > maxKeyLengthLimit }
 
 // WithMethods sets the methods whose requests take the key; every other method passes through
-// untouched. Default POST and PATCH: the methods that are not idempotent by definition.
+// untouched. Default POST and PATCH: the methods that are not idempotent by definition. Methods
+// are matched without regard to case ("post" is POST), here and in the requests.
 func WithMethods(methods ...string) Option {
 	return func(c *config) error {
 		call := optcheck.Call("WithMethods", anys(methods)...)
@@ -112,7 +113,7 @@ func WithMethods(methods ...string) Option {
 			if notToken(m) {
 				return bad(call, "%q is not an HTTP token", m)
 			}
-			set[m] = true
+			set[strings.ToUpper(m)] = true
 		}
 		c.methods = set
 		return nil

@@ -155,3 +155,25 @@ func testCustomFingerprintComparesASubset(t *testing.T, n node) {
 	assert.Equal(t, TypeFingerprintFailed, bad.problemType())
 	assert.EqualValues(t, 1, h.runs.Load())
 }
+
+// testMethodCaseDoesNotRunTwice: a retry that spells the method "post" (which net/http routes as
+// POST) meets the record of the first POST: it is replayed, not run again; and a middleware
+// configured with lower-case methods covers their upper-case requests.
+func testMethodCaseDoesNotRunTwice(t *testing.T, n node) {
+	h := &charges{}
+	url := serve(t, middleware(t, n.store(t)).Handler(h))
+	first := mustSend(t, http.MethodPost, url+"/charges", "test-order-case-1", "{}")
+	assert.Equal(t, http.StatusCreated, first.status)
+	again := mustSend(t, "post", url+"/charges", "test-order-case-1", "{}")
+	assert.Equal(t, http.StatusCreated, again.status)
+	assert.True(t, again.replayed(), "the lower-case retry is replayed")
+	assert.Equal(t, int64(1), h.runs.Load(), "the handler ran once")
+
+	lower := &charges{}
+	url = serve(t, middleware(t, n.store(t), WithMethods("put")).Handler(lower))
+	for range 2 {
+		r := mustSend(t, http.MethodPut, url+"/charges", "test-order-case-2", "{}")
+		assert.Equal(t, http.StatusCreated, r.status)
+	}
+	assert.Equal(t, int64(1), lower.runs.Load(), "WithMethods(\"put\") covers PUT")
+}

@@ -10,7 +10,8 @@ import (
 
 // CellValue supplies the value of an extra cell of a completion. Its CellValue method is called
 // once, after the function has returned successfully and before the completion is sent; an
-// error stops the completion and releases the claim instead, as an error of the function would.
+// error stops the completion and releases the claim instead, as an error of the function would
+// (an error marked with Permanent records the failure instead, and it is replayed).
 type CellValue interface {
 	CellValue() (any, error)
 }

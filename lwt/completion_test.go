@@ -19,6 +19,10 @@ type failingCell struct{}
 
 func (failingCell) CellValue() (any, error) { return nil, errors.New("cannot encode") }
 
+type refusedCell struct{}
+
+func (refusedCell) CellValue() (any, error) { return nil, Permanent(errors.New("refused for good")) }
+
 // newCompletionStore is a store over idempotency_keys with its outbox column declared.
 func newCompletionStore(t *testing.T) (*Store, func(Key) []byte) {
 	t.Helper()
@@ -98,6 +102,30 @@ func TestCompletionCellErrorReleases(t *testing.T) {
 	res, err := s.ExecuteOnce(ctx, key, func(context.Context) ([]byte, error) { return []byte("ok"), nil })
 	require.NoError(t, err)
 	assert.False(t, res.Replay)
+}
+
+// TestCompletionCellPermanentErrorFails: a cell whose value is refused for good (an error
+// marked Permanent) records the run FAILED, replayed to the retry without running it again.
+func TestCompletionCellPermanentErrorFails(t *testing.T) {
+	t.Parallel()
+	s, read := newCompletionStore(t)
+	ctx := ctxT(t)
+	key := IdempotencyKey("cells", "refused")
+	runs := 0
+	for range 2 {
+		_, err := s.ExecuteOnce(ctx, key, func(ctx context.Context) ([]byte, error) {
+			runs++
+			c, _ := CompletionFromContext(ctx)
+			_, err := c.LoadOrStore("outbox", refusedCell{})
+			return []byte("r"), err
+		})
+		var failure *FailureError
+		require.ErrorAs(t, err, &failure)
+		assert.Contains(t, failure.Message, "refused for good")
+	}
+	assert.Equal(t, 1, runs, "the retry replays the failure")
+	assert.Equal(t, StatusFailed, readRecord(t, s, key).Status)
+	assert.Empty(t, read(key))
 }
 
 // TestCompletionColumnsValidated: undeclared columns are refused at run time, bad names and

@@ -53,6 +53,14 @@ func (s *Store) run(ctx context.Context, c *call, claim *Claim) (Result, error) 
 		return base, tooLarge
 	}
 	cols, values, cellErr := comp.seal()
+	if cellErr != nil && IsPermanent(cellErr) {
+		// A cell refused for good (the outbox's refused events) fails the run as fn's
+		// permanent error would: a retry would be refused the same way after running fn again.
+		if err := s.Fail(endCtx, claim, []byte(cellErr.Error())); err != nil {
+			return base, errors.Join(cellErr, err)
+		}
+		return base, &FailureError{Message: cellErr.Error(), Err: cellErr}
+	}
 	if cellErr != nil {
 		// As an error of fn: nothing was stored, so a retry runs fn again.
 		if err := s.Release(endCtx, claim, []byte(cellErr.Error())); err != nil {

@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gocql/gocql"
 
+	"github.com/cassdedup/cassdedup/internal/argcheck"
 	"github.com/cassdedup/cassdedup/lwt"
 	"github.com/cassdedup/cassdedup/lwt/cas"
 )
@@ -28,6 +30,12 @@ type Pending struct {
 	Verdict string
 	Events  int // committed events waiting to be published
 	Err     error
+	// Attempts and LastError: failed publications so far (the relay parks the events after
+	// WithMaxAttempts). RecordExpires: when the record expires; past it (verdict "expired") the
+	// relay parks the events, since whether the run committed can no longer be read.
+	Attempts      int
+	LastError     string
+	RecordExpires time.Time
 }
 
 // ShardCursor is a shard's lease and cursor as a relay left them.
@@ -41,11 +49,16 @@ type ShardCursor struct {
 	HasCursors bool
 }
 
-// Admin is the operator's view of the outbox: pending intents, shard cursors, and the replay of
-// an operation's events. It is safe for concurrent use.
+// Admin is the operator's view of the outbox: pending intents, shard cursors, parked events,
+// and the replay of an operation's events. It is safe for concurrent use. It takes the layout
+// (shards, bucket, horizon) stored with the intents for every setting its options leave at the
+// default, and refuses a configured one that differs (ErrLayoutMismatch).
 type Admin struct {
 	judge
+	mu                               sync.Mutex // guards the first layout check, which may set cfg
+	layout                           *layoutGuard
 	readCursors, insertIfNot, reopen string
+	parked                           parkedStatements
 }
 
 // NewAdmin returns the operator's view of the outbox tables of session.
@@ -56,16 +69,40 @@ func NewAdmin(session *gocql.Session, opts ...Option) (*Admin, error) {
 	}
 	j := newJudge(session, cfg)
 	intents, relays := cfg.q.intents, cfg.q.relays
-	return &Admin{judge: j,
+	return &Admin{judge: j, layout: newLayoutGuard(cfg), parked: newParkedStatements(cfg),
 		readCursors: "SELECT shard, status, fence, lease_owner, frontier, pending FROM " + relays + " WHERE relay = ? AND shard = ?",
-		insertIfNot: "INSERT INTO " + intents + " (bucket, shard, namespace, key, fence, owner, staged_at) VALUES (?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS USING TTL ?",
-		reopen: "UPDATE " + intents + " USING TTL ? SET state = null, staged_at = ? WHERE bucket = ? AND shard = ? AND namespace = ? AND key = ? AND fence = ?" +
-			" IF state IN ('" + StatePublished + "', '" + StateDropped + "')",
+		insertIfNot: "INSERT INTO " + intents + " (bucket, shard, namespace, key, fence, owner, staged_at, record, committed, events, expires_at)" +
+			" VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS USING TTL ?",
+		reopen: "UPDATE " + intents + " USING TTL ? SET state = null, staged_at = ?, committed = ?, events = ?, expires_at = ?, attempts = null, next_attempt = null" +
+			" WHERE bucket = ? AND shard = ? AND namespace = ? AND key = ? AND fence = ?" +
+			" IF state IN ('" + StatePublished + "', '" + StateDropped + "', '" + StateParked + "')",
 	}, nil
+}
+
+// ready checks the layout once and adopts the stored one; every method calls it first.
+func (a *Admin) ready(ctx context.Context) error {
+	if err := argcheck.Call(ErrInvalidOption, "Admin", a == nil, ctx); err != nil {
+		return err
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.layout.ensure(ctx, a.session, &a.cfg, false, true)
+}
+
+// Layout returns the layout the admin works with: the stored one, unless options set another
+// (then ErrLayoutMismatch).
+func (a *Admin) Layout(ctx context.Context) (Layout, error) {
+	if err := a.ready(ctx); err != nil {
+		return Layout{}, err
+	}
+	return a.cfg.layout(), nil
 }
 
 // Cursors reads the shard cursors of the relay group (WithRelayName).
 func (a *Admin) Cursors(ctx context.Context) ([]ShardCursor, error) {
+	if err := a.ready(ctx); err != nil {
+		return nil, err
+	}
 	var out []ShardCursor
 	for s := 0; s < a.cfg.shards; s++ {
 		m := map[string]any{}
@@ -97,43 +134,78 @@ func (a *Admin) Cursors(ctx context.Context) ([]ShardCursor, error) {
 
 // ListPending calls fn for every pending intent in the buckets from since to now and in the
 // buckets the cursors keep as pending, oldest bucket first, with its record's verdict (one read
-// each). fn's error stops the listing and is returned.
+// each). A since older than the retention (and a bucket and the horizon), or zero, is moved up
+// to that, or to the oldest bucket a relay has not swept yet if that is older: the buckets
+// are read one after the other, never all listed first.
+// fn's error stops the listing and is returned.
 func (a *Admin) ListPending(ctx context.Context, since time.Time, fn func(Pending) error) error {
+	if err := a.ready(ctx); err != nil {
+		return err
+	}
+	if fn == nil {
+		return fmt.Errorf("%w: nil fn", ErrInvalidOption)
+	}
 	cursors, err := a.Cursors(ctx)
 	if err != nil {
 		return err
 	}
-	width := int64(a.cfg.bucket / time.Second)
-	buckets := map[int64]bool{}
-	for b := a.cfg.bucketOf(since); b <= a.cfg.bucketOf(a.cfg.now()); b += width {
-		buckets[b] = true
-	}
+	now := a.cfg.now()
+	// Older than the retention only the buckets no relay has swept yet (before the oldest
+	// frontier) can hold intents the cursors do not list as pending.
+	oldest := now.Add(-(a.cfg.retention + a.cfg.bucket + a.cfg.horizon))
 	for _, c := range cursors {
-		for _, p := range c.Pending {
-			buckets[p.Unix()] = true
+		if !c.Frontier.IsZero() && c.Frontier.Before(oldest) {
+			oldest = c.Frontier
 		}
 	}
-	ordered := make([]int64, 0, len(buckets))
-	for b := range buckets {
-		ordered = append(ordered, b)
+	if since.Before(oldest) {
+		since = oldest
 	}
-	sort.Slice(ordered, func(i, j int) bool { return ordered[i] < ordered[j] })
-	for _, b := range ordered {
-		for s := 0; s < a.cfg.shards; s++ {
-			rows, _, err := a.readBucket(ctx, b, s)
-			if err != nil {
-				return err
+	width := int64(a.cfg.bucket / time.Second)
+	first, last := a.cfg.bucketOf(since), a.cfg.bucketOf(now)
+	// The cursors' pending buckets before first (few: those with intents still unsettled) are
+	// read before the range; those inside it are read with it.
+	seen := map[int64]bool{}
+	var before []int64
+	for _, c := range cursors {
+		for _, p := range c.Pending {
+			if b := p.Unix(); b < first && !seen[b] {
+				seen[b] = true
+				before = append(before, b)
 			}
-			for _, v := range a.settleAll(ctx, rows) {
-				p := Pending{Namespace: v.in.namespace, Key: v.in.key, Record: v.in.record, Fence: v.in.fence, Bucket: time.Unix(b, 0).UTC(),
-					Shard: s, StagedAt: v.in.stagedAt, Events: len(v.msgs), Err: v.err}
-				p.Verdict = map[decision]string{wait: "in flight", publish: "committed", drop: "not committed"}[v.dec]
-				if v.err != nil {
-					p.Verdict = "unreadable"
-				}
-				if err := fn(p); err != nil {
-					return err
-				}
+		}
+	}
+	sort.Slice(before, func(i, j int) bool { return before[i] < before[j] })
+	for _, b := range before {
+		if err := a.listBucket(ctx, b, fn); err != nil {
+			return err
+		}
+	}
+	for b := first; b <= last; b += width {
+		if err := a.listBucket(ctx, b, fn); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// listBucket calls fn for the pending intents of every shard of bucket b.
+func (a *Admin) listBucket(ctx context.Context, b int64, fn func(Pending) error) error {
+	for s := 0; s < a.cfg.shards; s++ {
+		rows, _, err := a.readBucket(ctx, b, s)
+		if err != nil {
+			return err
+		}
+		for _, v := range a.settleAll(ctx, rows) {
+			p := Pending{Namespace: v.in.namespace, Key: v.in.key, Record: v.in.record, Fence: v.in.fence, Bucket: time.Unix(b, 0).UTC(),
+				Shard: s, StagedAt: v.in.stagedAt, Events: len(v.msgs), Err: v.err, Attempts: v.in.attempts, LastError: v.in.lastError,
+				RecordExpires: v.in.expiresAt}
+			p.Verdict = map[decision]string{wait: "in flight", publish: "committed", drop: "not committed", expired: "expired"}[v.dec]
+			if v.err != nil {
+				p.Verdict = "unreadable"
+			}
+			if err := fn(p); err != nil {
+				return err
 			}
 		}
 	}
@@ -150,9 +222,12 @@ type Replayed struct {
 
 // Replay has the relay publish a committed operation's events again, with the same ids (a
 // consumer that applied them drops them): it reads the record at serial and writes a pending
-// intent for its claim in the current bucket. With dryRun it only reads. ErrNotFound when the
+// intent for its claim in the current bucket, with a copy of the events. With dryRun it only reads. ErrNotFound when the
 // record is not COMPLETED or carries no events.
 func (a *Admin) Replay(ctx context.Context, namespace, key string, dryRun bool) (Replayed, error) {
+	if err := a.ready(ctx); err != nil {
+		return Replayed{}, err
+	}
 	if err := errors.Join(checkName("namespace", namespace), checkName("key", key)); err != nil {
 		return Replayed{}, err
 	}
@@ -177,21 +252,42 @@ func (a *Admin) Replay(ctx context.Context, namespace, key string, dryRun bool) 
 	if len(v.msgs) == 0 {
 		return Replayed{}, fmt.Errorf("%w: %s/%s committed no events", ErrNotFound, namespace, key)
 	}
+	// The intent carries the committed events: the relay publishes them even if the record
+	// expires first.
+	return a.requeue(ctx, in, v.msgs, v.cell, dryRun)
+}
+
+// requeue writes a pending intent of in's operation in the current bucket, or re-opens the one
+// there: with cell (a parked copy), marked committed so the relay publishes the copy without
+// reading the record; without, settled by the record as any intent.
+func (a *Admin) requeue(ctx context.Context, in intent, msgs []Message, cell []byte, dryRun bool) (Replayed, error) {
 	now := a.cfg.now()
-	b, s := a.cfg.bucketOf(now), shardOf(namespace, key, a.cfg.shards)
-	out := Replayed{Messages: v.msgs, Bucket: time.Unix(b, 0).UTC(), Shard: s}
+	b, s := a.cfg.bucketOf(now), shardOf(in.namespace, in.key, a.cfg.shards)
+	out := Replayed{Messages: msgs, Bucket: time.Unix(b, 0).UTC(), Shard: s}
 	if dryRun {
 		return out, nil
 	}
+	committed := cell != nil
+	var rec *string
+	if in.record != "" {
+		rec = &in.record
+	}
+	// A copy needs no record: its intent lives as a staged one whose record expires now (a
+	// grace and a bucket more), and the relay's marks keep that expiry. One settled by the
+	// record lives as long as the record can.
+	ttl, expires := a.cfg.intentTTL(), (*time.Time)(nil)
+	if committed {
+		ttl, expires = a.cfg.ttlUntil(a.cfg.rowExpiry(now)), &now
+	}
 	// Conditional writes only: the row may carry a relay's conditional mark already.
-	applied, _, err := cas.InsertIfNotExists(ctx, a.session.Query(a.insertIfNot, b, s, namespace, key, in.fence, in.owner, now,
-		a.cfg.intentTTL()).Consistency(a.cfg.consistency), a.cfg.serial)
+	applied, _, err := cas.InsertIfNotExists(ctx, a.session.Query(a.insertIfNot, b, s, in.namespace, in.key, in.fence, in.owner, now,
+		rec, committed, cell, expires, ttl).Consistency(a.cfg.consistency), a.cfg.serial)
 	if err == nil && !applied {
-		applied, _, err = cas.UpdateIf(ctx, a.session.Query(a.reopen, a.cfg.intentTTL(), now, b, s, namespace, key, in.fence).
+		applied, _, err = cas.UpdateIf(ctx, a.session.Query(a.reopen, ttl, now, committed, cell, expires, b, s, in.namespace, in.key, in.fence).
 			Consistency(a.cfg.consistency), a.cfg.serial)
 	}
 	if err != nil {
-		return out, fmt.Errorf("outbox: replay %s/%s: %w", namespace, key, err)
+		return out, fmt.Errorf("outbox: replay %q/%q: %w", in.namespace, in.key, err)
 	}
 	out.Changed = applied
 	return out, nil

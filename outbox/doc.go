@@ -20,7 +20,8 @@
 //
 // What holds, in short (the argument for each is in docs/outbox.md, "Why it holds"):
 //   - a run that is released, fails permanently or loses its lease publishes nothing; a replay
-//     stages nothing new; the events of a committed run expire with its record;
+//     stages nothing new; the events of a committed run expire with its record, and the relay
+//     keeps a copy until they are published or parked (see Limits);
 //   - every committed event is published, at least once, while a relay runs and the clocks of
 //     stagers and relays differ by less than half the horizon (WithHorizon); a Stage whose intent
 //     write took longer fails (ErrIntentLate);
@@ -28,15 +29,16 @@
 //     of one operation are published together, in staging order, and there is no order across
 //     operations;
 //   - a relay frozen past its shard's lease cannot mark in that shard once a successor worked it
-//     (ErrFenced).
+//     (ErrFenced); each Publish ends within WithPublishTimeout, inside the lease.
 //
 // A consumer's handler stages events the same way on a guard built with
 // guard.WithCompletionColumns(ColumnName); ProcessBatch and the guard's fast path cannot carry
 // them (docs/outbox.md, "Staging from a consumer's handler").
 //
 // The tables are in the keyspace of WithKeyspace and named by WithTables and WithRecordsTable;
-// the shard count and bucket width (WithShards, WithBucket) lay them out, so every stager, relay
-// and Admin of one outbox must use the same ones. A bad option makes the constructor fail with an
+// the shard count, bucket width and horizon lay them out, so every stager, relay and Admin of one
+// outbox must use the same ones: the first stores them in outbox_layout, the others check them
+// (ErrLayoutMismatch). A bad option makes the constructor fail with an
 // error that names it and matches ErrInvalidOption.
 //
 // # Limits
@@ -46,8 +48,10 @@
 // messages) or a message of a consumer guard's table, in the outbox's keyspace: a relay reads no
 // other, so Stage refuses them (ErrUnsupportedKey). lwt's fast path has no conditional write to
 // ride on, so Stage there is ErrNoRun. Admin.Replay replays operations' events, not messages'.
-// An intent that stays pending past its record's retention (no relay ran for a day) is dropped
-// with its record: keep a relay running, and watch the cassdedup command's `outbox pending`.
+// Nothing committed is dropped silently: an intent lives a grace (WithPendingGrace, 7 days) past
+// its record, with a copy of its events, and one whose record expired unsettled is parked
+// (ErrCommitUnknown); events whose publication keeps failing are parked after WithMaxAttempts
+// (Admin.ListParked, Unpark, Discard; cassdedup outbox parked).
 //
 // # Concurrency
 //

@@ -13,8 +13,11 @@ var (
 	ErrNoRun = errors.New("outbox: not in a claimed run whose completion carries the outbox column")
 
 	// ErrInvalidEvent: an event's type, key or headers are empty, too long or not UTF-8, or the
-	// run staged more events or bytes than allowed. Nothing of that call was staged.
-	ErrInvalidEvent = errors.New("outbox: invalid event")
+	// run staged more events or bytes than allowed. Nothing of that call was staged, and the run
+	// can no longer commit: Stage returns it marked lwt.Permanent, and a run that returns success
+	// anyway is recorded FAILED too, so every retry replays the refusal instead of running the
+	// function again.
+	ErrInvalidEvent = errors.New("outbox: invalid event (nothing of this call was staged; the run fails permanently)")
 
 	// ErrInvalidOption: an option is out of range, or a required argument is nil.
 	ErrInvalidOption = errors.New("outbox: invalid option")
@@ -50,9 +53,77 @@ var (
 	// written with; changing it would leave intents in shards no relay reads.
 	ErrShardCountChanged = errors.New("outbox: shard count differs from the stored cursors")
 
+	// ErrLayoutMismatch: the shard count, bucket width or horizon configured differs from the
+	// layout stored in outbox_layout by the first stager, relay or admin of the intents table.
+	// Intents of one layout are found only by readers of the same layout, so a stager, relay or
+	// admin of another one is refused rather than staging where no relay looks, or reading only
+	// some of the buckets. A shard count that differs matches ErrShardCountChanged too.
+	ErrLayoutMismatch = errors.New("outbox: layout differs from the one stored with the intents")
+
+	// ErrRejected marks a publication the broker refused for good (a record over the topic's
+	// size limit, an authorization error, a publisher's own validation): a Publisher wraps it
+	// (fmt.Errorf("%w: ...", outbox.ErrRejected)) so the relay counts the attempt even while no
+	// other event is being accepted. Other errors count only while the publisher accepts
+	// others: a broker outage parks nothing.
+	ErrRejected = errors.New("outbox: publication rejected")
+
+	// ErrPublisherPanic: the Publisher panicked; the relay recovered it into the pass's error
+	// and counts a failed attempt of the events it was publishing.
+	ErrPublisherPanic = errors.New("outbox: publisher panicked")
+
+	// ErrCommitUnknown: an intent outlived its record (no relay settled it within the records'
+	// retention: a relay outage longer than it), so whether its run committed can no longer be
+	// read. Its events, copied to the intent when the run sealed its completion, are parked
+	// with reason "expired" rather than dropped: an operator replays or discards them.
+	ErrCommitUnknown = errors.New("outbox: the record expired before a relay settled the intent; its events are parked")
+
+	// ErrOutageTooLong: a relay claimed a shard whose cursor is older than an intent lives (the
+	// retention, the pending grace and a bucket): every relay of the group was away that long,
+	// and intents staged before then may have expired unread. The relay reports it once and goes
+	// on; raise WithPendingGrace if outages that long must be survived.
+	ErrOutageTooLong = errors.New("outbox: the relays were away longer than intents live")
+
+	// ErrParked: events were parked after their publication failed WithMaxAttempts times (or
+	// their record expired first, ErrCommitUnknown). A pass that parks reports it.
+	ErrParked = errors.New("outbox: events parked")
+
 	// ErrMalformedEvents: a record's outbox cell cannot be decoded.
 	ErrMalformedEvents = errors.New("outbox: malformed outbox cell")
 
-	// ErrNotFound: no committed record with events for the key.
+	// ErrNotFound: no committed record with events for the key, or no parked events for it.
 	ErrNotFound = errors.New("outbox: no committed events for the key")
 )
+
+// PublishErrors is what a Publisher returns when some messages of a call were accepted and
+// others not: Errs[i] is the error of msgs[i], nil for an accepted one. The relay then marks
+// the operations whose messages were all accepted and counts a failed attempt for the others,
+// so one unpublishable event neither blocks nor republishes the rest of its call.
+type PublishErrors struct {
+	Errs []error
+}
+
+// Error reports the first error and how many messages failed.
+func (e *PublishErrors) Error() string {
+	var first error
+	n := 0
+	for _, err := range e.Errs {
+		if err != nil {
+			n++
+			if first == nil {
+				first = err
+			}
+		}
+	}
+	return fmt.Sprintf("outbox: %d of %d messages not accepted, first: %v", n, len(e.Errs), first)
+}
+
+// Unwrap returns the messages' errors, so errors.Is finds ErrRejected among them.
+func (e *PublishErrors) Unwrap() []error {
+	var out []error
+	for _, err := range e.Errs {
+		if err != nil {
+			out = append(out, err)
+		}
+	}
+	return out
+}

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+	"unicode/utf8"
 
 	"github.com/cassdedup/cassdedup/internal/textcheck"
 )
@@ -24,7 +25,7 @@ type Event struct {
 	Type    string            // e.g. "order.placed"; required
 	Key     string            // the broker's partitioning key; optional
 	Payload []byte            // opaque to the outbox
-	Headers map[string]string // passed to the broker as record headers
+	Headers map[string]string // passed to the broker as record headers; values must be UTF-8
 }
 
 // Message is a committed event as the relay publishes it. ID is stable: every publication of
@@ -73,6 +74,11 @@ func (e Event) validate() error {
 		}
 		if len(v) > DefaultMaxSize {
 			return fmt.Errorf("%w: header %q: %d bytes", ErrInvalidEvent, k, len(v))
+		}
+		// The events are stored as JSON, which would turn invalid bytes into U+FFFD: a value
+		// published other than it was staged. Binary data belongs in the payload.
+		if !utf8.ValidString(v) {
+			return fmt.Errorf("%w: header %q: value is not UTF-8 (binary data belongs in the payload)", ErrInvalidEvent, k)
 		}
 	}
 	return nil

@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"log"
+	"log/slog"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/gocql/gocql"
 
@@ -68,8 +70,11 @@ func ExampleRelay_Run() {
 		}
 		return nil
 	})
-	// Run two or more relays with WithMaxShards(ceil(16/n)) to share the shards.
-	relay, err := outbox.NewRelay(session, pub)
+	// Run two or more relays with WithMaxShards(ceil(16/n)) to share the shards. Each Publish
+	// ends within the publish timeout, inside the lease; slow and failed publications, parked
+	// events and lost shards are logged.
+	relay, err := outbox.NewRelay(session, pub, outbox.WithPublishTimeout(4*time.Second),
+		outbox.WithLogger(slog.Default()))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -79,7 +84,33 @@ func ExampleRelay_Run() {
 		if err != nil {
 			log.Printf("outbox relay: %v", err)
 		}
+		if st.Parked > 0 || st.Oldest > 5*time.Minute {
+			log.Printf("outbox relay: %d parked, oldest pending %v: see cassdedup outbox parked", st.Parked, st.Oldest)
+		}
 	})
+}
+
+// An operator's round of the parked events: list them, then hand back to the relay those whose
+// cause was fixed (published with the same ids) and discard those that must never be published.
+func ExampleAdmin_ListParked() {
+	session := connect()
+	defer session.Close()
+	admin, err := outbox.NewAdmin(session) // the layout stored with the intents
+	if err != nil {
+		log.Fatal(err)
+	}
+	ctx := context.Background()
+	err = admin.ListParked(ctx, func(p outbox.Parked) error {
+		fmt.Printf("%q %q: %s after %d attempts: %s\n", p.Namespace, p.Key, p.Reason, p.Attempts, p.LastError)
+		if p.Reason == outbox.ReasonPoison {
+			_, err := admin.Unpark(ctx, p.Namespace, p.Key, false)
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
 }
 
 // A saga step: a consumer that reacts to an order by requesting its shipment. The event commits

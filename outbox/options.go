@@ -2,6 +2,8 @@ package outbox
 
 import (
 	"fmt"
+	"log/slog"
+	"math"
 	"time"
 
 	"github.com/gocql/gocql"
@@ -10,9 +12,9 @@ import (
 	"github.com/cassdedup/cassdedup/schema"
 )
 
-// Defaults of the options. The shard count and the bucket width lay out the intents table, so
-// every stager and relay of one keyspace must use the same ones; a relay refuses a shard count
-// other than the one its cursors were written with.
+// Defaults of the options. The shard count, the bucket width and the horizon lay out the intents
+// table, so every stager, relay and admin of one keyspace must use the same ones: the first of
+// them stores the layout in outbox_layout and every other one checks it (ErrLayoutMismatch).
 const (
 	DefaultShards       = 16
 	DefaultBucket       = time.Minute
@@ -27,6 +29,15 @@ const (
 	DefaultRelaysTable  = "outbox_relays"    // the relays' shard leases and cursors
 	DefaultRecordsTable = "idempotency_keys" // the records whose runs stage events
 	ColumnName          = "outbox"           // the records' column that carries a run's events
+	// DefaultPublishTimeout bounds one Publish call; it must stay inside the relay's lease.
+	DefaultPublishTimeout = 4 * time.Second
+	DefaultSlowPublish    = time.Second // a Publish that takes longer is logged and counted (Stats.SlowPublishes)
+	DefaultMaxAttempts    = 8           // failed publications of an event before it is parked
+	DefaultBackoff        = time.Second // the pause after an event's first failed publication, doubled after each
+	DefaultMaxBackoff     = time.Minute // the longest pause between an event's publications
+	// DefaultPendingGrace is how long past its record's expiry a pending intent (and the copy
+	// of its events) is kept: the relay outage the outbox survives beyond the retention.
+	DefaultPendingGrace = 7 * 24 * time.Hour
 )
 
 // Option configures an Outbox, a Relay or an Admin. A bad one makes the constructor fail with an
@@ -41,15 +52,25 @@ type config struct {
 	shards          int
 	bucket, horizon time.Duration
 	retention       time.Duration
+	grace           time.Duration
 	lease, poll     time.Duration
 	maxSweep        int
 	publishBatch    int
 	maxShards       int
 	maxSize         int
 	name            string
-	consistency     gocql.Consistency
-	serial          gocql.SerialConsistency
-	now             func() time.Time
+	publishTimeout  time.Duration
+	slowPublish     time.Duration
+	maxAttempts     int
+	backoff         time.Duration
+	maxBack         time.Duration
+	logger          *slog.Logger
+	// Which layout settings an option set: an Admin adopts the stored layout for the others.
+	shardsSet, bucketSet, horizonSet bool
+	publishSet                       bool
+	consistency                      gocql.Consistency
+	serial                           gocql.SerialConsistency
+	now                              func() time.Time
 }
 
 // newConfig refuses a constructor's missing argument (a nil session, or publisher) and applies
@@ -61,18 +82,32 @@ func newConfig(missing bool, opts []Option) (config, error) {
 		bucket: DefaultBucket, horizon: DefaultHorizon, retention: DefaultRetention,
 		lease: DefaultRelayLease, poll: DefaultPollInterval, maxSweep: DefaultMaxSweep,
 		publishBatch: DefaultPublishBatch, maxShards: DefaultShards, maxSize: DefaultMaxSize, name: DefaultRelayName,
-		consistency: gocql.Quorum, serial: gocql.Serial, now: time.Now,
+		consistency: gocql.Quorum, serial: gocql.Serial, now: time.Now, grace: DefaultPendingGrace,
+		publishTimeout: DefaultPublishTimeout, slowPublish: DefaultSlowPublish, maxAttempts: DefaultMaxAttempts,
+		backoff: DefaultBackoff, maxBack: DefaultMaxBackoff, logger: slog.New(slog.DiscardHandler),
 	}
 	if err := optcheck.Build(ErrInvalidOption, missing, "session or publisher", &c, opts); err != nil {
 		return c, err
 	}
+	// A Publish must end while the relay still holds the shard: past the lease a successor may
+	// be publishing the same events, and the relay's own marks would be fenced off.
+	if !c.publishSet {
+		c.publishTimeout = min(c.publishTimeout, c.lease*2/5)
+	}
+	if c.publishTimeout >= c.lease {
+		return c, optcheck.Bad(ErrInvalidOption, optcheck.Call("WithPublishTimeout", c.publishTimeout), "must be shorter than the relay lease %v", c.lease)
+	}
+	if c.maxBack < c.backoff {
+		return c, optcheck.Bad(ErrInvalidOption, optcheck.Call("WithPublishBackoff", c.backoff, c.maxBack), "the first pause is longer than the longest")
+	}
 	// The names were validated by their options, so qualifying them cannot fail.
-	c.q = qualified{records: qualify(c.keyspace, c.records), intents: qualify(c.keyspace, c.intents), relays: qualify(c.keyspace, c.relays)}
+	c.q = qualified{records: qualify(c.keyspace, c.records), intents: qualify(c.keyspace, c.intents), relays: qualify(c.keyspace, c.relays),
+		layout: qualify(c.keyspace, layoutTable), parked: qualify(c.keyspace, parkedTable)}
 	return c, nil
 }
 
 // qualified holds the tables' names as statements write them: keyspace-qualified and quoted.
-type qualified struct{ records, intents, relays string }
+type qualified struct{ records, intents, relays, layout, parked string }
 
 func qualify(keyspace, table string) string {
 	q, _ := schema.QualifiedName(keyspace, table)
@@ -95,8 +130,9 @@ func WithKeyspace(ks string) Option {
 // WithTables names the outbox's tables in the keyspace: the intents and the relays' leases
 // (defaults DefaultIntentsTable, DefaultRelaysTable). Every stager, relay and admin of one
 // outbox must use the same names; each must be a plain CQL identifier. schema.Apply creates the
-// default names only: create others with the columns of schema/cql/010_outbox.cql and
-// 012_guard_outbox.cql.
+// default names only: create others with the columns of schema/cql/010_outbox.cql,
+// 012_guard_outbox.cql and 015_outbox_durable.cql. The layout and the parked events stay in
+// outbox_layout and outbox_parked, keyed by the intents table's name.
 func WithTables(intents, relays string) Option {
 	return set(!optcheck.All(schema.ValidateIdentifier, intents, relays), optcheck.Call("WithTables", intents, relays), notIdentifier,
 		func(c *config) { c.intents, c.relays = intents, relays })
@@ -113,13 +149,13 @@ func WithRecordsTable(name string) Option {
 // / shards. Default 16; 1 to 1024. Fixed for the life of the data.
 func WithShards(n int) Option {
 	return set(n < 1 || n > 1024, optcheck.Call("WithShards", n), "must be 1..1024",
-		func(c *config) { c.shards = n; c.maxShards = max(c.maxShards, n) })
+		func(c *config) { c.shards, c.shardsSet = n, true; c.maxShards = max(c.maxShards, n) })
 }
 
 // WithBucket sets the width of a time bucket. Default 1m; 1s to 1h, a whole number of seconds.
 func WithBucket(d time.Duration) Option {
 	return set(d < time.Second || d > time.Hour || d%time.Second != 0, optcheck.Call("WithBucket", d), "must be whole seconds, 1s..1h",
-		func(c *config) { c.bucket = d })
+		func(c *config) { c.bucket, c.bucketSet = d, true })
 }
 
 // WithHorizon sets how long a bucket stays open after its end: a relay sweeps a bucket for the
@@ -128,7 +164,7 @@ func WithBucket(d time.Duration) Option {
 // stagers and relays may differ by up to half the horizon. Default 1m; 2s to 1h.
 func WithHorizon(d time.Duration) Option {
 	return set(d < 2*time.Second || d > time.Hour, optcheck.Call("WithHorizon", d), "must be 2s..1h",
-		func(c *config) { c.horizon = d })
+		func(c *config) { c.horizon, c.horizonSet = d, true })
 }
 
 // WithRetention sets the records' retention (lwt.WithRetention of the store the runs use): an
@@ -137,6 +173,60 @@ func WithHorizon(d time.Duration) Option {
 func WithRetention(d time.Duration) Option {
 	return set(d < time.Second || d > 365*24*time.Hour, optcheck.Call("WithRetention", d), "must be 1s..1 year",
 		func(c *config) { c.retention = d })
+}
+
+// WithPendingGrace sets how long past its record's expiry a pending intent is kept, with the
+// copy of its events taken when the run sealed its completion. A relay that comes back within
+// the record's retention publishes as if nothing happened; within the grace after it, it parks
+// the events whose record expired (ErrCommitUnknown, reason "expired") for an operator to
+// replay or discard. Longer keeps more intents on disk (docs/outbox.md). Default 7 days; 1h
+// to 1 year.
+func WithPendingGrace(d time.Duration) Option {
+	return set(d < time.Hour || d > 365*24*time.Hour, optcheck.Call("WithPendingGrace", d), "must be 1h..1 year",
+		func(c *config) { c.grace = d })
+}
+
+// WithPublishTimeout bounds each Publish call of a relay: its ctx ends after d, or earlier when
+// the relay's lease of the shard would run out first, so a stuck broker cannot keep a pass past
+// its lease (a successor would be publishing meanwhile). A timed-out Publish counts as a failed
+// attempt of its events. Default 4s, or two fifths of a shorter relay lease; at least 100ms and
+// shorter than the lease.
+func WithPublishTimeout(d time.Duration) Option {
+	return set(d < 100*time.Millisecond, optcheck.Call("WithPublishTimeout", d), "must be at least 100ms",
+		func(c *config) { c.publishTimeout, c.publishSet = d, true })
+}
+
+// WithSlowPublish sets how long a Publish may take before the relay logs it (at Warn) and counts
+// it in Stats.SlowPublishes: a broker that slows down shows long before it stalls. Default 1s.
+func WithSlowPublish(d time.Duration) Option {
+	return set(d <= 0, optcheck.Call("WithSlowPublish", d), "must be positive",
+		func(c *config) { c.slowPublish = d })
+}
+
+// WithMaxAttempts sets how many failed publications of an operation's events the relay makes
+// before it parks them in outbox_parked (Admin.ListParked, cassdedup outbox parked), where an
+// operator replays or discards them. Every failure counts an attempt and backs off
+// (WithPublishBackoff), but only a failure that is the events' own parks them: the publisher
+// rejected them for good (ErrRejected), or it accepted other events within the longest backoff.
+// A broker outage parks nothing. Default 8; 1 to 1000.
+func WithMaxAttempts(n int) Option {
+	return set(n < 1 || n > 1000, optcheck.Call("WithMaxAttempts", n), "must be 1..1000",
+		func(c *config) { c.maxAttempts = n })
+}
+
+// WithPublishBackoff sets the pause after an event's first failed publication (doubled after
+// each further failure) and its maximum. Default 1s and 1m.
+func WithPublishBackoff(first, maximum time.Duration) Option {
+	return set(first <= 0 || maximum <= 0, optcheck.Call("WithPublishBackoff", first, maximum), "must be positive",
+		func(c *config) { c.backoff, c.maxBack = first, maximum })
+}
+
+// WithLogger sets the logger of a relay: slow publications, failed ones, parked events, lost
+// leases and fenced shards are logged there (the same events are counted in Stats). Default
+// none.
+func WithLogger(l *slog.Logger) Option {
+	return set(l == nil, "WithLogger(nil)", "no logger",
+		func(c *config) { c.logger = l })
 }
 
 // WithRelayLease sets how long a relay holds a shard without renewing it; a relay stalled past
@@ -205,6 +295,28 @@ func (c config) bucketOf(t time.Time) int64 {
 	return s - ((s%w)+w)%w
 }
 
-// intentTTL is the TTL of intent rows and their marks: the retention plus an hour, so no intent
-// expires while its record can still commit.
+// intentTTL is the TTL of the static relay fence and of intents written before expires_at was
+// stored: the retention plus an hour.
 func (c config) intentTTL() int { return int((c.retention + time.Hour) / time.Second) }
+
+// rowExpiry is when an intent of a record expiring at recordExpiry expires: every write of the
+// row expires at that same instant, so no half-expired intent can look pending again. It
+// outlives the record by the grace, so a relay back from an outage finds the copy of its
+// events.
+func (c config) rowExpiry(recordExpiry time.Time) time.Time {
+	return recordExpiry.Add(c.bucket + c.horizon + c.grace)
+}
+
+// ttlUntil is the TTL in seconds of a write that must expire at t (at least 1).
+func (c config) ttlUntil(t time.Time) int {
+	return max(1, int(math.Ceil(t.Sub(c.now()).Seconds())))
+}
+
+// backoffAfter is the pause after the n-th failed publication of an event.
+func (c config) backoffAfter(n int) time.Duration {
+	d := c.backoff
+	for i := 1; i < n && d < c.maxBack; i++ {
+		d *= 2
+	}
+	return min(d, c.maxBack)
+}

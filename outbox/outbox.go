@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"sync"
 	"time"
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/gocql/gocql"
 
+	"github.com/cassdedup/cassdedup/internal/argcheck"
 	"github.com/cassdedup/cassdedup/lwt"
 )
 
@@ -22,6 +22,8 @@ type Outbox struct {
 	insert  string // the intent of an operation's run
 	// insertRecord is the intent of a run on another table (a guard's message), which names it.
 	insertRecord string
+	seal         string // the copy of a run's events, written when its completion is sealed
+	layout       *layoutGuard
 }
 
 // New returns an Outbox over session. The tables of schema/cql/010_outbox.cql must exist; a
@@ -32,9 +34,10 @@ func New(session *gocql.Session, opts ...Option) (*Outbox, error) {
 		return nil, err
 	}
 	intents := cfg.q.intents
-	return &Outbox{session: session, cfg: cfg,
-		insert:       "INSERT INTO " + intents + " (bucket, shard, namespace, key, fence, owner, staged_at) VALUES (?, ?, ?, ?, ?, ?, ?) USING TTL ?",
-		insertRecord: "INSERT INTO " + intents + " (bucket, shard, namespace, key, fence, owner, staged_at, record) VALUES (?, ?, ?, ?, ?, ?, ?, ?) USING TTL ?",
+	return &Outbox{session: session, cfg: cfg, layout: newLayoutGuard(cfg),
+		insert:       "INSERT INTO " + intents + " (bucket, shard, namespace, key, fence, owner, staged_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) USING TTL ?",
+		insertRecord: "INSERT INTO " + intents + " (bucket, shard, namespace, key, fence, owner, staged_at, expires_at, record) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) USING TTL ?",
+		seal:         "UPDATE " + intents + " USING TTL ? SET events = ? WHERE bucket = ? AND shard = ? AND namespace = ? AND key = ? AND fence = ?",
 	}, nil
 }
 
@@ -54,10 +57,16 @@ func Table(keyspace string) lwt.Table {
 // run's intent row (one plain write) so the relay will look for the commit.
 //
 // Errors: ErrNoRun (ErrNoCompletion under a claim that no completion of ExecuteOnce ends, such
-// as guard.Guard.ProcessBatch's), ErrUnsupportedKey, ErrInvalidEvent, ErrIntentLate, or the
-// driver's error of the intent write. Return them from the run: a run that goes on to commit after a failed Stage
-// has its completion refused (ErrNoIntent) and is released instead.
+// as guard.Guard.ProcessBatch's), ErrUnsupportedKey, ErrInvalidEvent, ErrLayoutMismatch,
+// ErrIntentLate, or the driver's error of the intent write. Return them from the run.
+// ErrInvalidEvent is marked lwt.Permanent: the same events would be refused on every retry,
+// so the run is recorded FAILED and replayed, whether it returns the error or not. After any
+// other failed Stage a run that goes on to commit has its completion refused (ErrNoIntent)
+// and is released, so a retry runs it again.
 func (o *Outbox) Stage(ctx context.Context, events ...Event) error {
+	if err := argcheck.Call(ErrInvalidOption, "Outbox", o == nil, ctx); err != nil {
+		return err
+	}
 	comp, ok := lwt.CompletionFromContext(ctx)
 	claim, ok2 := lwt.ClaimFromContext(ctx)
 	switch {
@@ -70,16 +79,17 @@ func (o *Outbox) Stage(ctx context.Context, events ...Event) error {
 	if err != nil {
 		return err
 	}
-	for i, e := range events {
-		if err := e.validate(); err != nil {
-			return fmt.Errorf("event %d: %w", i, err)
-		}
-	}
 	v, err := comp.LoadOrStore(ColumnName, &staged{o: o, rec: rec, claim: *claim})
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrNoRun, err)
 	}
-	return v.(*staged).add(ctx, events)
+	s := v.(*staged)
+	for i, e := range events {
+		if err := e.validate(); err != nil {
+			return s.refuse(fmt.Errorf("event %d: %w", i, err))
+		}
+	}
+	return s.add(ctx, events)
 }
 
 // shardOf is the shard of the operation (namespace, key).
@@ -101,13 +111,31 @@ type staged struct {
 	size     int
 	intent   bool
 	stagedAt time.Time
+	// refused is the first refusal of this run's events: its completion fails permanently.
+	refused error
+}
+
+// refuse records a refusal of the run's events and returns it, marked permanent.
+func (s *staged) refuse(err error) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.refused == nil {
+		s.refused = err
+	}
+	return lwt.Permanent(err)
 }
 
 func (s *staged) add(ctx context.Context, events []Event) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	refuse := func(err error) error {
+		if s.refused == nil {
+			s.refused = err
+		}
+		return lwt.Permanent(err)
+	}
 	if len(s.events)+len(events) > MaxEvents {
-		return fmt.Errorf("%w: %d events, limit %d", ErrInvalidEvent, len(s.events)+len(events), MaxEvents)
+		return refuse(fmt.Errorf("%w: %d events, limit %d", ErrInvalidEvent, len(s.events)+len(events), MaxEvents))
 	}
 	size := s.size
 	for _, e := range events {
@@ -117,7 +145,7 @@ func (s *staged) add(ctx context.Context, events []Event) error {
 		}
 	}
 	if size > s.o.cfg.maxSize {
-		return fmt.Errorf("%w: about %d bytes staged, limit %d", ErrInvalidEvent, size, s.o.cfg.maxSize)
+		return refuse(fmt.Errorf("%w: about %d bytes staged, limit %d", ErrInvalidEvent, size, s.o.cfg.maxSize))
 	}
 	if !s.intent {
 		if err := s.writeIntent(ctx); err != nil {
@@ -133,15 +161,17 @@ func (s *staged) add(ctx context.Context, events []Event) error {
 // closes that bucket: a write that took more than half the horizon may not have, so it fails.
 func (s *staged) writeIntent(ctx context.Context) error {
 	cfg := s.o.cfg
+	if err := s.o.layout.ensure(ctx, s.o.session, &cfg, true, false); err != nil {
+		return err
+	}
 	start := time.Now() // monotonic: the writer's own elapsed time, whatever its wall clock says
 	now := cfg.now()
-	ttl := int(math.Ceil((s.claim.ExpiresAt.Sub(now) + cfg.bucket + cfg.horizon + time.Hour).Seconds()))
 	stmt, args := s.o.insert, []any{cfg.bucketOf(now), shardOf(s.rec.namespace, s.rec.key, cfg.shards), s.rec.namespace, s.rec.key,
-		s.claim.Fence, s.claim.Owner, now}
+		s.claim.Fence, s.claim.Owner, now, s.claim.ExpiresAt}
 	if s.rec.table != "" {
 		stmt, args = s.o.insertRecord, append(args, s.rec.table)
 	}
-	err := s.o.session.Query(stmt, append(args, max(ttl, cfg.intentTTL()))...).
+	err := s.o.session.Query(stmt, append(args, cfg.ttlUntil(cfg.rowExpiry(s.claim.ExpiresAt)))...).
 		WithContext(ctx).Consistency(cfg.consistency).Idempotent(true).Exec()
 	if err != nil {
 		return fmt.Errorf("outbox: write intent: %w", err)
@@ -153,15 +183,37 @@ func (s *staged) writeIntent(ctx context.Context) error {
 	return nil
 }
 
-// CellValue encodes the staged events for the completion (lwt.CellValue).
+// sealTimeout bounds the write of the events' copy when a run seals its completion.
+const sealTimeout = 10 * time.Second
+
+// CellValue encodes the staged events for the completion (lwt.CellValue). It first copies them
+// to the intent row: if the record expires before a relay settles the intent, the copy is
+// parked rather than lost, and an intent without one never sent its completion, so the relay
+// may drop it. A refusal of the run's events fails the run permanently.
 func (s *staged) CellValue() (any, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.refused != nil {
+		return nil, lwt.Permanent(s.refused)
+	}
 	if !s.intent {
 		if len(s.events) == 0 {
 			return nil, errors.Join(ErrNoIntent, errors.New("outbox: a Stage of this run failed"))
 		}
 		return nil, ErrNoIntent
 	}
-	return encodeCell(cell{StagedAt: s.stagedAt, Events: s.events})
+	b, err := encodeCell(cell{StagedAt: s.stagedAt, Events: s.events})
+	if err != nil {
+		return nil, err
+	}
+	cfg := s.o.cfg
+	ctx, cancel := context.WithTimeout(context.Background(), sealTimeout)
+	defer cancel()
+	err = s.o.session.Query(s.o.seal, cfg.ttlUntil(cfg.rowExpiry(s.claim.ExpiresAt)), b, cfg.bucketOf(s.stagedAt),
+		shardOf(s.rec.namespace, s.rec.key, cfg.shards), s.rec.namespace, s.rec.key, s.claim.Fence).
+		WithContext(ctx).Consistency(cfg.consistency).Idempotent(true).Exec()
+	if err != nil {
+		return nil, fmt.Errorf("outbox: copy the events to the intent: %w", err)
+	}
+	return b, nil
 }

@@ -273,9 +273,20 @@ func TestStageOutsideRun(t *testing.T) {
 		return nil, e.box.Stage(ctx, Event{Type: ""})
 	})
 	require.ErrorIs(t, err, ErrInvalidEvent)
-	// A run that ignores a failed Stage has its completion refused.
+	// A run that ignores a refused Stage fails for good (see TestRefusalsAndBadArguments).
 	_, err = e.store.ExecuteOnce(ctx, lwt.IdempotencyKey("orders", "ignored"), func(ctx context.Context) ([]byte, error) {
 		_ = e.box.Stage(ctx, Event{Type: "x", Payload: make([]byte, DefaultMaxSize)})
+		return []byte("ok"), nil
+	})
+	require.ErrorIs(t, err, ErrInvalidEvent)
+	// A run that ignores a Stage whose intent was not written (here: another layout than the
+	// stored one) has its completion refused and is released, so a retry runs it again.
+	other, err := New(e.session, append(e.opts, WithShards(5))...)
+	require.NoError(t, err)
+	_, err = e.placeOrder(ctx, "stores-the-layout", 1)
+	require.NoError(t, err)
+	_, err = e.store.ExecuteOnce(ctx, lwt.IdempotencyKey("orders", "ignored-intent"), func(ctx context.Context) ([]byte, error) {
+		_ = other.Stage(ctx, Event{Type: "x"})
 		return []byte("ok"), nil
 	})
 	require.ErrorIs(t, err, ErrNoIntent)

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"sort"
 	"sync"
 	"time"
 
 	"github.com/gocql/gocql"
 
+	"github.com/cassdedup/cassdedup/internal/argcheck"
 	"github.com/cassdedup/cassdedup/lwt"
 )
 
@@ -26,15 +28,26 @@ type PublisherFunc func(ctx context.Context, msgs []Message) error
 // Publish calls f.
 func (f PublisherFunc) Publish(ctx context.Context, msgs []Message) error { return f(ctx, msgs) }
 
-// Stats counts what a relay's passes did.
+// Stats counts what a relay's passes did. Every stall shows here (and in the metrics built on
+// it) long before it could cost an event: Oldest grows while a shard cannot publish, Attempts
+// and Backoff count failed publications, Parked and Expired the events set aside for an
+// operator, SlowPublishes a publisher that slows down, Fenced and LeasesLost shards lost.
 type Stats struct {
-	Shards    int // shards held after the pass
-	Buckets   int // bucket partitions read
-	Published int // messages published
-	Settled   int // intents marked (published or dropped)
-	Dropped   int // intents whose run did not commit
-	Waiting   int // intents whose run is still in flight
-	Fenced    int // shards lost to a newer relay
+	Shards        int           // shards held after the pass
+	Buckets       int           // bucket partitions read
+	Published     int           // messages published
+	Settled       int           // intents marked (published, dropped or parked)
+	Dropped       int           // intents whose run did not commit
+	Waiting       int           // intents left pending: in flight, backing off, failed or unreadable
+	Failed        int           // operations whose publication failed in the pass
+	Attempts      int           // failed publications counted against their operations (with backoff)
+	Backoff       int           // committed intents skipped while their backoff runs
+	Parked        int           // operations whose events were parked (outbox_parked)
+	Expired       int           // of them, parked because their record expired first (ErrCommitUnknown)
+	SlowPublishes int           // Publish calls slower than WithSlowPublish
+	Fenced        int           // shards lost: to a newer relay, or a lease that ran out or was lost
+	LeasesLost    int           // of them, lost because this relay's lease ran out or was lost
+	Oldest        time.Duration // the age of the oldest pending intent read (by the relay's clock)
 }
 
 func (s *Stats) add(o Stats) {
@@ -43,7 +56,15 @@ func (s *Stats) add(o Stats) {
 	s.Settled += o.Settled
 	s.Dropped += o.Dropped
 	s.Waiting += o.Waiting
+	s.Failed += o.Failed
+	s.Attempts += o.Attempts
+	s.Backoff += o.Backoff
+	s.Parked += o.Parked
+	s.Expired += o.Expired
+	s.SlowPublishes += o.SlowPublishes
 	s.Fenced += o.Fenced
+	s.LeasesLost += o.LeasesLost
+	s.Oldest = max(s.Oldest, o.Oldest)
 }
 
 // Relay finds committed events through the intents index and publishes them at least once,
@@ -57,21 +78,26 @@ type Relay struct {
 	st     relayStatements
 	mu     sync.Mutex // one pass at a time
 	held   map[int]*shard
+	layout *layoutGuard
+	// accepted is when the publisher last accepted a message (relay clock): failures while it
+	// accepts others are the events' own, and count toward parking them.
+	accepted time.Time
 }
 
 type relayStatements struct {
-	raise, raiseNull, mark, readCursor, writeCursor string
+	raise, raiseNull, mark, retry, park, readCursor, writeCursor string
 }
 
 // NewRelay returns a relay that publishes through pub. The tables of schema/cql/010_outbox.cql
 // must exist, with the columns of 012_guard_outbox.cql.
 func NewRelay(session *gocql.Session, pub Publisher, opts ...Option) (*Relay, error) {
-	cfg, err := newConfig(session == nil || pub == nil, opts)
+	cfg, err := newConfig(session == nil || isNil(pub), opts)
 	if err != nil {
 		return nil, err
 	}
-	intents, relays := cfg.q.intents, cfg.q.relays
+	intents, relays, parked := cfg.q.intents, cfg.q.relays, cfg.q.parked
 	j := newJudge(session, cfg)
+	layout := newLayoutGuard(cfg)
 	// A shard's lease is an exactly-once record of lwt that is never completed: lwt's claim,
 	// renewal, server-judged expiry and fencing, kept for a year so its fence never restarts.
 	leases, err := lwt.NewStore(session, lwt.Table{Keyspace: cfg.keyspace, Name: cfg.relays, KeyColumns: []string{"relay", "shard"}},
@@ -81,11 +107,15 @@ func NewRelay(session *gocql.Session, pub Publisher, opts ...Option) (*Relay, er
 		return nil, fmt.Errorf("%w: %w", ErrInvalidOption, err)
 	}
 	part := " WHERE bucket = ? AND shard = ?"
-	return &Relay{judge: j, pub: pub, leases: leases, held: map[int]*shard{}, st: relayStatements{
+	return &Relay{judge: j, pub: pub, leases: leases, held: map[int]*shard{}, layout: layout, st: relayStatements{
 		raise:     "UPDATE " + intents + " USING TTL ? SET relay_fence = ?" + part + " IF relay_fence < ?",
 		raiseNull: "UPDATE " + intents + " USING TTL ? SET relay_fence = ?" + part + " IF relay_fence = null",
 		mark: "UPDATE " + intents + " USING TTL ? SET state = ?, settled_at = ?" + part +
 			" AND namespace = ? AND key = ? AND fence = ? IF relay_fence = ?",
+		retry: "UPDATE " + intents + " USING TTL ? SET committed = true, attempts = ?, next_attempt = ?, last_error = ?, events = ?" + part +
+			" AND namespace = ? AND key = ? AND fence = ? IF relay_fence = ?",
+		park: "INSERT INTO " + parked + " (intents, shard, namespace, key, fence, owner, record, staged_at, parked_at, reason, attempts, last_error, events)" +
+			" VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
 		readCursor:  "SELECT shards, frontier, pending FROM " + relays + " WHERE relay = ? AND shard = ?",
 		writeCursor: "UPDATE " + relays + " USING TTL ? SET shards = ?, frontier = ?, pending = ? WHERE relay = ? AND shard = ? IF owner = ? AND fence = ? AND status = 'STARTED'",
 	}}, nil
@@ -97,6 +127,9 @@ func NewRelay(session *gocql.Session, pub Publisher, opts ...Option) (*Relay, er
 // of a pass cut short because ctx ended report no error, since stopping is not a failure and
 // what they left is retried by the next relay.
 func (r *Relay) Run(ctx context.Context, onPass func(Stats, error)) error {
+	if err := argcheck.Call(ErrInvalidOption, "Relay", r == nil, ctx); err != nil {
+		return err
+	}
 	t := time.NewTicker(r.cfg.poll)
 	defer t.Stop()
 	for {
@@ -120,13 +153,28 @@ func (r *Relay) Run(ctx context.Context, onPass func(Stats, error)) error {
 // committed, marks it and moves the shard's cursor. Errors of single shards are joined; the
 // shards stay held unless fenced.
 func (r *Relay) Poll(ctx context.Context) (Stats, error) {
+	var total Stats
+	if err := argcheck.Call(ErrInvalidOption, "Relay", r == nil, ctx); err != nil {
+		return total, err
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var total Stats
+	// The layout is checked before anything is read or claimed: a relay of another shard
+	// count, bucket width or horizon would read where no stager writes.
+	if err := r.layout.ensure(ctx, r.session, &r.cfg, true, false); err != nil {
+		return total, err
+	}
 	var errs []error
 	lost := func(s int, err error) bool {
 		if errors.Is(err, ErrFenced) || errors.Is(err, lwt.ErrLeaseLost) {
 			total.Fenced++
+			why := "fenced off by a newer relay"
+			if errors.Is(err, lwt.ErrLeaseLost) || errors.Is(err, errLeaseRanOut) {
+				total.LeasesLost++
+				why = "lease lost"
+			}
+			r.cfg.logger.WarnContext(ctx, "outbox relay: shard lost: "+why, "relay", r.cfg.name, "shard", s,
+				"fence", r.held[s].claim.Fence, "error", err)
 			delete(r.held, s)
 			return true
 		}
@@ -160,6 +208,9 @@ func (r *Relay) Poll(ctx context.Context) (Stats, error) {
 		}
 		if sh != nil {
 			r.held[s] = sh
+			if sh.gap != nil {
+				errs = append(errs, sh.gap)
+			}
 		}
 	}
 	ids := make([]int, 0, len(r.held))
@@ -186,6 +237,9 @@ func (r *Relay) Poll(ctx context.Context) (Stats, error) {
 // Release gives up every held shard (RELEASED, so the next relay claims it without waiting
 // for the lease).
 func (r *Relay) Release(ctx context.Context) {
+	if argcheck.Call(ErrInvalidOption, "Relay", r == nil, ctx) != nil {
+		return
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for s, sh := range r.held {
@@ -196,6 +250,9 @@ func (r *Relay) Release(ctx context.Context) {
 
 // Held returns the shards this relay holds and the fence of each.
 func (r *Relay) Held() map[int]int64 {
+	if r == nil {
+		return map[int]int64{}
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	out := map[int]int64{}
@@ -223,4 +280,18 @@ func withoutStop(err, stop error) error {
 		}
 	}
 	return errors.Join(kept...)
+}
+
+// isNil reports whether p is nil or a typed nil (a nil PublisherFunc, a nil pointer): calling
+// it would panic on the relay's first pass instead of failing NewRelay.
+func isNil(p Publisher) bool {
+	if p == nil {
+		return true
+	}
+	v := reflect.ValueOf(p)
+	switch v.Kind() {
+	case reflect.Func, reflect.Pointer, reflect.Map, reflect.Slice, reflect.Chan, reflect.Interface:
+		return v.IsNil()
+	}
+	return false
 }

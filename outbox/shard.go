@@ -17,6 +17,7 @@ type shard struct {
 	claim    *lwt.Claim
 	frontier int64          // the first bucket not yet swept
 	pending  map[int64]bool // swept buckets that still hold pending intents
+	gap      error          // reported by the pass that claimed the shard: its cursor was too old
 }
 
 // acquire claims shard s if it is free, and loads its cursor; nil when another relay holds it.
@@ -42,6 +43,13 @@ func (r *Relay) acquire(ctx context.Context, s int) (*shard, error) {
 	}
 	if f, ok := row["frontier"].(int64); ok && f != 0 {
 		sh.frontier = f
+		// A group whose relays were all away longer than an intent lives (the retention, the
+		// grace and a bucket) may have lost intents to their TTL unread: say so, once.
+		if oldest := r.cfg.bucketOf(r.cfg.now().Add(-(r.cfg.retention + r.cfg.grace + r.cfg.bucket + r.cfg.horizon))); f < oldest {
+			sh.gap = fmt.Errorf("%w: shard %d was last swept up to %v, longer ago than an intent lives (retention %v + grace %v): intents staged before %v may have expired unread",
+				ErrOutageTooLong, s, time.Unix(f, 0).UTC(), r.cfg.retention, r.cfg.grace, time.Unix(oldest, 0).UTC())
+			r.cfg.logger.ErrorContext(ctx, "outbox relay: the relay group was away longer than intents live", "shard", s, "error", sh.gap)
+		}
 	} else {
 		// A fresh shard: anything older than the retention has no record left to settle by.
 		sh.frontier = r.cfg.bucketOf(r.cfg.now().Add(-r.cfg.retention - r.cfg.horizon))
@@ -136,13 +144,17 @@ func (r *Relay) work(ctx context.Context, sh *shard) (Stats, error) {
 func (r *Relay) renewIfDue(ctx context.Context, sh *shard) error {
 	now := r.cfg.now()
 	if !now.Before(sh.claim.LeaseUntil) {
-		return fmt.Errorf("%w: lease ran out at %v", ErrFenced, sh.claim.LeaseUntil)
+		return fmt.Errorf("%w: %w at %v", ErrFenced, errLeaseRanOut, sh.claim.LeaseUntil)
 	}
 	if sh.claim.LeaseUntil.Sub(now) < r.cfg.lease*2/3 {
 		return r.leases.Renew(ctx, sh.claim)
 	}
 	return nil
 }
+
+// errLeaseRanOut: the relay's lease of a shard ran out by its own clock (a pass that came late,
+// a pause): it gives the shard up, as a fenced one.
+var errLeaseRanOut = errors.New("lease ran out")
 
 // bucketRead is one partition's pending intents and relay fence, or the error reading it.
 type bucketRead struct {

@@ -16,10 +16,12 @@ import (
 func TestTablesNamed(t *testing.T) {
 	e := newEnv(t)
 	ctx := ctxT(t)
-	// The columns of schema/cql/010_outbox.cql and 012_guard_outbox.cql, under other names.
+	// The columns of schema/cql/010_outbox.cql, 012_guard_outbox.cql and 015_outbox_durable.cql,
+	// under other names.
 	for _, stmt := range []string{
 		`CREATE TABLE ` + e.ks + `.shop_intents (bucket bigint, shard int, namespace text, key text, fence bigint,
 			owner uuid, staged_at timestamp, state text, settled_at timestamp, relay_fence bigint STATIC, record text,
+			events blob, expires_at timestamp, committed boolean, attempts int, next_attempt timestamp, last_error text,
 			PRIMARY KEY ((bucket, shard), namespace, key, fence))`,
 		`CREATE TABLE ` + e.ks + `.shop_relays (relay text, shard int, fingerprint blob, status text, owner uuid,
 			fence bigint, lease_until timestamp, lease_owner uuid, attempts int, result blob, created_at timestamp,
@@ -68,6 +70,12 @@ func TestOptionsNameThemselves(t *testing.T) {
 		"outbox: WithSerialConsistency(":                    WithSerialConsistency(gocql.SerialConsistency(1)),
 		"outbox: WithConsistency(ONE): ":                    WithConsistency(gocql.One),
 		"outbox: WithClock(nil): ":                          WithClock(nil),
+		"outbox: WithPendingGrace(1m0s): ":                  WithPendingGrace(time.Minute),
+		"outbox: WithPublishTimeout(10ms): ":                WithPublishTimeout(10 * time.Millisecond),
+		"outbox: WithSlowPublish(0s): ":                     WithSlowPublish(0),
+		"outbox: WithMaxAttempts(0): ":                      WithMaxAttempts(0),
+		"outbox: WithPublishBackoff(0s, 1s): ":              WithPublishBackoff(0, time.Second),
+		"outbox: WithLogger(nil): ":                         WithLogger(nil),
 		"outbox: option 0: nil":                             nil,
 	} {
 		_, err := New(&gocql.Session{}, o)

@@ -145,6 +145,8 @@ var documentedTTL = map[string]int{
 	"counter_values":               0,
 	"outbox_intents":               49 * 3600,
 	"outbox_relays":                0,
+	"outbox_layout":                0,
+	"outbox_parked":                0,
 	"guard_layouts":                0,
 	"processed_messages_by_window": 7 * 86400,
 	schema.MigrationsTable:         0,

@@ -40,7 +40,7 @@ var commands = []*command{
 	keyGetCommand, keyReleaseCommand, keyPurgeCommand, keysStuckCommand,
 	messageGetCommand, messageReleaseCommand, messagePurgeCommand, messagesListCommand, messagesStuckCommand,
 	countersUnappliedCommand, countersRepairCommand, counterTotalCommand, counterRollupCommand,
-	outboxPendingCommand, outboxReplayCommand,
+	outboxPendingCommand, outboxReplayCommand, outboxParkedCommand, outboxUnparkCommand, outboxDiscardCommand,
 }
 
 // lookup finds the command named by the first one or two words of args.
@@ -190,7 +190,7 @@ var usageErrors = []error{
 	lwt.ErrInvalidKey, lwt.ErrInvalidOption, lwt.ErrInvalidArgument,
 	guard.ErrInvalidMessage, guard.ErrInvalidOption, events.ErrInvalidCounter, events.ErrInvalidOption,
 	counters.ErrInvalidCounter, counters.ErrInvalidOpID, counters.ErrInvalidOption,
-	outbox.ErrInvalidOption,
+	outbox.ErrInvalidOption, outbox.ErrLayoutMismatch,
 }
 
 // errUsage marks a command's own argument errors.

@@ -12,6 +12,8 @@
 //	cassdedup counter total | rollup COUNTER
 //	cassdedup outbox pending
 //	cassdedup outbox replay NAMESPACE KEY -dry-run | -yes
+//	cassdedup outbox parked
+//	cassdedup outbox unpark | discard NAMESPACE KEY -dry-run | -yes
 //
 // Every subcommand takes -h, the connection flags (-hosts, -port, -keyspace, -username,
 // -password, -tls-*, -local-dc, -consistency, -serial, -timeout; CASSANDRA_HOSTS,
@@ -21,7 +23,7 @@
 // that is not plain text quoted, as a Go string; the JSON holds values exactly.
 //
 // Every command that writes (schema apply, key and message release and purge, counters
-// repair, counter rollup) takes -dry-run, which prints what it would do and changes nothing, and prints what
+// repair, counter rollup, outbox replay, unpark and discard) takes -dry-run, which prints what it would do and changes nothing, and prints what
 // it will do before it acts. A change whose next retry runs the operation again (releasing or
 // purging a COMPLETED or FAILED record, forcing a live lease, settling a counter operation)
 // needs a confirmation: a y/N prompt when stdin is a terminal, -yes otherwise; without either

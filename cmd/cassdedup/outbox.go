@@ -12,6 +12,7 @@ import (
 )
 
 // outboxFlags are the layout of the outbox tables, which must match the stagers' and relays'.
+// Zero takes the layout stored with the intents; a value that differs from it is refused.
 type outboxFlags struct {
 	shards          int
 	bucket          time.Duration
@@ -20,16 +21,25 @@ type outboxFlags struct {
 }
 
 func (f *outboxFlags) register(fs *flag.FlagSet) {
-	fs.IntVar(&f.shards, "shards", outbox.DefaultShards, "the outbox's shard count (as its stagers and relays use)")
-	fs.DurationVar(&f.bucket, "bucket", outbox.DefaultBucket, "the outbox's bucket width (as its stagers and relays use)")
+	fs.IntVar(&f.shards, "shards", 0, "the outbox's shard count; 0 takes the one stored with the intents (a different one is refused)")
+	fs.DurationVar(&f.bucket, "bucket", 0, "the outbox's bucket width; 0 takes the one stored with the intents (a different one is refused)")
 	fs.StringVar(&f.relay, "relay", outbox.DefaultRelayName, "the relay group whose shard cursors to read")
 	fs.StringVar(&f.intents, "intents-table", outbox.DefaultIntentsTable, "the outbox's intents table (outbox.WithTables)")
 	fs.StringVar(&f.relays, "relays-table", outbox.DefaultRelaysTable, "the outbox's relays table (outbox.WithTables)")
 }
 
 func (e *env) outboxAdmin(f *outboxFlags) (*outbox.Admin, error) {
-	a, err := outbox.NewAdmin(e.session, outbox.WithKeyspace(e.keyspace), outbox.WithShards(f.shards),
-		outbox.WithBucket(f.bucket), outbox.WithRelayName(f.relay), outbox.WithTables(f.intents, f.relays))
+	if f.shards < 0 || f.bucket < 0 {
+		return nil, fmt.Errorf("%w: -shards and -bucket must not be negative", errUsage)
+	}
+	opts := []outbox.Option{outbox.WithKeyspace(e.keyspace), outbox.WithRelayName(f.relay), outbox.WithTables(f.intents, f.relays)}
+	if f.shards > 0 {
+		opts = append(opts, outbox.WithShards(f.shards))
+	}
+	if f.bucket > 0 {
+		opts = append(opts, outbox.WithBucket(f.bucket))
+	}
+	a, err := outbox.NewAdmin(e.session, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", errUsage, err)
 	}
@@ -38,16 +48,19 @@ func (e *env) outboxAdmin(f *outboxFlags) (*outbox.Admin, error) {
 
 // pendingView is one pending intent as outbox pending prints it.
 type pendingView struct {
-	Namespace string    `json:"namespace"`
-	Key       string    `json:"key"`
-	Record    string    `json:"record,omitempty"` // the guard's table of a message's intent
-	Fence     int64     `json:"fence"`
-	Verdict   string    `json:"verdict"`
-	Events    int       `json:"events"`
-	StagedAt  time.Time `json:"staged_at"`
-	Bucket    time.Time `json:"bucket"`
-	Shard     int       `json:"shard"`
-	Error     string    `json:"error,omitempty"`
+	Namespace string     `json:"namespace"`
+	Key       string     `json:"key"`
+	Record    string     `json:"record,omitempty"` // the guard's table of a message's intent
+	Fence     int64      `json:"fence"`
+	Verdict   string     `json:"verdict"`
+	Events    int        `json:"events"`
+	StagedAt  time.Time  `json:"staged_at"`
+	Bucket    time.Time  `json:"bucket"`
+	Shard     int        `json:"shard"`
+	Attempts  int        `json:"attempts"`
+	LastError string     `json:"last_error,omitempty"`
+	Expires   *time.Time `json:"record_expires,omitempty"`
+	Error     string     `json:"error,omitempty"`
 }
 
 // cursorView is a shard's relay cursor as outbox pending prints it.
@@ -62,7 +75,7 @@ type cursorView struct {
 
 var outboxPendingCommand = &command{
 	name:    "outbox pending",
-	summary: "list outbox intents not yet published or dropped (staged since -since, or kept by a relay's cursor) with their record's verdict, and the relays' shard cursors",
+	summary: "list outbox intents not yet published or dropped (staged since -since, or kept by a relay's cursor) with their record's verdict and failed attempts, and the relays' shard cursors",
 	flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 		var of outboxFlags
 		of.register(fs)
@@ -80,10 +93,15 @@ var outboxPendingCommand = &command{
 			if err != nil {
 				return err
 			}
+			layout, err := a.Layout(ctx)
+			if err != nil {
+				return err
+			}
 			var out []pendingView
 			truncated, err := ended(a.ListPending(ctx, l.from(time.Now()), collect(&l, &out, func(p outbox.Pending) pendingView {
 				v := pendingView{Namespace: p.Namespace, Key: p.Key, Record: p.Record, Fence: p.Fence, Verdict: p.Verdict, Events: p.Events,
-					StagedAt: p.StagedAt.UTC(), Bucket: p.Bucket, Shard: p.Shard}
+					StagedAt: p.StagedAt.UTC(), Bucket: p.Bucket, Shard: p.Shard, Attempts: p.Attempts, LastError: p.LastError,
+					Expires: tptr(p.RecordExpires)}
 				if p.Err != nil {
 					v.Error = p.Err.Error()
 				}
@@ -98,14 +116,19 @@ var outboxPendingCommand = &command{
 					Frontier: tptr(c.Frontier), Pending: c.Pending})
 			}
 			now := time.Now()
-			return e.emit(map[string]any{"pending": out, "truncated": truncated, "shards": cv}, func(w io.Writer) {
-				row(w, "NAMESPACE", "KEY", "FENCE", "VERDICT", "EVENTS", "STAGED", "SHARD")
+			lv := map[string]any{"shards": layout.Shards, "bucket": layout.Bucket.String(), "horizon": layout.Horizon.String()}
+			return e.emit(map[string]any{"pending": out, "truncated": truncated, "shards": cv, "layout": lv}, func(w io.Writer) {
+				fmt.Fprintf(w, "layout: %d shards, buckets of %v, horizon %v\n", layout.Shards, layout.Bucket, layout.Horizon)
+				row(w, "NAMESPACE", "KEY", "FENCE", "VERDICT", "EVENTS", "STAGED", "SHARD", "ATTEMPTS")
 				for _, p := range out {
 					verdict := p.Verdict
 					if p.Error != "" {
 						verdict += ": " + strconv.Quote(p.Error)
 					}
-					row(w, strconv.Quote(p.Namespace), strconv.Quote(p.Key), p.Fence, verdict, p.Events, stampRel(p.StagedAt, now), p.Shard)
+					if p.LastError != "" {
+						verdict += "; last error: " + strconv.Quote(p.LastError)
+					}
+					row(w, strconv.Quote(p.Namespace), strconv.Quote(p.Key), p.Fence, verdict, p.Events, stampRel(p.StagedAt, now), p.Shard, p.Attempts)
 				}
 				if len(out) == 0 {
 					fmt.Fprintf(w, "no pending intents since %s\n", stamp(l.from(now)))
@@ -165,23 +188,11 @@ var outboxReplayCommand = &command{
 			case !res.Changed:
 				action = "already pending: the relay publishes it on its next pass"
 			}
-			type eventView struct {
-				ID   string `json:"id"`
-				Type string `json:"type"`
-				Key  string `json:"key"`
-				Size int    `json:"payload_bytes"`
-			}
-			evs := make([]eventView, 0, len(res.Messages))
-			for _, m := range res.Messages {
-				evs = append(evs, eventView{ID: m.ID, Type: m.Type, Key: m.Key, Size: len(m.Payload)})
-			}
+			evs := eventViews(res.Messages)
 			return e.emit(map[string]any{"action": action, "dry_run": dry, "changed": res.Changed, "namespace": args[0], "key": args[1],
 				"bucket": res.Bucket, "shard": res.Shard, "events": evs}, func(w io.Writer) {
 				row(w, action, strconv.Quote(args[0]), strconv.Quote(args[1]))
-				row(w, "ID", "TYPE", "KEY", "PAYLOAD BYTES")
-				for _, v := range evs {
-					row(w, v.ID, strconv.Quote(v.Type), strconv.Quote(v.Key), v.Size)
-				}
+				eventTable(w, evs)
 			})
 		}
 	},

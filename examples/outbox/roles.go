@@ -102,7 +102,8 @@ func serveAPI(ctx context.Context, session *gocql.Session, cfg roleConfig, rep *
 }
 
 func runRelay(ctx context.Context, session *gocql.Session, cfg roleConfig, rep *reporter) error {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(cfg.brokers...))
+	// The relay's publisher gives up on a record within the relay's publish timeout.
+	cl, err := kgo.NewClient(append(kafkapub.ClientOpts(outbox.DefaultPublishTimeout), kgo.SeedBrokers(cfg.brokers...))...)
 	if err != nil {
 		return err
 	}
@@ -116,8 +117,8 @@ func runRelay(ctx context.Context, session *gocql.Session, cfg roleConfig, rep *
 	}
 	var hold sync.Once
 	resume := make(chan struct{})
-	relay, err := outbox.NewRelay(session, outbox.PublisherFunc(func(ctx context.Context, msgs []outbox.Message) error {
-		if err := pub.Publish(ctx, msgs); err != nil {
+	relay, err := outbox.NewRelay(session, outbox.PublisherFunc(func(pctx context.Context, msgs []outbox.Message) error {
+		if err := pub.Publish(pctx, msgs); err != nil {
 			return err
 		}
 		orders := make([]string, len(msgs))
@@ -135,6 +136,8 @@ func runRelay(ctx context.Context, session *gocql.Session, cfg roleConfig, rep *
 				close(resume)
 			}()
 		})
+		// The hold outlasts the publish deadline on purpose: the relay stays between publish
+		// and mark until the test kills it or resumes it (or the role stops).
 		select {
 		case <-resume:
 			return nil

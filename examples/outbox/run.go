@@ -81,7 +81,8 @@ func run(ctx context.Context, session *gocql.Session, cfg config, out io.Writer)
 	topic := "orders-" + suffix
 	c := &chain{cfg: cfg, session: session, counter: "orders-placed-" + suffix,
 		accepted: map[string]time.Time{}, applied: map[string]time.Time{}, runs: map[string]int{}}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(cfg.brokers...))
+	// The relay's publisher gives up on a record within the relay's publish timeout.
+	cl, err := kgo.NewClient(append(kafkapub.ClientOpts(outbox.DefaultPublishTimeout), kgo.SeedBrokers(cfg.brokers...))...)
 	if err != nil {
 		return Summary{}, err
 	}

@@ -42,9 +42,11 @@ func TestConformance(t *testing.T) {
 	})
 }
 
-// newClient returns a client closed when t ends.
+// newClient returns a client closed when t ends, with the producer options a Publisher needs:
+// a delivery timeout long enough for a busy test broker's first produce to a new topic (the
+// suite checks the publisher, not the relay's deadline).
 func newClient(t *testing.T, opts ...kgo.Opt) *kgo.Client {
-	cl, err := kgo.NewClient(opts...)
+	cl, err := kgo.NewClient(append(ClientOpts(30*time.Second), opts...)...)
 	require.NoError(t, err)
 	t.Cleanup(cl.Close)
 	return cl

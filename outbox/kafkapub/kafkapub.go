@@ -8,6 +8,22 @@
 // republication, so a consumer that windows by message time, such as guard.Guard's batches,
 // meets a republished event in the same window), and the headers IDHeader, TypeHeader,
 // SeqHeader and the event's own. A Publisher is safe for concurrent use.
+//
+// # Bounded by the relay's lease
+//
+// The relay gives every Publish a deadline inside its lease (outbox.WithPublishTimeout,
+// 4s by default). franz-go's own delivery timeout is unlimited by default, so a record already
+// handed to a stuck broker would be retried past that deadline, while a successor relay
+// publishes it too. New therefore refuses a client without kgo.RecordDeliveryTimeout, and
+// ClientOpts sets it (and the broker's ProduceRequestTimeout) within the relay's publish
+// timeout: a record not acknowledged by then fails, and the relay counts a failed attempt.
+//
+// # Which failures are the event's own
+//
+// Publish reports per record (outbox.PublishErrors), so the relay marks the operations whose
+// records were acknowledged and retries only the others. Errors the broker returns for the
+// record itself (too large, invalid, not authorized, a policy) are marked outbox.ErrRejected:
+// the relay counts them toward parking the event even while no other record goes through.
 package kafkapub
 
 import (
@@ -15,7 +31,9 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/cassdedup/cassdedup/outbox"
@@ -29,8 +47,24 @@ const (
 )
 
 // ErrUnsafeClient: the client would not make a publication durable and free of producer
-// duplicates: idempotent writes are disabled or acks are not all in-sync replicas.
-var ErrUnsafeClient = errors.New("kafkapub: the client must be an idempotent producer with acks=all")
+// duplicates (idempotent writes are disabled or acks are not all in-sync replicas), or its
+// delivery timeout is unlimited, so a Publish could outlast the relay's lease.
+var ErrUnsafeClient = errors.New("kafkapub: the client must be an idempotent producer with acks=all and a delivery timeout")
+
+// ClientOpts are the producer options a Publisher needs, for a relay whose publish timeout
+// (outbox.WithPublishTimeout) is publishTimeout: franz-go's defaults of an idempotent producer
+// with acks=all, a record delivery timeout of publishTimeout, and a produce request timeout of
+// half of it. Pass them to kgo.NewClient with the seed brokers.
+func ClientOpts(publishTimeout time.Duration) []kgo.Opt {
+	if publishTimeout <= 0 {
+		publishTimeout = outbox.DefaultPublishTimeout
+	}
+	return []kgo.Opt{
+		kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.RecordDeliveryTimeout(publishTimeout),
+		kgo.ProduceRequestTimeout(max(publishTimeout/2, 100*time.Millisecond)),
+	}
+}
 
 // Publisher sends outbox messages to one topic.
 type Publisher struct {
@@ -39,7 +73,9 @@ type Publisher struct {
 }
 
 // New returns a publisher to topic over client, which the caller owns and closes. The client
-// must keep franz-go's defaults of an idempotent producer with acks=all (else ErrUnsafeClient).
+// must keep franz-go's defaults of an idempotent producer with acks=all, and set a record
+// delivery timeout no longer than the relay's publish timeout (ClientOpts does both; else
+// ErrUnsafeClient).
 func New(client *kgo.Client, topic string) (*Publisher, error) {
 	if client == nil || topic == "" {
 		return nil, fmt.Errorf("kafkapub: nil client or empty topic")
@@ -49,6 +85,9 @@ func New(client *kgo.Client, topic string) (*Publisher, error) {
 	}
 	if acks, ok := client.OptValue(kgo.RequiredAcks).(kgo.Acks); !ok || acks != kgo.AllISRAcks() {
 		return nil, fmt.Errorf("%w: acks are not all in-sync replicas", ErrUnsafeClient)
+	}
+	if d, _ := client.OptValue(kgo.RecordDeliveryTimeout).(time.Duration); d <= 0 {
+		return nil, fmt.Errorf("%w: kgo.RecordDeliveryTimeout is unlimited; build the client with kafkapub.ClientOpts(publishTimeout)", ErrUnsafeClient)
 	}
 	return &Publisher{client: client, topic: topic}, nil
 }
@@ -60,10 +99,31 @@ func (p *Publisher) Publish(ctx context.Context, msgs []outbox.Message) error {
 	for i, m := range msgs {
 		recs[i] = Record(p.topic, m)
 	}
-	if err := p.client.ProduceSync(ctx, recs...).FirstErr(); err != nil {
-		return fmt.Errorf("kafkapub: produce: %w", err)
+	results := p.client.ProduceSync(ctx, recs...)
+	if results.FirstErr() == nil {
+		return nil
 	}
-	return nil
+	errs := make([]error, len(msgs))
+	for i, r := range results {
+		if r.Err != nil {
+			errs[i] = classify(r.Err)
+		}
+	}
+	return fmt.Errorf("kafkapub: produce: %w", &outbox.PublishErrors{Errs: errs})
+}
+
+// rejected are the broker's answers about a record itself: sending it again cannot succeed.
+var rejected = []error{kerr.MessageTooLarge, kerr.RecordListTooLarge, kerr.InvalidRecord, kerr.CorruptMessage,
+	kerr.TopicAuthorizationFailed, kerr.ClusterAuthorizationFailed, kerr.PolicyViolation, kerr.InvalidTopicException}
+
+// classify marks the errors of the record itself with outbox.ErrRejected.
+func classify(err error) error {
+	for _, r := range rejected {
+		if errors.Is(err, r) {
+			return fmt.Errorf("%w: %w", outbox.ErrRejected, err)
+		}
+	}
+	return err
 }
 
 // Record is the record Publish sends for m.

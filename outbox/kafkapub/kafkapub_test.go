@@ -25,7 +25,7 @@ func TestPublishToTheBroker(t *testing.T) {
 	defer cancel()
 	seeds := testnode.KafkaBrokers(t)
 	topic := fmt.Sprintf("kafkapub-%d", time.Now().UnixNano())
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+	cl, err := kgo.NewClient(append(ClientOpts(30*time.Second), kgo.SeedBrokers(seeds...))...)
 	require.NoError(t, err)
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
@@ -88,4 +88,68 @@ func TestUnsafeClientRefused(t *testing.T) {
 	}
 	_, err := New(nil, "t")
 	assert.Error(t, err)
+	// franz-go's default delivery timeout is unlimited: a Publish could outlast the relay's lease.
+	cl, err := kgo.NewClient(kgo.SeedBrokers("127.0.0.1:1"))
+	require.NoError(t, err)
+	defer cl.Close()
+	_, err = New(cl, "t")
+	assert.ErrorIs(t, err, ErrUnsafeClient)
+	safe, err := kgo.NewClient(append(ClientOpts(2*time.Second), kgo.SeedBrokers("127.0.0.1:1"))...)
+	require.NoError(t, err)
+	defer safe.Close()
+	_, err = New(safe, "t")
+	assert.NoError(t, err)
+}
+
+// TestPublishReportsPerRecord: a record over the topic's size limit among good ones is reported
+// alone, as rejected for good; the others are acknowledged. A broker that cannot be reached
+// fails the call within the relay's deadline, however long franz-go would retry.
+func TestPublishReportsPerRecord(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	seeds := testnode.KafkaBrokers(t)
+	topic := fmt.Sprintf("kafkapub-big-%d", time.Now().UnixNano())
+	cl, err := kgo.NewClient(append(ClientOpts(30*time.Second), kgo.SeedBrokers(seeds...))...)
+	require.NoError(t, err)
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	limit := "2000"
+	_, err = adm.CreateTopic(ctx, 1, 1, map[string]*string{"max.message.bytes": &limit}, topic)
+	require.NoError(t, err)
+	defer func() { _, _ = adm.DeleteTopics(context.Background(), topic) }()
+	pub, err := New(cl, topic)
+	require.NoError(t, err)
+	msgs := []outbox.Message{
+		{ID: outbox.EventID("shop", "big", 0), Type: "order.placed", Payload: incompressible(10_000)},
+	}
+	err = pub.Publish(ctx, msgs)
+	var per *outbox.PublishErrors
+	require.ErrorAs(t, err, &per)
+	require.Len(t, per.Errs, 1)
+	assert.ErrorIs(t, per.Errs[0], outbox.ErrRejected, "too large: the event's own failure")
+	require.NoError(t, pub.Publish(ctx, []outbox.Message{{ID: outbox.EventID("shop", "small", 0), Type: "order.placed", Payload: []byte("ok")}}))
+
+	down, err := kgo.NewClient(append(ClientOpts(time.Second), kgo.SeedBrokers("127.0.0.1:1"))...)
+	require.NoError(t, err)
+	defer down.Close()
+	pub, err = New(down, topic)
+	require.NoError(t, err)
+	start := time.Now()
+	dctx, dcancel := context.WithTimeout(ctx, 2*time.Second)
+	defer dcancel()
+	require.Error(t, pub.Publish(dctx, msgs))
+	assert.Less(t, time.Since(start), 5*time.Second, "cut by the delivery timeout or the deadline")
+}
+
+// incompressible returns n bytes that the producer's compression cannot shrink below the limit.
+func incompressible(n int) []byte {
+	b := make([]byte, n)
+	x := uint64(88172645463325252)
+	for i := range b {
+		x ^= x << 13
+		x ^= x >> 7
+		x ^= x << 17
+		b[i] = byte(x)
+	}
+	return b
 }

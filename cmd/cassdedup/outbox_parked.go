@@ -1,0 +1,194 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"time"
+
+	"github.com/cassdedup/cassdedup/outbox"
+)
+
+// parkedView is a parked operation as outbox parked prints it.
+type parkedView struct {
+	Namespace string      `json:"namespace"`
+	Key       string      `json:"key"`
+	Record    string      `json:"record,omitempty"`
+	Fence     int64       `json:"fence"`
+	Shard     int         `json:"shard"`
+	Reason    string      `json:"reason"`
+	Attempts  int         `json:"attempts"`
+	LastError string      `json:"last_error,omitempty"`
+	StagedAt  time.Time   `json:"staged_at"`
+	ParkedAt  time.Time   `json:"parked_at"`
+	Events    []eventView `json:"events"`
+	Error     string      `json:"error,omitempty"`
+}
+
+// eventView is one event of a replay, an unpark or a discard.
+type eventView struct {
+	ID   string `json:"id"`
+	Type string `json:"type"`
+	Key  string `json:"key"`
+	Size int    `json:"payload_bytes"`
+}
+
+func eventViews(msgs []outbox.Message) []eventView {
+	evs := make([]eventView, 0, len(msgs))
+	for _, m := range msgs {
+		evs = append(evs, eventView{ID: m.ID, Type: m.Type, Key: m.Key, Size: len(m.Payload)})
+	}
+	return evs
+}
+
+func parkedViewOf(p outbox.Parked) parkedView {
+	v := parkedView{Namespace: p.Namespace, Key: p.Key, Record: p.Record, Fence: p.Fence, Shard: p.Shard, Reason: p.Reason,
+		Attempts: p.Attempts, LastError: p.LastError, StagedAt: p.StagedAt.UTC(), ParkedAt: p.ParkedAt.UTC(), Events: eventViews(p.Messages)}
+	if p.Err != nil {
+		v.Error = p.Err.Error()
+	}
+	return v
+}
+
+var outboxParkedCommand = &command{
+	name:    "outbox parked",
+	summary: "list the events a relay parked: publication failed too often (poison, stalled) or their record expired before a relay settled them (expired: whether the run committed is unknown); exit status 1 when any is parked",
+	flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
+		var of outboxFlags
+		of.register(fs)
+		limit := fs.Int("limit", 100, "stop after this many parked operations")
+		return func(ctx context.Context, e *env, _ []string) error {
+			if *limit < 1 {
+				return fmt.Errorf("%w: -limit must be positive", errUsage)
+			}
+			a, err := e.outboxAdmin(&of)
+			if err != nil {
+				return err
+			}
+			var out []parkedView
+			err = a.ListParked(ctx, func(p outbox.Parked) error {
+				out = append(out, parkedViewOf(p))
+				if len(out) >= *limit {
+					return errEnough
+				}
+				return nil
+			})
+			truncated := errors.Is(err, errEnough)
+			if err != nil && !truncated {
+				return err
+			}
+			now := time.Now()
+			if err := e.emit(map[string]any{"parked": out, "truncated": truncated}, func(w io.Writer) {
+				row(w, "NAMESPACE", "KEY", "REASON", "ATTEMPTS", "EVENTS", "PARKED", "LAST ERROR")
+				for _, p := range out {
+					row(w, strconv.Quote(p.Namespace), strconv.Quote(p.Key), p.Reason, p.Attempts, len(p.Events), stampRel(p.ParkedAt, now),
+						strconv.Quote(p.LastError))
+				}
+				if len(out) == 0 {
+					fmt.Fprintln(w, "no parked events")
+				}
+				if truncated {
+					fmt.Fprintf(w, "(stopped at -limit %d)\n", *limit)
+				}
+			}); err != nil {
+				return err
+			}
+			if len(out) > 0 {
+				// Parked events are an incident: a script or a check fails on them.
+				return fmt.Errorf("%d operations have parked events: replay them (outbox unpark) or discard them (outbox discard)", len(out))
+			}
+			return nil
+		}
+	},
+}
+
+var outboxUnparkCommand = &command{
+	name: "outbox unpark", args: []string{"NAMESPACE", "KEY"},
+	summary: "hand an operation's parked events back to the relay, which publishes them with the same ids (for an expired one: the decision that its run committed); needs -yes, or -dry-run to only show them",
+	flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
+		var of outboxFlags
+		of.register(fs)
+		var wf writeFlags
+		wf.register(fs)
+		return func(ctx context.Context, e *env, args []string) error {
+			a, err := e.outboxAdmin(&of)
+			if err != nil {
+				return err
+			}
+			res, err := a.Unpark(ctx, args[0], args[1], true)
+			if err != nil {
+				return err
+			}
+			lines := []string{fmt.Sprintf("unpark %d events of %s %s (the relay publishes them, with the same ids)", len(res.Messages), display(args[0]), display(args[1]))}
+			goOn, err := e.plan(&wf, lines, "the events reach every consumer; if their publication failed for good it fails again and they are parked again")
+			if err != nil {
+				return err
+			}
+			action := "would unpark (dry run: nothing written)"
+			if goOn {
+				if res, err = a.Unpark(ctx, args[0], args[1], false); err != nil {
+					return err
+				}
+				action = "unparked: the relay publishes them on its next pass"
+			}
+			evs := eventViews(res.Messages)
+			return e.emit(map[string]any{"action": action, "dry_run": !goOn, "namespace": args[0], "key": args[1],
+				"bucket": res.Bucket, "shard": res.Shard, "events": evs}, func(w io.Writer) {
+				row(w, action, strconv.Quote(args[0]), strconv.Quote(args[1]))
+				eventTable(w, evs)
+			})
+		}
+	},
+}
+
+var outboxDiscardCommand = &command{
+	name: "outbox discard", args: []string{"NAMESPACE", "KEY"},
+	summary: "delete an operation's parked events for good: they are never published; needs -yes, or -dry-run to only show them",
+	flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
+		var of outboxFlags
+		of.register(fs)
+		var wf writeFlags
+		wf.register(fs)
+		return func(ctx context.Context, e *env, args []string) error {
+			a, err := e.outboxAdmin(&of)
+			if err != nil {
+				return err
+			}
+			ps, err := a.Discard(ctx, args[0], args[1], true)
+			if err != nil {
+				return err
+			}
+			var msgs []outbox.Message
+			for _, p := range ps {
+				msgs = append(msgs, p.Messages...)
+			}
+			lines := []string{fmt.Sprintf("discard %d parked events of %s %s", len(msgs), display(args[0]), display(args[1]))}
+			goOn, err := e.plan(&wf, lines, "the events are never published: no consumer will see them")
+			if err != nil {
+				return err
+			}
+			action := "would discard (dry run: nothing written)"
+			if goOn {
+				if _, err = a.Discard(ctx, args[0], args[1], false); err != nil {
+					return err
+				}
+				action = "discarded"
+			}
+			evs := eventViews(msgs)
+			return e.emit(map[string]any{"action": action, "dry_run": !goOn, "namespace": args[0], "key": args[1], "events": evs}, func(w io.Writer) {
+				row(w, action, strconv.Quote(args[0]), strconv.Quote(args[1]))
+				eventTable(w, evs)
+			})
+		}
+	},
+}
+
+func eventTable(w io.Writer, evs []eventView) {
+	row(w, "ID", "TYPE", "KEY", "PAYLOAD BYTES")
+	for _, v := range evs {
+		row(w, v.ID, strconv.Quote(v.Type), strconv.Quote(v.Key), v.Size)
+	}
+}
