@@ -35,9 +35,9 @@ func newLateState(cfg config, legacy, events, windows string) (lateState, error)
 		readParts:  "SELECT parts FROM " + windows + " WHERE counter = ? AND day = ? AND bucket = ?",
 		readEvent:  "SELECT event_id FROM " + events + " WHERE counter = ? AND bucket = ? AND part = ? AND event_id = ?",
 		readLegacy: "SELECT event_id FROM " + legacy + " WHERE counter = ? AND bucket = ? AND event_id = ?",
-		claim:      "INSERT INTO " + claims + " (counter, bucket, event_id, target, claimed_at) VALUES (?, ?, ?, ?, ?) IF NOT EXISTS",
+		claim:      "INSERT INTO " + claims + " (counter, bucket, event_id, target, claimed_at) VALUES (?, ?, ?, ?, ?) IF NOT EXISTS USING TTL ?",
 		readClaim:  "SELECT target FROM " + claims + " WHERE counter = ? AND bucket = ? AND event_id = ?",
-		move:       "UPDATE " + claims + " SET target = ?, claimed_at = ? WHERE counter = ? AND bucket = ? AND event_id = ? IF target = ?",
+		move:       "UPDATE " + claims + " USING TTL ? SET target = ?, claimed_at = ? WHERE counter = ? AND bucket = ? AND event_id = ? IF target = ?",
 		sleep:      loop.Sleep,
 	}, nil
 }
@@ -144,9 +144,9 @@ func (l *Log) heldLegacy(ctx context.Context, e Event) (bool, error) {
 func (l *Log) claimLate(ctx context.Context, e Event, own, from time.Time) (time.Time, error) {
 	now := l.cfg.now()
 	mine := l.windowOf(now)
-	op, q := "late claim", l.session.Query(l.late.claim, e.Counter, own, e.ID, mine, now.UTC())
+	op, q := "late claim", l.session.Query(l.late.claim, e.Counter, own, e.ID, mine, now.UTC(), l.rowTTL())
 	if !from.IsZero() {
-		op, q = "late move", l.session.Query(l.late.move, mine, now.UTC(), e.Counter, own, e.ID, from)
+		op, q = "late move", l.session.Query(l.late.move, l.rowTTL(), mine, now.UTC(), e.Counter, own, e.ID, from)
 	}
 	applied, row, err := cas.Resolve(ctx, cas.Conditional{
 		Op: op, Write: q.WithContext(ctx), Read: l.session.Query(l.late.readClaim, e.Counter, own, e.ID).WithContext(ctx),

@@ -1,6 +1,9 @@
 package events
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+	"time"
+)
 
 // LogStats is a snapshot of a Log's counters since it was made.
 type LogStats struct {
@@ -15,10 +18,26 @@ type LogStats struct {
 	// Totals is the Total calls that returned a total, and TotalReads the reads made for them:
 	// concurrent calls of one counter share reads, so TotalReads can be far fewer.
 	Totals, TotalReads int64
+	// Late is the Record calls that took the late path (their event's window had closed: a
+	// consumer behind its topic, a retry after a restart), and Expired those refused with
+	// ErrEventExpired. A rate of Late well above zero says writers fall behind their events.
+	Late, Expired int64
+	// RollupFailures is the Rollup calls (RunRollups' and RollupEvery's included) that returned
+	// an error, Stalled those that found a rollup more than the maximum lag behind.
+	RollupFailures, Stalled int64
+	// RollupLag is how far behind the clock the rollup of the counter furthest behind is, among
+	// those this Log wrote to and has not seen folded past their last window, and those it rolled
+	// up (RunRollups, RollupEvery, Rollup): the clock less the counter's watermark after its last
+	// fold, or its first unfolded window. With rollups running it stays about Lag(interval);
+	// RollupLagCounter names the counter. It grows without bound when rollups stall: events not
+	// folded within the retention expire uncounted.
+	RollupLag        time.Duration
+	RollupLagCounter string
 }
 
 type logCounters struct {
 	writes, rows, summed, reused, checks, totals, reads atomic.Int64
+	late, expired, rollupFailures, stalled              atomic.Int64
 }
 
 // Stats returns a snapshot of the Log's counters.
@@ -27,6 +46,11 @@ func (l *Log) Stats() LogStats {
 		return LogStats{}
 	}
 	c := &l.stats
-	return LogStats{Writes: c.writes.Load(), Rows: c.rows.Load(), Summed: c.summed.Load(), Reused: c.reused.Load(),
-		Checks: c.checks.Load(), Totals: c.totals.Load(), TotalReads: c.reads.Load()}
+	s := LogStats{Writes: c.writes.Load(), Rows: c.rows.Load(), Summed: c.summed.Load(), Reused: c.reused.Load(),
+		Checks: c.checks.Load(), Totals: c.totals.Load(), TotalReads: c.reads.Load(), Late: c.late.Load(),
+		Expired: c.expired.Load(), RollupFailures: c.rollupFailures.Load(), Stalled: c.stalled.Load()}
+	if worst, ok := l.laggiest(l.cfg.now()); ok {
+		s.RollupLag, s.RollupLagCounter = worst.Lag, worst.Counter
+	}
+	return s
 }

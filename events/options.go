@@ -2,6 +2,7 @@ package events
 
 import (
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/gocql/gocql"
@@ -27,6 +28,8 @@ type config struct {
 	width, grace, settle, skew time.Duration
 	legacyWidth                time.Duration
 	parts                      int
+	logRetention, maxLag       time.Duration // see WithLogRetention; maxLag 0: a quarter of it
+	logger                     *slog.Logger
 }
 
 // Defaults of the options.
@@ -51,11 +54,12 @@ func defaultConfig() config {
 		events: "counter_events", buckets: "counter_buckets", rollups: "counter_rollups",
 		windowEvents: "counter_window_events", windows: "counter_windows", lateClaims: "counter_late_claims",
 		width: DefaultWindow, grace: DefaultGracePeriod, settle: DefaultSettleTime, skew: time.Minute,
-		legacyWidth: time.Hour, parts: DefaultParts,
+		legacyWidth: time.Hour, parts: DefaultParts, logRetention: DefaultLogRetention,
 	}
 }
 
-// newConfig applies opts to the defaults. Each option checks its own value; no check needs two.
+// newConfig applies opts to the defaults. Each option checks its own value; only the retention
+// and the rollup lag are checked against the others once all are applied (fitRetention).
 func newConfig(opts []Option) (config, error) {
 	c := defaultConfig()
 	for _, o := range opts {
@@ -66,7 +70,7 @@ func newConfig(opts []Option) (config, error) {
 			return c, err
 		}
 	}
-	return c, nil
+	return c, c.fitRetention()
 }
 
 // invalid is the error of a bad option: it names the option and the value it was given.

@@ -31,7 +31,9 @@ type Event struct {
 // passed: a lagging consumer, a late retry) is counted once in the window open now, through a
 // late claim: a few reads and one LWT (docs/eventlog.md).
 //
-// It fails with ErrInvalidCounter, ErrInvalidEventID, ErrMissingEventTime or ErrFutureEvent.
+// It fails with ErrInvalidCounter, ErrInvalidEventID, ErrMissingEventTime, ErrFutureEvent, or
+// ErrEventExpired for an event older than the Log's retention (WithLogRetention): its rows may
+// be gone, so it is refused rather than counted again.
 // A failed Record may or may not have stored the event; record it again, at any time.
 func (l *Log) Record(ctx context.Context, e Event) error {
 	if err := l.checkCall(ctx); err != nil {
@@ -41,12 +43,12 @@ func (l *Log) Record(ctx context.Context, e Event) error {
 	if err != nil {
 		return err
 	}
-	if l.closed(window, l.cfg.now()) {
-		return l.recordLate(ctx, e, window)
+	if !l.closed(window, l.cfg.now()) {
+		if err := l.store(ctx, e, window); !errors.Is(err, errMissedWindow) {
+			return err
+		}
 	}
-	if err := l.store(ctx, e, window); !errors.Is(err, errMissedWindow) {
-		return err
-	}
+	l.stats.late.Add(1)
 	return l.recordLate(ctx, e, window)
 }
 
@@ -99,6 +101,11 @@ func (l *Log) check(e Event) (time.Time, error) {
 	if e.Time.After(now.Add(l.cfg.skew)) {
 		return time.Time{}, fmt.Errorf("%w: event %q at %v, clock %v", ErrFutureEvent, e.ID, e.Time, now)
 	}
+	if l.expired(e.Time, now) {
+		l.stats.expired.Add(1)
+		return time.Time{}, fmt.Errorf("%w: event %q of %q at %v is older than the retention %v (clock %v): not recorded",
+			ErrEventExpired, e.ID, e.Counter, e.Time.UTC(), l.cfg.logRetention, now.UTC())
+	}
 	return l.windowOf(e.Time), nil
 }
 
@@ -108,7 +115,7 @@ func (l *Log) check(e Event) (time.Time, error) {
 func (l *Log) ensureIndexed(ctx context.Context, counter string, window time.Time) error {
 	k := windowKey{counter, window.UnixMilli()}
 	return once(ctx, &l.indexing, k, func() bool { return has(l, l.indexed, k) }, func() error {
-		err := l.session.Query(l.q.insertWindow, counter, dayOf(window), window, l.cfg.parts).
+		err := l.session.Query(l.q.insertWindow, counter, dayOf(window), window, l.cfg.parts, l.rowTTL()).
 			WithContext(ctx).Consistency(l.cfg.consistency).Idempotent(true).Exec()
 		if err != nil {
 			return fmt.Errorf("events: index window %v of %q: %w", window, counter, err)
@@ -186,6 +193,7 @@ func (l *Log) touch(counter string, window time.Time) {
 	if last, ok := l.active[counter]; ok && !last.Before(window) {
 		return
 	}
+	l.noteWrite(counter, window)
 	if _, ok := l.active[counter]; !ok && len(l.active) >= activeMax {
 		return // RollupEvery or another process folds it; the total stays exact either way
 	}

@@ -18,6 +18,10 @@ type RollupResult struct {
 	// Folded is the number of windows (and first-layout buckets) this call folded; 0 when
 	// nothing was closed or another worker folded them first.
 	Folded int
+	// Lag is how far behind the clock the rollup was before this call: the clock less the
+	// watermark read, or less the first unfolded window of a counter never folded. A Lag
+	// beyond the maximum (WithMaxRollupLag) comes with an error matching ErrRollupStalled.
+	Lag time.Duration
 }
 
 // maxRollupRounds bounds how often Rollup re-reads after losing a race. A loss means another
@@ -44,14 +48,38 @@ func (l *Log) Rollup(ctx context.Context, counter string) (RollupResult, error) 
 	if err := ValidateCounter(counter); err != nil {
 		return RollupResult{}, err
 	}
+	res, err := l.rollupRounds(ctx, counter)
+	if err != nil {
+		l.stats.rollupFailures.Add(1)
+		l.noteFold(counter, time.Time{}, false)
+		return res, err
+	}
+	l.noteFold(counter, res.Watermark, true)
+	if res.Lag > l.cfg.maxLag {
+		// Folded, but loud: the windows it found had waited past the limit.
+		l.stats.stalled.Add(1)
+		since := l.cfg.now().Add(-res.Lag)
+		return res, &RollupStalledError{Counter: counter, Since: since, Lag: res.Lag, MaxLag: l.cfg.maxLag,
+			Expires: since.Add(l.cfg.logRetention)}
+	}
+	return res, nil
+}
+
+// rollupRounds folds counter, reading again after each race lost, a bounded number of times.
+func (l *Log) rollupRounds(ctx context.Context, counter string) (RollupResult, error) {
+	lag := time.Duration(-1)
 	for range maxRollupRounds {
 		res, done, err := l.rollupRound(ctx, counter)
+		if lag < 0 {
+			lag = res.Lag // the first round's: what this call found
+		}
 		if err != nil || done {
+			res.Lag = max(lag, 0)
 			return res, err
 		}
 	}
 	st, err := l.readRollup(ctx, counter, true)
-	return RollupResult{Watermark: st.watermark, Total: st.total}, err
+	return RollupResult{Watermark: st.watermark, Total: st.total, Lag: max(lag, 0)}, err
 }
 
 // PlanRollup returns what Rollup would do now, and writes nothing: the watermark it would
@@ -78,15 +106,16 @@ func (l *Log) nextRollup(ctx context.Context, counter string) (rollupState, Roll
 	now := l.cfg.now()
 	h := l.horizon(now)
 	if st.marked && !st.watermark.Before(h) {
-		return st, RollupResult{Watermark: st.watermark, Total: st.total}, true, nil
+		return st, RollupResult{Watermark: st.watermark, Total: st.total, Lag: lagOf(now, st.watermark)}, true, nil
 	}
 	legacy, windows, err := l.listTail(ctx, counter, st, h)
 	if err != nil {
 		return st, RollupResult{}, false, err
 	}
+	lag := lagOf(now, oldestUnfolded(st, legacy, windows))
 	h, legacy = l.capLegacy(now, h, legacy)
 	if st.marked && !st.watermark.Before(h) {
-		return st, RollupResult{Watermark: st.watermark, Total: st.total}, true, nil
+		return st, RollupResult{Watermark: st.watermark, Total: st.total, Lag: lag}, true, nil
 	}
 	for len(windows) > 0 && !windows[len(windows)-1].start.Before(h) {
 		windows = windows[:len(windows)-1] // after a capped horizon
@@ -95,7 +124,35 @@ func (l *Log) nextRollup(ctx context.Context, counter string) (rollupState, Roll
 	if err != nil {
 		return st, RollupResult{}, false, err
 	}
-	return st, RollupResult{Watermark: h, Total: st.total + sum, Folded: len(legacy) + len(windows)}, false, nil
+	total, err := addChecked(st.total, sum)
+	if err != nil {
+		return st, RollupResult{}, false, fmt.Errorf("events: fold %q to %v: %w", counter, h, err)
+	}
+	return st, RollupResult{Watermark: h, Total: total, Folded: len(legacy) + len(windows), Lag: lag}, false, nil
+}
+
+// oldestUnfolded returns the oldest time st may not hold: its watermark, or for a counter never
+// folded its first bucket or window (zero when it has none).
+func oldestUnfolded(st rollupState, legacy []time.Time, windows []window) time.Time {
+	if st.marked {
+		return st.watermark
+	}
+	var oldest time.Time
+	if len(legacy) > 0 {
+		oldest = legacy[0]
+	}
+	if len(windows) > 0 && (oldest.IsZero() || windows[0].start.Before(oldest)) {
+		oldest = windows[0].start
+	}
+	return oldest
+}
+
+// lagOf returns now less t, 0 for the zero time.
+func lagOf(now, t time.Time) time.Duration {
+	if t.IsZero() {
+		return 0
+	}
+	return max(now.Sub(t), 0)
 }
 
 // rollupRound makes one attempt; done is false when another worker moved the watermark.

@@ -1,8 +1,11 @@
 package events
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/cassdedup/cassdedup/internal/parallel"
@@ -42,23 +45,51 @@ func (l *Log) rollupLoop(ctx context.Context, interval time.Duration, onError fu
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
-		cs := counters()
-		_ = parallel.ForEach(ctx, len(cs), rollupConcurrency, func(ctx context.Context, i int) error {
-			res, err := l.Rollup(ctx, cs[i])
-			switch {
-			case err != nil && onError != nil && ctx.Err() == nil:
-				onError(cs[i], err)
-			case err == nil && folded != nil:
-				folded(cs[i], res)
-			}
-			return nil // one counter's failure never stops the others
-		})
+		if err := l.rollPass(ctx, counters(), onError, folded); err != nil {
+			return err
+		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-t.C:
 		}
 	}
+}
+
+// rollPass folds each counter once, up to rollupConcurrency at a time. One counter's failure
+// never stops the others; it returns the first stall found (see WithMaxRollupLag), after the
+// pass, so that the folds that can be made are made.
+func (l *Log) rollPass(ctx context.Context, cs []string, onError func(string, error), folded func(string, RollupResult)) error {
+	var mu sync.Mutex
+	var stall error
+	_ = parallel.ForEach(ctx, len(cs), rollupConcurrency, func(ctx context.Context, i int) error {
+		res, err := l.Rollup(ctx, cs[i])
+		if err != nil && ctx.Err() != nil {
+			return nil // the caller stopped the loop
+		}
+		if err != nil && !errors.Is(err, ErrRollupStalled) {
+			if s := l.stallOf(cs[i], l.cfg.now()); s != nil {
+				l.stats.stalled.Add(1)
+				err = fmt.Errorf("%w (last failure: %w)", s, err)
+			}
+		}
+		if err != nil {
+			l.report(ctx, cs[i], err)
+			if onError != nil {
+				onError(cs[i], err)
+			}
+		}
+		if errors.Is(err, ErrRollupStalled) {
+			mu.Lock()
+			stall = cmp.Or(stall, err)
+			mu.Unlock()
+		}
+		if folded != nil && !res.Watermark.IsZero() {
+			folded(cs[i], res)
+		}
+		return nil
+	})
+	return stall
 }
 
 // activeCounters returns the counters recorded by this Log and not yet folded past their last
@@ -79,5 +110,6 @@ func (l *Log) folded(counter string, res RollupResult) {
 	defer l.mu.Unlock()
 	if last, ok := l.active[counter]; ok && last.Before(res.Watermark) {
 		delete(l.active, counter)
+		l.forgetLag(counter)
 	}
 }
