@@ -136,8 +136,12 @@ func (l *Log) readEnd(now time.Time) time.Time {
 // Lag returns how far behind the clock a rollup's watermark can be, with rollups run every
 // interval: a window is folded once its end plus the grace period and the settle time have
 // passed, at the next rollup after that. A total lists that many seconds of windows; it sums
-// on the node only those its Log has not summed since they last changed (see Total).
+// on the node only those its Log has not summed since they last changed (see Total). A nil Log
+// returns 0.
 func (l *Log) Lag(interval time.Duration) time.Duration {
+	if l == nil {
+		return 0
+	}
 	return l.cfg.width + l.cfg.grace + l.cfg.settle + interval
 }
 

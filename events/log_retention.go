@@ -108,20 +108,26 @@ func (l *Log) noteWrite(counter string, w time.Time) {
 	}
 }
 
-// noteFold remembers a counter's watermark after a fold, or, when a fold failed and nothing is
-// known of the counter, the time of the failure: the lag is at least the time since.
+// noteFold remembers what a fold of counter to wm leaves unfolded of what this Log knows: from
+// wm on if the Log wrote a window at or after wm, else nothing. When a fold failed and nothing
+// is known of the counter, the time of the failure: the lag is at least the time since.
 func (l *Log) noteFold(counter string, wm time.Time, ok bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	old, known := l.behind[counter]
-	switch {
-	case ok && (!known || old.Before(wm)):
-		if known || len(l.behind) < activeMax {
+	if !ok {
+		if !known && len(l.behind) < activeMax {
+			l.behind[counter] = l.cfg.now()
+		}
+		return
+	}
+	if last, wrote := l.active[counter]; wrote && !last.Before(wm) {
+		if known && old.Before(wm) {
 			l.behind[counter] = wm
 		}
-	case !ok && !known && len(l.behind) < activeMax:
-		l.behind[counter] = l.cfg.now()
+		return
 	}
+	delete(l.behind, counter)
 }
 
 // forgetLag drops a counter folded past every window this Log wrote to it.

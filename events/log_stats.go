@@ -25,10 +25,10 @@ type LogStats struct {
 	// RollupFailures is the Rollup calls (RunRollups' and RollupEvery's included) that returned
 	// an error, Stalled those that found a rollup more than the maximum lag behind.
 	RollupFailures, Stalled int64
-	// RollupLag is how far behind the clock the rollup of the counter furthest behind is, among
-	// those this Log wrote to and has not seen folded past their last window, and those it rolled
-	// up (RunRollups, RollupEvery, Rollup): the clock less the counter's watermark after its last
-	// fold, or its first unfolded window. With rollups running it stays about Lag(interval);
+	// RollupLag is how far behind the clock the rollup of the counter furthest behind is, as this
+	// Log knows it: the clock less the oldest window it wrote and has not seen folded (a fold of
+	// its own, by Rollup, RunRollups or RollupEvery), or less the first failure of a counter it
+	// rolls and has never folded. With rollups running it stays under about Lag(interval);
 	// RollupLagCounter names the counter. It grows without bound when rollups stall: events not
 	// folded within the retention expire uncounted.
 	RollupLag        time.Duration

@@ -18,9 +18,11 @@ type RollupResult struct {
 	// Folded is the number of windows (and first-layout buckets) this call folded; 0 when
 	// nothing was closed or another worker folded them first.
 	Folded int
-	// Lag is how far behind the clock the rollup was before this call: the clock less the
-	// watermark read, or less the first unfolded window of a counter never folded. A Lag
-	// beyond the maximum (WithMaxRollupLag) comes with an error matching ErrRollupStalled.
+	// Lag is how far behind the clock the rollup was before this call: the clock less the start
+	// of the oldest closed window (or first-layout bucket) it had not folded, or less the
+	// watermark when nothing was closed since; a counter without events in between is not
+	// behind. A Lag beyond the maximum (WithMaxRollupLag) comes with an error matching
+	// ErrRollupStalled.
 	Lag time.Duration
 }
 
@@ -41,6 +43,11 @@ const legacyClose = time.Hour + 5*time.Minute
 // nothing left to fold. A worker that stops between the sum and the watermark move leaves the
 // row as it was, so the next one folds the same windows. Rollup may run anywhere, any number of
 // times. Buckets of the first layout (counter_events) are folded by the same rule once closed.
+//
+// A counter found further behind than WithMaxRollupLag is folded all the same, and the result
+// comes with an error matching ErrRollupStalled (a *RollupStalledError): its oldest windows were
+// on their way to expire uncounted. A sum outside the int64 range fails with ErrOverflow and
+// moves nothing.
 func (l *Log) Rollup(ctx context.Context, counter string) (RollupResult, error) {
 	if err := l.checkCall(ctx); err != nil {
 		return RollupResult{}, err
@@ -112,7 +119,7 @@ func (l *Log) nextRollup(ctx context.Context, counter string) (rollupState, Roll
 	if err != nil {
 		return st, RollupResult{}, false, err
 	}
-	lag := lagOf(now, oldestUnfolded(st, legacy, windows))
+	lag := lagOf(now, oldestUnfolded(legacy, windows, h))
 	h, legacy = l.capLegacy(now, h, legacy)
 	if st.marked && !st.watermark.Before(h) {
 		return st, RollupResult{Watermark: st.watermark, Total: st.total, Lag: lag}, true, nil
@@ -131,17 +138,14 @@ func (l *Log) nextRollup(ctx context.Context, counter string) (rollupState, Roll
 	return st, RollupResult{Watermark: h, Total: total, Folded: len(legacy) + len(windows), Lag: lag}, false, nil
 }
 
-// oldestUnfolded returns the oldest time st may not hold: its watermark, or for a counter never
-// folded its first bucket or window (zero when it has none).
-func oldestUnfolded(st rollupState, legacy []time.Time, windows []window) time.Time {
-	if st.marked {
-		return st.watermark
-	}
-	var oldest time.Time
-	if len(legacy) > 0 {
+// oldestUnfolded returns the start of the oldest bucket or window listed as not folded, or the
+// horizon h when none is: a counter idle since its watermark has nothing waiting.
+func oldestUnfolded(legacy []time.Time, windows []window, h time.Time) time.Time {
+	oldest := h
+	if len(legacy) > 0 && legacy[0].Before(oldest) {
 		oldest = legacy[0]
 	}
-	if len(windows) > 0 && (oldest.IsZero() || windows[0].start.Before(oldest)) {
+	if len(windows) > 0 && windows[0].start.Before(oldest) {
 		oldest = windows[0].start
 	}
 	return oldest

@@ -16,7 +16,9 @@ const rollupConcurrency = 4
 
 // RollupEvery calls Rollup for each counter every interval until ctx is done, and then
 // returns ctx.Err(). It runs in the caller's goroutine. A failed Rollup is retried at the
-// next tick; onError, if not nil, is told about it.
+// next tick; onError, if not nil, and the Log's logger (WithLogger) are told about it. A
+// stalled rollup ends it, after the pass, with an error matching ErrRollupStalled: a counter
+// found further behind than WithMaxRollupLag, or whose rollups have failed for longer than that.
 func (l *Log) RollupEvery(ctx context.Context, interval time.Duration, onError func(counter string, err error), counters ...string) error {
 	return l.rollupLoop(ctx, interval, onError, func() []string { return counters }, nil)
 }
@@ -27,7 +29,11 @@ func (l *Log) RollupEvery(ctx context.Context, interval time.Duration, onError f
 // process that records events, beside any number of other rollers: Rollup is exactly once
 // whoever runs it. A window is folded at most Lag(interval) after it starts, so a total lists
 // about that much of each counter's windows. A failed Rollup is retried at the next tick;
-// onError, if not nil, is told about it. A counter whose writer stopped before its windows were
+// onError, if not nil, and the Log's logger (WithLogger) are told about it. A stalled rollup
+// ends it, after the pass, with an error matching ErrRollupStalled (a *RollupStalledError): a
+// counter found further behind than WithMaxRollupLag, or whose rollups have failed for longer
+// than that. Its windows' rows expire a retention after they were written, folded or not, so
+// restart it (or page someone) rather than let a process run on without rollups. A counter whose writer stopped before its windows were
 // folded stays exact and is folded by the next Rollup of it from any process (RollupEvery, or
 // RunRollups in a process that records it again).
 func (l *Log) RunRollups(ctx context.Context, interval time.Duration, onError func(counter string, err error)) error {
