@@ -20,11 +20,16 @@
 // event recorded after its window closed is counted once, in the window open then, through a
 // claim in counter_late_claims (a few reads and one lightweight transaction).
 //
+// The log forgets on purpose: its rows live for the retention ([WithLogRetention], default 7
+// days) and a retry older than it is refused with [ErrEventExpired]; the folded total never
+// expires, and a rollup that falls toward the retention is reported ([ErrRollupStalled],
+// [LogStats].RollupLag). A total outside the int64 range fails with [ErrOverflow].
+//
 // Options are typed to [NewLog]: each validates its value, and a bad one fails NewLog with an
 // error that names it and wraps [ErrInvalidOption]. The consumer guard that used to live here is
 // package guard.
 //
 // The design is in the repository's docs: docs/eventlog.md (writes, rollups, totals, late
-// events and why each event counts once), docs/sizing.md (what a partition holds and what a
+// events, why each event counts once, and the retention), docs/sizing.md (what a partition holds and what a
 // total reads) and docs/benchmarks.md (one hot counter, measured).
 package events

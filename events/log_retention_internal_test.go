@@ -2,7 +2,6 @@ package events
 
 import (
 	"context"
-	"errors"
 	"testing"
 	"time"
 
@@ -87,25 +86,28 @@ func TestRetentionBoundsRowsAndRefusesOlderRetries(t *testing.T) {
 	assert.GreaterOrEqual(t, l.Stats().Late, int64(2))
 }
 
-// TestRetentionOptionsAreValidated refuses retentions and lags out of range, each naming its
-// option.
+// TestRetentionOptionsAreValidated refuses retentions and lags out of range, alone or against
+// the window, each error naming its option and value, and defaults the lag to a quarter of the
+// retention.
 func TestRetentionOptionsAreValidated(t *testing.T) {
 	t.Parallel()
-	for _, opts := range [][]Option{
-		{WithLogRetention(time.Minute)},
-		{WithLogRetention(91 * 24 * time.Hour)},
-		{WithLogRetention(time.Hour), WithBucketWidth(time.Hour)},
-		{WithMaxRollupLag(time.Second)},
-		{WithMaxRollupLag(4 * 24 * time.Hour)},
+	for want, opts := range map[string][]Option{
+		"WithLogRetention(1m0s)":      {WithLogRetention(time.Minute)},
+		"WithLogRetention(2184h0m0s)": {WithLogRetention(91 * 24 * time.Hour)},
+		"WithLogRetention(1h0m0s)":    {WithLogRetention(time.Hour), WithBucketWidth(time.Hour)},
+		"WithMaxRollupLag(1s)":        {WithMaxRollupLag(time.Second)},
+		"WithMaxRollupLag(96h0m0s)":   {WithMaxRollupLag(4 * 24 * time.Hour)},
+		"WithMaxRollupLag(-1s)":       {WithMaxRollupLag(-time.Second)},
 	} {
-		_, err := newConfig(forLog, opts)
-		require.ErrorIs(t, err, ErrInvalidOption)
-		assert.True(t, errors.Is(err, ErrInvalidOption))
+		_, err := newConfig(opts)
+		if assert.ErrorIs(t, err, ErrInvalidOption, want) {
+			assert.Contains(t, err.Error(), want)
+		}
 	}
-	c, err := newConfig(forLog, nil)
+	c, err := newConfig(nil)
 	require.NoError(t, err)
 	assert.Equal(t, DefaultLogRetention/4, c.maxLag)
-	c, err = newConfig(forLog, []Option{WithLogRetention(30 * 24 * time.Hour), WithMaxRollupLag(time.Hour)})
-	require.NoError(t, err)
+	c, err = newConfig([]Option{WithMaxRollupLag(time.Hour), WithLogRetention(30 * 24 * time.Hour)})
+	require.NoError(t, err, "options in any order")
 	assert.Equal(t, time.Hour, c.maxLag)
 }

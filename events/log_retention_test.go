@@ -196,6 +196,12 @@ func TestNilLogArguments(t *testing.T) {
 	var typedNil *gocql.Session
 	_, err = events.NewLog(typedNil)
 	require.ErrorIs(t, err, events.ErrInvalidOption)
+	var typedNilObserver *nopObserver
+	_, err = events.NewLog(&gocql.Session{}, events.WithObserver(typedNilObserver))
+	require.ErrorIs(t, err, events.ErrInvalidOption)
+	assert.Contains(t, err.Error(), "WithObserver(*events_test.nopObserver(nil))")
+	_, err = events.NewLog(&gocql.Session{}, events.WithObserver(nil), events.WithLogger(nil))
+	require.NoError(t, err, "untyped nils mean none")
 	valid, err := events.NewLog(&gocql.Session{})
 	require.NoError(t, err)
 	argchecktest.Refused(t, lwt.ErrInvalidArgument, valid, map[string]func(context.Context, *events.Log) error{
@@ -203,3 +209,8 @@ func TestNilLogArguments(t *testing.T) {
 		"RunRollups": func(ctx context.Context, l *events.Log) error { return l.RunRollups(ctx, time.Second, nil) },
 	})
 }
+
+// nopObserver is an lwt.Observer whose method uses its receiver, as most do.
+type nopObserver struct{ n int }
+
+func (o *nopObserver) Observe(lwt.Observation) { o.n++ }

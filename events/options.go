@@ -3,6 +3,7 @@ package events
 import (
 	"fmt"
 	"log/slog"
+	"reflect"
 	"time"
 
 	"github.com/gocql/gocql"
@@ -121,9 +122,12 @@ func WithClock(now func() time.Time) Option {
 
 // WithObserver sets a hook called synchronously on every LWT and write, the
 // same lwt.Observer an lwt.Store takes. It must be fast and safe for concurrent use. Default
-// none.
+// none (nil); a typed nil (a nil pointer in the interface) is refused, as its calls would panic.
 func WithObserver(o lwt.Observer) Option {
 	return func(c *config) error {
+		if o != nil && isNil(o) {
+			return invalid("WithObserver", fmt.Sprintf("%T(nil)", o), "a typed nil: pass nil for none")
+		}
 		c.observer = o
 		return nil
 	}
@@ -237,6 +241,16 @@ func WithMaxClockSkew(d time.Duration) Option {
 		c.skew = d
 		return nil
 	}
+}
+
+// isNil reports whether v holds a nil pointer, map, func, channel or slice.
+func isNil(v any) bool {
+	rv := reflect.ValueOf(v)
+	switch rv.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Func, reflect.Chan, reflect.Slice, reflect.Interface:
+		return rv.IsNil()
+	}
+	return false
 }
 
 // serialRead returns the serial consistency as a read consistency: a SELECT at SERIAL sees
