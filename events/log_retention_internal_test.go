@@ -31,7 +31,7 @@ func TestRetentionBoundsRowsAndRefusesOlderRetries(t *testing.T) {
 
 	ks := l.cfg.keyspace
 	ttl := l.rowTTL()
-	require.Equal(t, int(DefaultLogRetention/time.Second)+184, ttl, "the defaults' TTL, as 015 states it")
+	require.Equal(t, int(DefaultLogRetention/time.Second)+184, ttl, "the defaults' TTL, as 016 states it")
 	ttls := func(stmt string) []int {
 		iter := session.Query(stmt).Iter()
 		var out []int
