@@ -16,6 +16,7 @@ import (
 // window's last on-time writes to land (a timer; tests replace it).
 type lateState struct {
 	readParts, readEvent, readLegacy, claim, readClaim, move string
+	batch                                                    batchQueries
 	sleep                                                    func(ctx context.Context, d time.Duration) error
 }
 
@@ -31,6 +32,10 @@ func newLateState(cfg config, legacy, events, windows string) (lateState, error)
 	if err != nil {
 		return lateState{}, fmt.Errorf("%w: %w", ErrInvalidOption, err)
 	}
+	bq, err := newBatchQueries(cfg, claims, legacy, events)
+	if err != nil {
+		return lateState{}, err
+	}
 	return lateState{
 		readParts:  "SELECT parts FROM " + windows + " WHERE counter = ? AND day = ? AND bucket = ?",
 		readEvent:  "SELECT event_id FROM " + events + " WHERE counter = ? AND bucket = ? AND part = ? AND event_id = ?",
@@ -38,6 +43,7 @@ func newLateState(cfg config, legacy, events, windows string) (lateState, error)
 		claim:      "INSERT INTO " + claims + " (counter, bucket, event_id, target, claimed_at) VALUES (?, ?, ?, ?, ?) IF NOT EXISTS",
 		readClaim:  "SELECT target FROM " + claims + " WHERE counter = ? AND bucket = ? AND event_id = ?",
 		move:       "UPDATE " + claims + " SET target = ?, claimed_at = ? WHERE counter = ? AND bucket = ? AND event_id = ? IF target = ?",
+		batch:      bq,
 		sleep:      loop.Sleep,
 	}, nil
 }

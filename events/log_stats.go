@@ -15,10 +15,14 @@ type LogStats struct {
 	// Totals is the Total calls that returned a total, and TotalReads the reads made for them:
 	// concurrent calls of one counter share reads, so TotalReads can be far fewer.
 	Totals, TotalReads int64
+	// LateEvents is the late events the Log claimed or followed a claim of, and LateRounds the
+	// conditional writes (Paxos rounds) it sent for them: a late batch claims the late events of
+	// one counter and one second with one round, so LateRounds stays far below LateEvents.
+	LateEvents, LateRounds int64
 }
 
 type logCounters struct {
-	writes, rows, summed, reused, checks, totals, reads atomic.Int64
+	writes, rows, summed, reused, checks, totals, reads, lateEvents, lateRounds atomic.Int64
 }
 
 // Stats returns a snapshot of the Log's counters.
@@ -28,5 +32,6 @@ func (l *Log) Stats() LogStats {
 	}
 	c := &l.stats
 	return LogStats{Writes: c.writes.Load(), Rows: c.rows.Load(), Summed: c.summed.Load(), Reused: c.reused.Load(),
-		Checks: c.checks.Load(), Totals: c.totals.Load(), TotalReads: c.reads.Load()}
+		Checks: c.checks.Load(), Totals: c.totals.Load(), TotalReads: c.reads.Load(),
+		LateEvents: c.lateEvents.Load(), LateRounds: c.lateRounds.Load()}
 }
