@@ -192,15 +192,22 @@ func (c *consumer) deliver(ctx context.Context, msgs []guard.Message) ([]guard.B
 const handlersAtOnce = 16
 
 // paymentOf is the key whose deliveries must apply in order: the payment (the message id).
-func paymentOf(m events.Message) string { return m.ID }
+func paymentOf(m guard.Message) string { return m.ID }
 
 // handle is the side effect: the effect row, fenced by the claim's token (0 on the fast path,
 // which has no claim), and the run counter.
 func (c *consumer) handle(ctx context.Context, m guard.Message) error {
-	if c.cfg.stallAfter > 0 && c.t.processed.Load() >= c.cfg.stallAfter && c.stalls.Add(1) == 4 {
-		fmt.Fprintf(c.out, "stalled %s in the handler of %s\n", c.cfg.name, m.ID)
-		<-ctx.Done() // run kills this process now, with three handlers of the poll done
-		return ctx.Err()
+	if c.cfg.stallAfter > 0 && c.t.processed.Load() >= c.cfg.stallAfter {
+		// The fourth handler from here on stalls, and every one after it: run kills this
+		// process now, with three handlers of the poll done and at most handlersAtOnce-1
+		// others that were running beside the stalled one.
+		if n := c.stalls.Add(1); n >= 4 {
+			if n == 4 {
+				fmt.Fprintf(c.out, "stalled %s in the handler of %s\n", c.cfg.name, m.ID)
+			}
+			<-ctx.Done()
+			return ctx.Err()
+		}
 	}
 	var fence int64
 	if claim, ok := lwt.ClaimFromContext(ctx); ok {
