@@ -178,7 +178,7 @@ func (c *consumer) process(ctx context.Context, partition int32, records []*kgo.
 // per message.
 func (c *consumer) deliver(ctx context.Context, msgs []guard.Message) ([]guard.BatchResult, error) {
 	if !c.cfg.bloom {
-		return c.guard.ProcessPoll(ctx, msgs, events.ByKey(paymentOf, handlersAtOnce, c.handle))
+		return c.guard.ProcessPoll(ctx, msgs, guard.ByKey(paymentOf, handlersAtOnce, c.handle))
 	}
 	out := make([]guard.BatchResult, len(msgs))
 	for i, m := range msgs {

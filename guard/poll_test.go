@@ -1,4 +1,4 @@
-package events_test
+package guard_test
 
 import (
 	"context"
@@ -12,17 +12,18 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cassdedup/cassdedup/events"
+	"github.com/cassdedup/cassdedup/guard"
 	"github.com/cassdedup/cassdedup/internal/testnode"
 	"github.com/cassdedup/cassdedup/lwt"
 )
 
 // pollMessages returns n messages of scope partitions 0..parts-1, an hour old (their events
 // are late), each carrying its delta (i+1) as payload, and the sum of the deltas.
-func pollMessages(n, parts int, at time.Time) ([]events.Message, int64) {
-	msgs := make([]events.Message, n)
+func pollMessages(n, parts int, at time.Time) ([]guard.Message, int64) {
+	msgs := make([]guard.Message, n)
 	var sum int64
 	for i := range msgs {
-		msgs[i] = events.Message{Scope: events.Scope{Group: "g", Topic: "orders", Partition: int32(i % parts)},
+		msgs[i] = guard.Message{Scope: guard.Scope{Group: "g", Topic: "orders", Partition: int32(i % parts)},
 			ID: fmt.Sprint("m-", i), Payload: []byte(strconv.Itoa(i + 1)), Time: at.Add(time.Duration(i) * time.Millisecond)}
 		sum += int64(i + 1)
 	}
@@ -31,8 +32,8 @@ func pollMessages(n, parts int, at time.Time) ([]events.Message, int64) {
 
 // recordPoll is the PollHandler of a consumer whose effect is a counter: the events of the
 // poll's messages, recorded with one RecordBatch; fail names ids whose effect fails.
-func recordPoll(log *events.Log, fail func(id string) bool) events.PollHandler {
-	return func(ctx context.Context, msgs []events.Message) []error {
+func recordPoll(log *events.Log, fail func(id string) bool) guard.PollHandler {
+	return func(ctx context.Context, msgs []guard.Message) []error {
 		errs := make([]error, len(msgs))
 		var evs []events.Event
 		for i, m := range msgs {
@@ -63,7 +64,7 @@ func TestProcessPollAppliesLateEffectsOnce(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	session, ks := testnode.NewSession(t)
-	g, err := events.NewGuard(session, events.WithKeyspace(ks))
+	g, err := guard.New(session, guard.WithKeyspace(ks))
 	require.NoError(t, err)
 	log, err := events.NewLog(session, events.WithKeyspace(ks))
 	require.NoError(t, err)
@@ -73,9 +74,9 @@ func TestProcessPollAppliesLateEffectsOnce(t *testing.T) {
 	res, err := g.ProcessPoll(ctx, msgs, recordPoll(log, func(id string) bool { return failing[id] }))
 	require.NoError(t, err)
 	for i, r := range res {
-		want := events.Processed
+		want := guard.Processed
 		if failing[msgs[i].ID] {
-			want = events.Failed
+			want = guard.Failed
 		}
 		require.Equal(t, want, r.Outcome, "%s: %v", msgs[i].ID, r.Err)
 	}
@@ -89,9 +90,9 @@ func TestProcessPollAppliesLateEffectsOnce(t *testing.T) {
 	res, err = g.ProcessPoll(ctx, msgs, recordPoll(log, nil)) // the redelivery
 	require.NoError(t, err)
 	for i, r := range res {
-		want := events.Duplicate
+		want := guard.Duplicate
 		if failing[msgs[i].ID] {
-			want = events.Processed
+			want = guard.Processed
 		}
 		require.Equal(t, want, r.Outcome, "%s: %v", msgs[i].ID, r.Err)
 	}
@@ -108,9 +109,9 @@ func TestProcessPollRacingConsumers(t *testing.T) {
 	session, ks := testnode.NewSession(t)
 	log, err := events.NewLog(session, events.WithKeyspace(ks))
 	require.NoError(t, err)
-	var guards []*events.Guard
+	var guards []*guard.Guard
 	for range 2 {
-		g, err := events.NewGuard(session, events.WithKeyspace(ks), events.WithLease(2*time.Second))
+		g, err := guard.New(session, guard.WithKeyspace(ks), guard.WithLease(2*time.Second))
 		require.NoError(t, err)
 		guards = append(guards, g)
 	}
@@ -130,9 +131,9 @@ func TestProcessPollRacingConsumers(t *testing.T) {
 					errs <- err
 					return
 				}
-				var again []events.Message
+				var again []guard.Message
 				for i, r := range res {
-					if r.Outcome != events.Processed && r.Outcome != events.Duplicate {
+					if r.Outcome != guard.Processed && r.Outcome != guard.Duplicate {
 						again = append(again, left[i])
 					}
 				}
@@ -158,18 +159,18 @@ func TestByKeyRunsKeysConcurrentlyInOrder(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	session, ks := testnode.NewSession(t)
-	g, err := events.NewGuard(session, events.WithKeyspace(ks))
+	g, err := guard.New(session, guard.WithKeyspace(ks))
 	require.NoError(t, err)
 	at := time.Now()
-	var msgs []events.Message
+	var msgs []guard.Message
 	for i := range 40 {
-		msgs = append(msgs, events.Message{Scope: events.Scope{Group: "g", Topic: "t"}, ID: fmt.Sprint("m-", i),
+		msgs = append(msgs, guard.Message{Scope: guard.Scope{Group: "g", Topic: "t"}, ID: fmt.Sprint("m-", i),
 			Payload: []byte([]string{"a", "b", "c", "d"}[i%4]), Time: at})
 	}
 	met := map[string]chan struct{}{"a": make(chan struct{}), "b": make(chan struct{})}
 	var mu sync.Mutex
 	seen := map[string][]string{}
-	handler := func(ctx context.Context, m events.Message) error {
+	handler := func(ctx context.Context, m guard.Message) error {
 		key := string(m.Payload)
 		if m.ID == "m-0" || m.ID == "m-1" { // the first of a and of b
 			other := map[string]string{"a": "b", "b": "a"}[key]
@@ -188,10 +189,10 @@ func TestByKeyRunsKeysConcurrentlyInOrder(t *testing.T) {
 		mu.Unlock()
 		return nil
 	}
-	res, err := g.ProcessPoll(ctx, msgs, events.ByKey(func(m events.Message) string { return string(m.Payload) }, 4, handler))
+	res, err := g.ProcessPoll(ctx, msgs, guard.ByKey(func(m guard.Message) string { return string(m.Payload) }, 4, handler))
 	require.NoError(t, err)
 	for i, r := range res {
-		require.Equal(t, events.Processed, r.Outcome, "%s: %v", msgs[i].ID, r.Err)
+		require.Equal(t, guard.Processed, r.Outcome, "%s: %v", msgs[i].ID, r.Err)
 	}
 	for k, key := range []string{"a", "b", "c", "d"} {
 		var want []string
@@ -209,20 +210,20 @@ func TestProcessPollWrongResultReleasesAll(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	session, ks := testnode.NewSession(t)
-	g, err := events.NewGuard(session, events.WithKeyspace(ks))
+	g, err := guard.New(session, guard.WithKeyspace(ks))
 	require.NoError(t, err)
 	msgs, _ := pollMessages(5, 1, time.Now())
-	res, err := g.ProcessPoll(ctx, msgs, func(context.Context, []events.Message) []error { return make([]error, 2) })
+	res, err := g.ProcessPoll(ctx, msgs, func(context.Context, []guard.Message) []error { return make([]error, 2) })
 	require.NoError(t, err)
 	for _, r := range res {
-		require.Equal(t, events.Failed, r.Outcome)
-		require.ErrorIs(t, r.Err, events.ErrPollResult)
+		require.Equal(t, guard.Failed, r.Outcome)
+		require.ErrorIs(t, r.Err, guard.ErrPollResult)
 	}
-	res, err = g.ProcessPoll(ctx, msgs, func(context.Context, []events.Message) []error { return nil })
+	res, err = g.ProcessPoll(ctx, msgs, func(context.Context, []guard.Message) []error { return nil })
 	require.NoError(t, err)
 	for _, r := range res {
-		require.Equal(t, events.Processed, r.Outcome, "released, so delivered again: %v", r.Err)
+		require.Equal(t, guard.Processed, r.Outcome, "released, so delivered again: %v", r.Err)
 	}
 	_, err = g.ProcessPoll(ctx, msgs, nil)
-	require.ErrorIs(t, err, events.ErrInvalidOption)
+	require.ErrorIs(t, err, guard.ErrInvalidOption)
 }

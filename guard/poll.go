@@ -1,4 +1,4 @@
-package events
+package guard
 
 import (
 	"context"
@@ -15,7 +15,7 @@ type PollHandler func(ctx context.Context, msgs []Message) []error
 
 // ErrPollResult says a PollHandler returned neither nil nor one error per message; every
 // message of the call is then Failed, released for redelivery.
-var ErrPollResult = errors.New("events: poll handler returned the wrong number of errors")
+var ErrPollResult = errors.New("guard: poll handler returned the wrong number of errors")
 
 // ProcessPoll processes the messages of one poll as ProcessBatch does, with one call of apply
 // for all the messages it claimed (and those its fast path admits) instead of a handler call

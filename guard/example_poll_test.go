@@ -1,4 +1,4 @@
-package events_test
+package guard_test
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/cassdedup/cassdedup/events"
+	"github.com/cassdedup/cassdedup/guard"
 )
 
 // A consumer applies each poll with one call: the guard claims the poll's messages with one
@@ -16,7 +17,7 @@ import (
 func ExampleGuard_ProcessPoll() {
 	ctx := context.Background()
 	session := exampleSession()
-	guard, err := events.NewGuard(session)
+	g, err := guard.New(session)
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -26,7 +27,7 @@ func ExampleGuard_ProcessPoll() {
 		fmt.Println(err)
 		return
 	}
-	apply := func(ctx context.Context, msgs []events.Message) []error {
+	apply := func(ctx context.Context, msgs []guard.Message) []error {
 		evs := make([]events.Event, 0, len(msgs))
 		errs := make([]error, len(msgs))
 		for i, m := range msgs {
@@ -42,11 +43,11 @@ func ExampleGuard_ProcessPoll() {
 		}
 		return errs
 	}
-	poll := []events.Message{
-		{Scope: events.Scope{Group: "billing", Topic: "orders", Partition: 3}, ID: "orders/3/1", Payload: []byte("250"), Time: time.Now()},
-		{Scope: events.Scope{Group: "billing", Topic: "orders", Partition: 3}, ID: "orders/3/2", Payload: []byte("100"), Time: time.Now()},
+	poll := []guard.Message{
+		{Scope: guard.Scope{Group: "billing", Topic: "orders", Partition: 3}, ID: "orders/3/1", Payload: []byte("250"), Time: time.Now()},
+		{Scope: guard.Scope{Group: "billing", Topic: "orders", Partition: 3}, ID: "orders/3/2", Payload: []byte("100"), Time: time.Now()},
 	}
-	results, err := guard.ProcessPoll(ctx, poll, apply)
+	results, err := g.ProcessPoll(ctx, poll, apply)
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -59,15 +60,15 @@ func ExampleGuard_ProcessPoll() {
 // ByKey keeps the order of one key's messages while the handlers of different keys run at
 // once: here the messages of one account apply in order, sixteen accounts at a time.
 func ExampleByKey() {
-	guard, err := events.NewGuard(exampleSession())
+	g, err := guard.New(exampleSession())
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	account := func(m events.Message) string { return string(m.Payload[:8]) }
-	apply := events.ByKey(account, 16, func(ctx context.Context, m events.Message) error {
+	account := func(m guard.Message) string { return string(m.Payload[:8]) }
+	apply := guard.ByKey(account, 16, func(ctx context.Context, m guard.Message) error {
 		return nil // the message's effect, under its claim (lwt.ClaimFromContext(ctx))
 	})
-	_, err = guard.ProcessPoll(context.Background(), nil, apply)
+	_, err = g.ProcessPoll(context.Background(), nil, apply)
 	fmt.Println(err)
 }
