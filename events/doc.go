@@ -1,8 +1,8 @@
 // Package events counts each increment once, whatever the retries, with an event log that
 // replaces a native Cassandra counter; a Log is safe for concurrent use by many goroutines and
 // processes. Build one with [NewLog], store increments with [Log.Record] (or a poll's with
-// [Log.RecordBatch]), run [Log.RunRollups]
-// in a goroutine you own, and read a counter with [Log.Total].
+// [Log.RecordBatch]), run [Log.RunRollups] in a goroutine you own, and read a counter with
+// [Log.Total].
 //
 //	log, err := events.NewLog(session)
 //	if err != nil {
