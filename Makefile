@@ -46,7 +46,7 @@ BENCH_NODE   := CASSANDRA_DURABLE=1 CASSANDRA_COMMITLOG=$(BENCH_COMMITLOG) CASSA
 
 .PHONY: test test-faults check fmt-check vet tidy-check deps-check go-test cqlsh cassandra-up cassandra-down cassandra-restart cassandra-kill \
         go-test-with-kafka kafka-up kafka-down schema fuzz bench bench-long cluster-up cluster-down test-cluster bench-saturation \
-        bench-hot-counter vulncheck bench-e2e bench-e2e-run bench-peers bench-peers-run bench-peers-cassandra go-test-with-peers
+        bench-hot-counter vulncheck bench-e2e bench-e2e-run bench-peers bench-peers-run bench-peers-cassandra go-test-with-peers soak
 
 ## bench: the LWT latency benchmark (about a minute) against CASSANDRA_HOSTS, or against a
 ## durable local node started for the run and stopped after it. Results go to out/.
@@ -187,7 +187,7 @@ fmt-check:
 	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 
 vet:
-	@for m in $(MODULES); do echo "go vet $$m"; $(GO) -C $$m vet -tags cluster,faults ./...; done
+	@for m in $(MODULES); do echo "go vet $$m"; $(GO) -C $$m vet -tags cluster,faults,soak ./...; done
 
 tidy-check:
 	@for m in $(MODULES); do $(GO) -C $$m mod tidy -diff || { echo "go.mod of $$m is not tidy: run go mod tidy there"; exit 1; }; done
@@ -254,6 +254,23 @@ test-faults:
 	$(GO) test -tags faults -race -count=1 -timeout $(FAULTS_TIMEOUT) -v ./internal/crashtest/ 2>&1 \
 	  | tee $(OUT)/faults.log | grep -aE '^(ok|FAIL|panic|--- FAIL|--- SKIP|\s+--- FAIL)|^\S+\.go:[0-9]+|crashtest: |^\||^crash test results' || true
 	@scripts/test-summary.sh $(OUT)/faults.log
+
+## soak: the outbox chain (examples/outbox's processes) under steady traffic for SOAK (default 10m)
+## while a loop kills the relay, restarts the broker, kills the consumer, restarts the node
+## (SIGTERM, then SIGKILL on its data) and injects poison events (over the topic's
+## max.message.bytes) every 30 s (internal/soak, build tag soak). Its own durable node, broker and
+## order service on 127.0.0.81:9342, 127.0.0.82:19492 and 127.0.0.83:19480 (SOAK_HOSTS moves them,
+## loopback only), stopped at the end, on failure too; SOAK_RATE orders/s (default 10). Writes
+## out/soak.json and fails unless effects are exact, nothing is lost or applied twice, every poison
+## event is parked and every table's rows are within their bound. Not part of make test.
+SOAK      ?= 10m
+SOAK_RATE ?= 10
+soak:
+	@mkdir -p $(OUT)
+	$(GO) vet -tags soak ./internal/soak/
+	SOAK=$(SOAK) SOAK_RATE=$(SOAK_RATE) $(GO) test -tags soak -count=1 -run TestSoak -timeout $$(( $$(echo $(SOAK) | sed 's/m$$//;s/s$$//') + 30 ))m \
+	  -v ./internal/soak/ 2>&1 | tee $(OUT)/soak.log | grep -aE '^(ok|FAIL|panic|--- )|soak: ' || true
+	@grep -q '^--- PASS: TestSoak' $(OUT)/soak.log
 
 ## cassandra-up / cassandra-down: a local node on $(LOCAL_HOSTS) (see scripts/cassandra/node.sh;
 ## e.g. CASSANDRA_DURABLE=1 CASSANDRA_COMMITLOG=group make cassandra-up for a durable one).

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"strconv"
 	"sync"
 	"time"
 
@@ -37,6 +38,9 @@ type roleConfig struct {
 	counter    string        // consume: the event-log counter the effects go to
 	instance   string        // consume: a static group membership id (kgo.InstanceID), or none
 	relayLease time.Duration // relay: outbox.WithRelayLease
+	// relay, consume: the topic's max.message.bytes when the role creates it (0: the broker's
+	// default), so a soak can make events the broker refuses for good.
+	maxMessageBytes int
 	// relay: after the first publish that succeeded, report "holding" and wait for a line on
 	// stdin before marking, so a test can kill or freeze the relay between publish and mark.
 	holdAfterPublish bool
@@ -108,7 +112,7 @@ func runRelay(ctx context.Context, session *gocql.Session, cfg roleConfig, rep *
 		return err
 	}
 	defer cl.Close()
-	if err := createTopic(ctx, cl, cfg.topic); err != nil {
+	if err := createTopic(ctx, cl, cfg.topic, cfg.maxMessageBytes); err != nil {
 		return err
 	}
 	pub, err := kafkapub.New(cl, cfg.topic)
@@ -171,7 +175,7 @@ func runConsumer(ctx context.Context, session *gocql.Session, cfg roleConfig, re
 	if err != nil {
 		return err
 	}
-	err = createTopic(ctx, cl, cfg.topic)
+	err = createTopic(ctx, cl, cfg.topic, cfg.maxMessageBytes)
 	cl.Close()
 	if err != nil {
 		return err
@@ -198,9 +202,15 @@ func runConsumer(ctx context.Context, session *gocql.Session, cfg roleConfig, re
 	return nil
 }
 
-// createTopic creates topic with 4 partitions unless it exists.
-func createTopic(ctx context.Context, cl *kgo.Client, topic string) error {
-	if _, err := kadm.NewClient(cl).CreateTopic(ctx, 4, 1, nil, topic); err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+// createTopic creates topic with 4 partitions unless it exists, with max.message.bytes set to
+// maxBytes unless it is 0.
+func createTopic(ctx context.Context, cl *kgo.Client, topic string, maxBytes int) error {
+	var configs map[string]*string
+	if maxBytes > 0 {
+		v := strconv.Itoa(maxBytes)
+		configs = map[string]*string{"max.message.bytes": &v}
+	}
+	if _, err := kadm.NewClient(cl).CreateTopic(ctx, 4, 1, configs, topic); err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
 		return fmt.Errorf("create topic %s: %w", topic, err)
 	}
 	return nil

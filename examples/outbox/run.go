@@ -87,7 +87,7 @@ func run(ctx context.Context, session *gocql.Session, cfg config, out io.Writer)
 		return Summary{}, err
 	}
 	defer cl.Close()
-	if err := createTopic(ctx, cl, topic); err != nil {
+	if err := createTopic(ctx, cl, topic, 0); err != nil {
 		return Summary{}, err
 	}
 	srv, addr, err := c.serve("127.0.0.1:0")
