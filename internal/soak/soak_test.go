@@ -180,7 +180,9 @@ func TestSoak(t *testing.T) {
 		}
 		f := faults[i%len(faults)]
 		at := time.Now()
-		t.Logf("soak: %s: %s", at.Sub(start).Round(time.Second), f.name)
+		o := tl.outcome()
+		t.Logf("soak: %s: %s (%d orders acknowledged, %d without an effect yet, %d poison placed)",
+			at.Sub(start).Round(time.Second), f.name, o.orders, o.lost, poison.Load())
 		f.do()
 		r.Faults = append(r.Faults, fault{Name: f.name, AtS: secs(at.Sub(start)), TookS: secs(time.Since(at))})
 	}
@@ -191,10 +193,15 @@ func TestSoak(t *testing.T) {
 	// Settle: every acknowledged order applied, every poison event parked.
 	ended := time.Now()
 	s := connect(t, hosts[0])
-	for time.Since(ended) < settleTimeout {
+	for i := 0; time.Since(ended) < settleTimeout; i++ {
 		r.Parked = countRows(s, "outbox_parked")
-		if o := tl.outcome(); o.lost == 0 && r.Parked >= r.PoisonInjected {
+		o := tl.outcome()
+		if o.lost == 0 && r.Parked >= r.PoisonInjected {
 			break
+		}
+		if i%30 == 0 {
+			t.Logf("soak: settling: %d of %d orders without an effect yet, %d of %d poison events parked",
+				o.lost, o.orders, r.Parked, r.PoisonInjected)
 		}
 		time.Sleep(time.Second)
 	}
