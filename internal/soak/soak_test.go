@@ -110,6 +110,7 @@ var retentions = map[string]struct {
 	"processed_messages_bucketed":  {7 * 24 * time.Hour, 1},
 	"processed_messages_by_window": {7 * 24 * time.Hour, 1},
 	"counter_window_events":        {7 * 24 * time.Hour, 1}, // the event log's
+	"counter_windows":              {7 * 24 * time.Hour, 1}, // a window per event at most
 	"counter_late_claims":          {7 * 24 * time.Hour, 1},
 	"counter_late_slices":          {7 * 24 * time.Hour, 1},
 }
