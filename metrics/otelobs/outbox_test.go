@@ -45,13 +45,9 @@ func TestRelayMetricsOfRealPasses(t *testing.T) {
 	for i := range 3 {
 		stage(fmt.Sprintf("order-%016d", i))
 	}
-	var failing bool
-	relay, err := outbox.NewRelay(session, outbox.PublisherFunc(func(context.Context, []outbox.Message) error {
-		if failing {
-			return errors.New("broker unreachable")
-		}
-		return nil
-	}), outbox.WithKeyspace(ks))
+	var fail error
+	relay, err := outbox.NewRelay(session, outbox.PublisherFunc(func(context.Context, []outbox.Message) error { return fail }),
+		outbox.WithKeyspace(ks), outbox.WithMaxAttempts(2), outbox.WithPublishBackoff(time.Millisecond, time.Millisecond))
 	require.NoError(t, err)
 
 	st, err := relay.Poll(ctx)
@@ -64,7 +60,7 @@ func TestRelayMetricsOfRealPasses(t *testing.T) {
 	assert.Equal(t, 0.0, got["cassdedup.outbox.publish.lag"])
 
 	stage("order-late-000000001")
-	failing = true
+	fail = errors.New("broker unreachable")
 	clock.Advance(10 * time.Second)
 	st, err = relay.Poll(ctx)
 	require.Error(t, err)
@@ -74,6 +70,22 @@ func TestRelayMetricsOfRealPasses(t *testing.T) {
 	assert.Equal(t, 1.0, got["cassdedup.outbox.failed_passes"])
 	assert.Equal(t, 3.0, got["cassdedup.outbox.published"])
 	assert.Equal(t, 15.0, got["cassdedup.outbox.publish.lag"], "the lag counts from the last pass without error")
+	assert.Equal(t, 1.0, got["cassdedup.outbox.pending"], "the failed event stays pending")
+	assert.Equal(t, 1.0, got["cassdedup.outbox.attempts"])
+	assert.Equal(t, st.Oldest.Seconds(), got["cassdedup.outbox.oldest_pending"])
+
+	// The broker refuses the event for good: its second attempt parks it.
+	fail = fmt.Errorf("%w: record over max.message.bytes", outbox.ErrRejected)
+	time.Sleep(10 * time.Millisecond) // the event's backoff, on the relay's own clock
+	st, err = relay.Poll(ctx)
+	require.ErrorIs(t, err, outbox.ErrParked)
+	m.OnPass(st, err)
+	got = collect(t, reader)
+	assert.Equal(t, 1.0, got["cassdedup.outbox.parked"])
+	assert.Equal(t, 0.0, got["cassdedup.outbox.expired"])
+	assert.Equal(t, 2.0, got["cassdedup.outbox.attempts"])
+	assert.Equal(t, 0.0, got["cassdedup.outbox.pending"])
+	assert.Zero(t, got["cassdedup.outbox.leases_lost"])
 }
 
 // collect reads every metric's one data point, with relay=orders.

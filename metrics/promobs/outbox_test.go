@@ -43,13 +43,9 @@ func TestRelayCollectorOfRealPasses(t *testing.T) {
 	for i := range 3 {
 		stage(fmt.Sprintf("order-%016d", i))
 	}
-	var failing bool
-	relay, err := outbox.NewRelay(session, outbox.PublisherFunc(func(context.Context, []outbox.Message) error {
-		if failing {
-			return errors.New("broker unreachable")
-		}
-		return nil
-	}), outbox.WithKeyspace(ks))
+	var fail error
+	relay, err := outbox.NewRelay(session, outbox.PublisherFunc(func(context.Context, []outbox.Message) error { return fail }),
+		outbox.WithKeyspace(ks), outbox.WithMaxAttempts(2), outbox.WithPublishBackoff(time.Millisecond, time.Millisecond))
 	require.NoError(t, err)
 
 	clock.Advance(3 * time.Second)
@@ -68,7 +64,7 @@ func TestRelayCollectorOfRealPasses(t *testing.T) {
 	assert.Equal(t, float64(clock.Now().UnixNano())/1e9, got["cassdedup_outbox_last_pass_timestamp_seconds"])
 
 	stage("order-late-000000001")
-	failing = true
+	fail = errors.New("broker unreachable")
 	clock.Advance(10 * time.Second)
 	st, err = relay.Poll(ctx)
 	require.Error(t, err)
@@ -78,6 +74,25 @@ func TestRelayCollectorOfRealPasses(t *testing.T) {
 	assert.Equal(t, 1.0, got["cassdedup_outbox_failed_passes_total"])
 	assert.Equal(t, 3.0, got["cassdedup_outbox_published_total"])
 	assert.Equal(t, 15.0, got["cassdedup_outbox_publish_lag_seconds"], "the lag counts from the last pass without error")
+	assert.Equal(t, 1.0, got["cassdedup_outbox_pending_intents"], "the failed event stays pending")
+	assert.Equal(t, 1.0, got["cassdedup_outbox_attempts_total"])
+	assert.Equal(t, st.Oldest.Seconds(), got["cassdedup_outbox_oldest_pending_seconds"])
+	assert.Positive(t, st.Oldest)
+
+	// The broker refuses the event for good: its second attempt parks it.
+	fail = fmt.Errorf("%w: record over max.message.bytes", outbox.ErrRejected)
+	time.Sleep(10 * time.Millisecond) // the event's backoff, on the relay's own clock
+	st, err = relay.Poll(ctx)
+	require.ErrorIs(t, err, outbox.ErrParked)
+	c.OnPass(st, err)
+	got = gauges(t, reg)
+	assert.Equal(t, 1.0, got["cassdedup_outbox_parked_total"])
+	assert.Equal(t, 0.0, got["cassdedup_outbox_expired_total"])
+	assert.Equal(t, 2.0, got["cassdedup_outbox_attempts_total"])
+	assert.Equal(t, 0.0, got["cassdedup_outbox_pending_intents"])
+	assert.Equal(t, 2.0, got["cassdedup_outbox_failed_passes_total"])
+	assert.Equal(t, float64(outbox.DefaultShards), got["cassdedup_outbox_leases_held"])
+	assert.Zero(t, got["cassdedup_outbox_leases_lost_total"])
 
 	families := scrape(t, reg)
 	for _, f := range families {
