@@ -267,10 +267,15 @@ SOAK      ?= 10m
 SOAK_RATE ?= 10
 # The run, plus a few minutes per node restart on a loaded machine and up to 6 minutes to settle.
 SOAK_TIMEOUT ?= 60m
+# The node's and the broker's run directories are under $(OUT)/soak-run, so the trap stops them
+# even when the test binary dies before its cleanups (a -timeout panic, Ctrl-C).
+SOAK_RUN_DIR := $(CURDIR)/$(OUT)/soak-run
 soak:
 	@mkdir -p $(OUT)
 	$(GO) vet -tags soak ./internal/soak/
-	SOAK=$(SOAK) SOAK_RATE=$(SOAK_RATE) $(GO) test -tags soak -count=1 -run TestSoak -timeout $(SOAK_TIMEOUT) \
+	@trap 'CASSANDRA_RUN_DIR=$(SOAK_RUN_DIR)/node $(NODE) down >/dev/null 2>&1 || true; \
+	  KAFKA_RUN_DIR=$(SOAK_RUN_DIR)/broker $(BROKER) down >/dev/null 2>&1 || true' EXIT; \
+	SOAK=$(SOAK) SOAK_RATE=$(SOAK_RATE) SOAK_RUN_DIR=$(SOAK_RUN_DIR) $(GO) test -tags soak -count=1 -run TestSoak -timeout $(SOAK_TIMEOUT) \
 	  -v ./internal/soak/ 2>&1 | tee $(OUT)/soak.log | grep -aE '^(ok|FAIL|panic|--- )|soak: ' || true
 	@grep -q '^--- PASS: TestSoak' $(OUT)/soak.log
 

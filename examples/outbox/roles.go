@@ -123,6 +123,19 @@ func runRelay(ctx context.Context, session *gocql.Session, cfg roleConfig, rep *
 	resume := make(chan struct{})
 	relay, err := outbox.NewRelay(session, outbox.PublisherFunc(func(pctx context.Context, msgs []outbox.Message) error {
 		if err := pub.Publish(pctx, msgs); err != nil {
+			// Some messages may have been accepted beside those refused: report those.
+			var perMsg *outbox.PublishErrors
+			if errors.As(err, &perMsg) && len(perMsg.Errs) == len(msgs) {
+				var orders []string
+				for i, e := range perMsg.Errs {
+					if e == nil {
+						orders = append(orders, msgs[i].Key)
+					}
+				}
+				if len(orders) > 0 {
+					rep.say(Line{Event: "published", Orders: orders})
+				}
+			}
 			return err
 		}
 		orders := make([]string, len(msgs))

@@ -47,7 +47,7 @@ func startNode(t *testing.T, addr string) *service {
 	s := &service{name: "node " + addr, repo: repo, script: filepath.Join(repo, "scripts", "cassandra", "node.sh"),
 		env: withEnv("CASSANDRA_", "CASSANDRA_ADDRESS="+addr, fmt.Sprintf("CASSANDRA_CQL_PORT=%d", cqlPort),
 			fmt.Sprintf("CASSANDRA_STORAGE_PORT=%d", storagePort), "CASSANDRA_DURABLE=1", "CASSANDRA_COMMITLOG=group",
-			"CASSANDRA_HEAP=1G", "CASSANDRA_RUN_DIR="+t.TempDir())}
+			"CASSANDRA_HEAP=1G", "CASSANDRA_RUN_DIR="+runDir(t, "node"))}
 	s.cleanup(t, "down", filepath.Join("logs", "system.log"))
 	s.must(t, "up")
 	return s
@@ -59,10 +59,29 @@ func startBroker(t *testing.T, addr string, port int) *service {
 	repo := repoRoot(t)
 	s := &service{name: fmt.Sprintf("broker %s:%d", addr, port), repo: repo, script: filepath.Join(repo, "scripts", "kafka", "broker.sh"),
 		env: withEnv("KAFKA_", "KAFKA_ADDRESS="+addr, fmt.Sprintf("KAFKA_PORT=%d", port),
-			fmt.Sprintf("KAFKA_CONTROLLER_PORT=%d", port+1), "KAFKA_RUN_DIR="+t.TempDir())}
+			fmt.Sprintf("KAFKA_CONTROLLER_PORT=%d", port+1), "KAFKA_RUN_DIR="+runDir(t, "broker"))}
 	s.cleanup(t, "down", filepath.Join("logs", "kafka.log"))
 	s.must(t, "up")
 	return s
+}
+
+// runDir is SOAK_RUN_DIR/name when SOAK_RUN_DIR is set (make soak sets it, so its trap can
+// stop the node and the broker if the test binary dies before its cleanups run), else a
+// temporary directory.
+func runDir(t *testing.T, name string) string {
+	t.Helper()
+	base := os.Getenv("SOAK_RUN_DIR")
+	if base == "" {
+		return t.TempDir()
+	}
+	dir := filepath.Join(base, name)
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatalf("soak: %v", err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatalf("soak: %v", err)
+	}
+	return dir
 }
 
 func (s *service) cleanup(t *testing.T, down, log string) {

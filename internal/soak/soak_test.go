@@ -72,6 +72,7 @@ type Report struct {
 	SettleS           float64           `json:"settle_s"`          // traffic's end → every effect and parking
 	Faults            []fault           `json:"faults"`
 	RequestErrors     int64             `json:"request_errors"` // answers other than 2xx, and refused connections (retried)
+	Refused           int64             `json:"refused"`        // orders refused for good (a 4xx other than 409, 429): a bug of the soak
 	ProcessErrors     map[string]int    `json:"process_errors"` // error lines by role (retried by the process)
 	FirstErrors       map[string]string `json:"first_errors"`
 	Tables            []table           `json:"tables"`
@@ -211,7 +212,7 @@ func TestSoak(t *testing.T) {
 
 	o := tl.outcome()
 	r.Orders, r.Lost, r.DuplicatedEffects, r.PoisonApplied, r.Expected = o.orders, o.lost, o.twice, o.poisonApplied, o.expected
-	r.Requests, r.RequestErrors = cl.requests.Load(), cl.errors.Load()
+	r.Requests, r.RequestErrors, r.Refused = cl.requests.Load(), cl.errors.Load(), cl.refused.Load()
 	tl.mu.Lock()
 	r.Published, r.MaxEffectLagS = tl.published, secs(tl.lag)
 	r.ProcessErrors, r.FirstErrors = tl.errs, tl.firstErr
@@ -237,6 +238,9 @@ func TestSoak(t *testing.T) {
 	if r.Lost != 0 || r.DuplicatedEffects != 0 || r.PoisonApplied != 0 {
 		t.Errorf("soak: %d lost, %d applied twice, %d poison events applied", r.Lost, r.DuplicatedEffects, r.PoisonApplied)
 	}
+	if r.Refused != 0 {
+		t.Errorf("soak: %d orders refused by the service for good", r.Refused)
+	}
 	if r.Parked != r.PoisonInjected {
 		t.Errorf("soak: %d events parked, %d poison events injected", r.Parked, r.PoisonInjected)
 	}
@@ -255,6 +259,7 @@ type clients struct {
 	seq      atomic.Int64
 	requests atomic.Int64
 	errors   atomic.Int64
+	refused  atomic.Int64
 }
 
 func (c *clients) traffic(ctx context.Context, rate float64) {
@@ -304,7 +309,7 @@ func (c *clients) poison(ctx context.Context, n *atomic.Int64) {
 			return
 		case <-time.After(poisonEvery):
 		}
-		id := fmt.Sprintf("%s%06d", poisonPrefix, i)
+		id := fmt.Sprintf("%s%09d", poisonPrefix, i) // httpidem wants keys of at least 16 bytes
 		body := fmt.Sprintf(`{"order":%q,"amount":0,"pad":%q}`, id, strings.Repeat("x", poisonPad))
 		if c.send(context.WithoutCancel(ctx), hc, id, body, 0) {
 			n.Add(1)
@@ -313,7 +318,8 @@ func (c *clients) poison(ctx context.Context, n *atomic.Int64) {
 }
 
 // send posts one order until a 2xx or for at most five minutes (after which its order counts
-// as never acknowledged, so never as lost).
+// as never acknowledged, so never as lost). A 4xx other than 409 and 429 is a refusal for good:
+// counted, not retried.
 func (c *clients) send(ctx context.Context, hc *http.Client, id, body string, amount int64) bool {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
@@ -329,9 +335,13 @@ func (c *clients) send(ctx context.Context, hc *http.Client, id, body string, am
 		if resp, err := hc.Do(req); err == nil {
 			_, _ = io.Copy(io.Discard, resp.Body)
 			_ = resp.Body.Close()
-			if resp.StatusCode/100 == 2 {
+			switch code := resp.StatusCode; {
+			case code/100 == 2:
 				c.tally.ack(id, amount)
 				return true
+			case code/100 == 4 && code != http.StatusConflict && code != http.StatusTooManyRequests:
+				c.refused.Add(1)
+				return false
 			}
 		}
 		c.errors.Add(1)
