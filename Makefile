@@ -276,7 +276,7 @@ soak:
 	@trap 'CASSANDRA_RUN_DIR=$(SOAK_RUN_DIR)/node $(NODE) down >/dev/null 2>&1 || true; \
 	  KAFKA_RUN_DIR=$(SOAK_RUN_DIR)/broker $(BROKER) down >/dev/null 2>&1 || true' EXIT; \
 	SOAK=$(SOAK) SOAK_RATE=$(SOAK_RATE) SOAK_RUN_DIR=$(SOAK_RUN_DIR) $(GO) test -tags soak -count=1 -run TestSoak -timeout $(SOAK_TIMEOUT) \
-	  -v ./internal/soak/ 2>&1 | tee $(OUT)/soak.log | grep -aE '^(ok|FAIL|panic|--- )|soak: ' || true
+	  -v ./internal/soak/ 2>&1 | tee $(OUT)/soak.log | grep --line-buffered -aE '^(ok|FAIL|panic|--- )|soak: ' || true
 	@grep -q '^--- PASS: TestSoak' $(OUT)/soak.log
 
 ## cassandra-up / cassandra-down: a local node on $(LOCAL_HOSTS) (see scripts/cassandra/node.sh;
