@@ -107,7 +107,13 @@ func serveAPI(ctx context.Context, session *gocql.Session, cfg roleConfig, rep *
 
 func runRelay(ctx context.Context, session *gocql.Session, cfg roleConfig, rep *reporter) error {
 	// The relay's publisher gives up on a record within the relay's publish timeout.
-	cl, err := kgo.NewClient(append(kafkapub.ClientOpts(outbox.DefaultPublishTimeout), kgo.SeedBrokers(cfg.brokers...))...)
+	opts := append(kafkapub.ClientOpts(outbox.DefaultPublishTimeout), kgo.SeedBrokers(cfg.brokers...))
+	if cfg.maxMessageBytes > 0 {
+		// Batches no larger than the topic accepts: a batch over it is refused whole, and one
+		// record too large would take the others of its batch down with it.
+		opts = append(opts, kgo.ProducerBatchMaxBytes(int32(cfg.maxMessageBytes)))
+	}
+	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return err
 	}

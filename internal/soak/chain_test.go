@@ -5,6 +5,7 @@ package soak
 import (
 	"bufio"
 	"encoding/json"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"sync"
@@ -62,6 +63,13 @@ func (c *chain) start(role string, args ...string) *proc {
 	if err != nil {
 		c.t.Fatalf("soak: %v", err)
 	}
+	// The process's own complaints (a failed start, a panic) go to a log of its role.
+	if dir := os.Getenv("SOAK_RUN_DIR"); dir != "" {
+		if f, err := os.OpenFile(filepath.Join(dir, role+".log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644); err == nil {
+			cmd.Stderr = f
+			c.t.Cleanup(func() { _ = f.Close() })
+		}
+	}
 	if err := cmd.Start(); err != nil {
 		c.t.Fatalf("soak: start %s: %v", role, err)
 	}
@@ -69,7 +77,11 @@ func (c *chain) start(role string, args ...string) *proc {
 	c.t.Cleanup(func() { _ = cmd.Process.Kill(); <-p.done })
 	go func() {
 		defer close(p.done)
-		defer func() { _ = cmd.Wait() }()
+		defer func() {
+			if err := cmd.Wait(); err != nil {
+				c.tally.record(role, line{Event: "exit", Err: err.Error()})
+			}
+		}()
 		sc := bufio.NewScanner(out)
 		sc.Buffer(make([]byte, 1<<20), 1<<20)
 		var once sync.Once

@@ -183,8 +183,10 @@ func TestSoak(t *testing.T) {
 		f := faults[i%len(faults)]
 		at := time.Now()
 		o := tl.outcome()
-		t.Logf("soak: %s: %s (%d orders acknowledged, %d without an effect yet, %d poison placed)",
-			at.Sub(start).Round(time.Second), f.name, o.orders, o.lost, poison.Load())
+		tl.mu.Lock()
+		t.Logf("soak: %s: %s (%d orders acknowledged, %d published, %d without an effect yet, %d poison placed; errors %v, first %q)",
+			at.Sub(start).Round(time.Second), f.name, o.orders, tl.published, o.lost, poison.Load(), tl.errs, tl.firstErr)
+		tl.mu.Unlock()
 		f.do()
 		r.Faults = append(r.Faults, fault{Name: f.name, AtS: secs(at.Sub(start)), TookS: secs(time.Since(at))})
 	}
