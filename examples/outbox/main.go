@@ -52,6 +52,8 @@ func runMain() error {
 	flag.StringVar(&rc.instance, "instance", "", "role consume: a static group member id, one per consumer process: "+
 		"a member that rejoins with it (after a broker restart) gets its partitions back without waiting out its old session")
 	flag.DurationVar(&rc.relayLease, "relay-lease", outbox.DefaultRelayLease, "role relay: how long the relay holds a shard without renewing it")
+	flag.DurationVar(&rc.publishTimeout, "publish-timeout", 0,
+		"role relay: each Publish's deadline and the Kafka client's delivery timeout (default outbox.DefaultPublishTimeout; shorter than -relay-lease)")
 	flag.IntVar(&rc.maxMessageBytes, "max-message-bytes", 0,
 		"role relay or consume: the topic's max.message.bytes if the role creates it (default: the broker's); the soak makes events over it")
 	flag.BoolVar(&rc.holdAfterPublish, "hold-after-publish", false,

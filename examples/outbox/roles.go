@@ -38,6 +38,8 @@ type roleConfig struct {
 	counter    string        // consume: the event-log counter the effects go to
 	instance   string        // consume: a static group membership id (kgo.InstanceID), or none
 	relayLease time.Duration // relay: outbox.WithRelayLease
+	// relay: outbox.WithPublishTimeout and the Kafka client's delivery timeout (0: the default)
+	publishTimeout time.Duration
 	// relay, consume: the topic's max.message.bytes when the role creates it (0: the broker's
 	// default), so a soak can make events the broker refuses for good.
 	maxMessageBytes int
@@ -107,7 +109,14 @@ func serveAPI(ctx context.Context, session *gocql.Session, cfg roleConfig, rep *
 
 func runRelay(ctx context.Context, session *gocql.Session, cfg roleConfig, rep *reporter) error {
 	// The relay's publisher gives up on a record within the relay's publish timeout.
-	opts := append(kafkapub.ClientOpts(outbox.DefaultPublishTimeout), kgo.SeedBrokers(cfg.brokers...))
+	relayOpts := []outbox.Option{outbox.WithKeyspace(cfg.keyspace), outbox.WithPollInterval(50 * time.Millisecond),
+		outbox.WithRelayLease(cfg.relayLease)}
+	timeout := outbox.DefaultPublishTimeout
+	if cfg.publishTimeout > 0 {
+		timeout = cfg.publishTimeout
+		relayOpts = append(relayOpts, outbox.WithPublishTimeout(timeout))
+	}
+	opts := append(kafkapub.ClientOpts(timeout), kgo.SeedBrokers(cfg.brokers...))
 	if cfg.maxMessageBytes > 0 {
 		// Batches no larger than the topic accepts: a batch over it is refused whole, and one
 		// record too large would take the others of its batch down with it.
@@ -167,7 +176,7 @@ func runRelay(ctx context.Context, session *gocql.Session, cfg roleConfig, rep *
 		case <-ctx.Done():
 			return ctx.Err()
 		}
-	}), outbox.WithKeyspace(cfg.keyspace), outbox.WithPollInterval(50*time.Millisecond), outbox.WithRelayLease(cfg.relayLease))
+	}), relayOpts...)
 	if err != nil {
 		return err
 	}
