@@ -268,13 +268,15 @@ SOAK_RATE ?= 10
 # The run, plus a few minutes per node restart on a loaded machine and up to 6 minutes to settle.
 SOAK_TIMEOUT ?= 60m
 # The node's and the broker's run directories are under $(OUT)/soak-run, so the trap stops them
-# even when the test binary dies before its cleanups (a -timeout panic, Ctrl-C).
+# even when the test binary dies before its cleanups (a -timeout panic, Ctrl-C), and a run stops
+# what a run before it left behind before it starts.
 SOAK_RUN_DIR := $(CURDIR)/$(OUT)/soak-run
+SOAK_DOWN    := CASSANDRA_RUN_DIR=$(SOAK_RUN_DIR)/node $(NODE) down >/dev/null 2>&1 || true; \
+                KAFKA_RUN_DIR=$(SOAK_RUN_DIR)/broker $(BROKER) down >/dev/null 2>&1 || true
 soak:
 	@mkdir -p $(OUT)
 	$(GO) vet -tags soak ./internal/soak/
-	@trap 'CASSANDRA_RUN_DIR=$(SOAK_RUN_DIR)/node $(NODE) down >/dev/null 2>&1 || true; \
-	  KAFKA_RUN_DIR=$(SOAK_RUN_DIR)/broker $(BROKER) down >/dev/null 2>&1 || true' EXIT; \
+	@$(SOAK_DOWN); trap '$(SOAK_DOWN)' EXIT; \
 	SOAK=$(SOAK) SOAK_RATE=$(SOAK_RATE) SOAK_RUN_DIR=$(SOAK_RUN_DIR) $(GO) test -tags soak -count=1 -run TestSoak -timeout $(SOAK_TIMEOUT) \
 	  -v ./internal/soak/ 2>&1 | tee $(OUT)/soak.log | grep --line-buffered -aE '^(ok|FAIL|panic|--- )|soak: ' || true
 	@grep -q '^--- PASS: TestSoak' $(OUT)/soak.log
