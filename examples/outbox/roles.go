@@ -116,7 +116,7 @@ func runRelay(ctx context.Context, session *gocql.Session, cfg roleConfig, rep *
 		timeout = cfg.publishTimeout
 		relayOpts = append(relayOpts, outbox.WithPublishTimeout(timeout))
 	}
-	opts := append(kafkapub.ClientOpts(timeout), kgo.SeedBrokers(cfg.brokers...))
+	opts := append(kafkapub.ClientOpts(), kgo.SeedBrokers(cfg.brokers...))
 	if cfg.maxMessageBytes > 0 {
 		// Batches no larger than the topic accepts: a batch over it is refused whole, and one
 		// record too large would take the others of its batch down with it.

@@ -128,7 +128,7 @@ func runPhase(ctx context.Context, session *gocql.Session, cfg config, catchup b
 	c := &chain{cfg: cfg, session: session, counter: "orders-placed-" + suffix,
 		accepted: map[string]time.Time{}, applied: map[string]time.Time{}, runs: map[string]int{}}
 	// The relay's publisher gives up on a record within the relay's publish timeout.
-	cl, err := kgo.NewClient(append(kafkapub.ClientOpts(outbox.DefaultPublishTimeout), kgo.SeedBrokers(cfg.brokers...))...)
+	cl, err := kgo.NewClient(append(kafkapub.ClientOpts(), kgo.SeedBrokers(cfg.brokers...))...)
 	if err != nil {
 		return Summary{}, err
 	}
