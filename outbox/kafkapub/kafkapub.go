@@ -88,8 +88,18 @@ func (p *Publisher) Publish(ctx context.Context, msgs []outbox.Message) error {
 	if results.FirstErr() == nil {
 		return nil
 	}
+	// ProduceSync lists results in the order their promises fired, not in the order of recs:
+	// match each to its message by the record, or a failed message would be marked published.
+	index := make(map[*kgo.Record]int, len(recs))
+	for i, r := range recs {
+		index[r] = i
+	}
 	errs := make([]error, len(msgs))
-	for i, r := range results {
+	for _, r := range results {
+		i, ok := index[r.Record]
+		if !ok {
+			return fmt.Errorf("kafkapub: produce: %w", results.FirstErr()) // every message failed
+		}
 		if r.Err != nil {
 			errs[i] = classify(r.Err)
 		}
