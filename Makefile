@@ -46,7 +46,7 @@ BENCH_NODE   := CASSANDRA_DURABLE=1 CASSANDRA_COMMITLOG=$(BENCH_COMMITLOG) CASSA
 
 .PHONY: test test-faults check fmt-check vet tidy-check deps-check go-test cqlsh cassandra-up cassandra-down cassandra-restart cassandra-kill \
         go-test-with-kafka kafka-up kafka-down schema fuzz bench bench-long cluster-up cluster-down test-cluster bench-saturation \
-        bench-hot-counter vulncheck bench-e2e bench-e2e-run bench-peers bench-peers-run bench-peers-cassandra go-test-with-peers
+        bench-hot-counter vulncheck bench-e2e bench-e2e-run bench-peers bench-peers-run bench-peers-cassandra go-test-with-peers soak
 
 ## bench: the LWT latency benchmark (about a minute) against CASSANDRA_HOSTS, or against a
 ## durable local node started for the run and stopped after it. Results go to out/.
@@ -98,9 +98,16 @@ bench-hot-counter:
 ## double-submit → httpidem + outbox → relay → Kafka → batched guard → event-log counter, on the
 ## node of bench (or CASSANDRA_HOSTS) and a broker (KAFKA_BROKERS, else one started for the run).
 ## Writes out/bench-e2e.json: requests, effects_exact, lost, duplicated_effects, msgs_per_s,
-## p50_ms and p99_ms (request accepted → effect applied).
+## p50_ms and p99_ms (request accepted → effect applied), accepted_per_s, consumer_lag_s (last
+## order accepted → last effect), relay_reads_per_intent (Stats.RowsRead per message published),
+## and catchup_msgs_per_s with a "catchup" object: a second phase of E2E_CATCHUP orders placed
+## while the consumer is stopped, then its drain rate from its start to the last effect (0: none).
 E2E_ORDERS  ?= 5000
 E2E_CLIENTS ?= 32
+E2E_CATCHUP ?= 20000
+# E2E_TIMEOUT bounds the whole run: with the catch-up phase it places 25,000 orders, minutes on a
+# loaded 2-core machine.
+E2E_TIMEOUT ?= 30m
 bench-e2e:
 	@mkdir -p $(OUT)
 	$(GO) -C examples/outbox build -o $(CURDIR)/bin/outbox-e2e .
@@ -109,7 +116,7 @@ bench-e2e:
 # bench-e2e-run runs in its own make so the broker's trap and the node's do not replace each other.
 bench-e2e-run:
 	@$(call with_kafka,bin/outbox-e2e -hosts "$(E2E_HOSTS)" -keyspace outbox_e2e \
-	  -orders $(E2E_ORDERS) -clients $(E2E_CLIENTS) -json $(OUT)/bench-e2e.json | tail -25)
+	  -orders $(E2E_ORDERS) -clients $(E2E_CLIENTS) -catchup $(E2E_CATCHUP) -timeout $(E2E_TIMEOUT) -json $(OUT)/bench-e2e.json | tail -60)
 
 ## bench-peers: the toolkit's operations beside Postgres's and Redis's doing the same (lwtbench
 ## -peers): 1 / 16 / 64 workers, each server measured alone, table on stdout, JSON (one entry per
@@ -187,7 +194,7 @@ fmt-check:
 	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 
 vet:
-	@for m in $(MODULES); do echo "go vet $$m"; $(GO) -C $$m vet -tags cluster,faults ./...; done
+	@for m in $(MODULES); do echo "go vet $$m"; $(GO) -C $$m vet -tags cluster,faults,soak ./...; done
 
 tidy-check:
 	@for m in $(MODULES); do $(GO) -C $$m mod tidy -diff || { echo "go.mod of $$m is not tidy: run go mod tidy there"; exit 1; }; done
@@ -254,6 +261,32 @@ test-faults:
 	$(GO) test -tags faults -race -count=1 -timeout $(FAULTS_TIMEOUT) -v ./internal/crashtest/ 2>&1 \
 	  | tee $(OUT)/faults.log | grep -aE '^(ok|FAIL|panic|--- FAIL|--- SKIP|\s+--- FAIL)|^\S+\.go:[0-9]+|crashtest: |^\||^crash test results' || true
 	@scripts/test-summary.sh $(OUT)/faults.log
+
+## soak: the outbox chain (examples/outbox's processes) under steady traffic for SOAK (default 10m)
+## while a loop kills the relay, restarts the broker, kills the consumer, restarts the node
+## (SIGTERM, then SIGKILL on its data) and injects poison events (over the topic's
+## max.message.bytes) every 30 s (internal/soak, build tag soak). Its own durable node, broker and
+## order service on 127.0.0.81:9342, 127.0.0.82:19492 and 127.0.0.83:19480 (SOAK_HOSTS moves them,
+## loopback only), stopped at the end, on failure too; SOAK_RATE orders/s (default 10). Writes
+## out/soak.json and fails unless effects are exact, nothing is lost or applied twice, every poison
+## event is parked and every table's rows are within their bound. Not part of make test.
+SOAK      ?= 10m
+SOAK_RATE ?= 10
+# The run, plus a few minutes per node restart on a loaded machine and up to 6 minutes to settle.
+SOAK_TIMEOUT ?= 60m
+# The node's and the broker's run directories are under $(OUT)/soak-run, so the trap stops them
+# even when the test binary dies before its cleanups (a -timeout panic, Ctrl-C), and a run stops
+# what a run before it left behind before it starts.
+SOAK_RUN_DIR := $(CURDIR)/$(OUT)/soak-run
+SOAK_DOWN    := CASSANDRA_RUN_DIR=$(SOAK_RUN_DIR)/node $(NODE) down >/dev/null 2>&1 || true; \
+                KAFKA_RUN_DIR=$(SOAK_RUN_DIR)/broker $(BROKER) down >/dev/null 2>&1 || true
+soak:
+	@mkdir -p $(OUT)
+	$(GO) vet -tags soak ./internal/soak/
+	@$(SOAK_DOWN); trap '$(SOAK_DOWN)' EXIT; \
+	SOAK=$(SOAK) SOAK_RATE=$(SOAK_RATE) SOAK_RUN_DIR=$(SOAK_RUN_DIR) $(GO) test -tags soak -count=1 -run TestSoak -timeout $(SOAK_TIMEOUT) \
+	  -v ./internal/soak/ 2>&1 | tee $(OUT)/soak.log | grep --line-buffered -aE '^(ok|FAIL|panic|--- )|soak: ' || true
+	@grep -q '^--- PASS: TestSoak' $(OUT)/soak.log
 
 ## cassandra-up / cassandra-down: a local node on $(LOCAL_HOSTS) (see scripts/cassandra/node.sh;
 ## e.g. CASSANDRA_DURABLE=1 CASSANDRA_COMMITLOG=group make cassandra-up for a durable one).

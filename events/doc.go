@@ -1,7 +1,8 @@
 // Package events counts each increment once, whatever the retries, with an event log that
 // replaces a native Cassandra counter; a Log is safe for concurrent use by many goroutines and
-// processes. Build one with [NewLog], store increments with [Log.Record], run [Log.RunRollups]
-// in a goroutine you own, and read a counter with [Log.Total].
+// processes. Build one with [NewLog], store increments with [Log.Record] (or a poll's with
+// [Log.RecordBatch]), run [Log.RunRollups] in a goroutine you own, and read a counter with
+// [Log.Total].
 //
 //	log, err := events.NewLog(session)
 //	if err != nil {
@@ -16,9 +17,22 @@
 // width), a part (a hash of its ID) and its ID, so recording it again rewrites the same row:
 // the on-time path is one plain write, with no lightweight transaction. An event id must always
 // come with the same Time and Delta. Rollups fold each closed window into the counter's total
-// exactly once, and Total reads that total plus what is not folded yet, summed on the node. An
-// event recorded after its window closed is counted once, in the window open then, through a
-// claim in counter_late_claims (a few reads and one lightweight transaction).
+// exactly once, and Total reads that total plus what is not folded yet, summed on the node.
+//
+// An event recorded after its window closed (a consumer catching up, a retry after a restart)
+// is counted once, in the window open then, through a claim in counter_late_slices that names
+// that window. [Log.RecordBatch] stores a poll's events at once: its late events of one counter
+// and one second of event time are looked up in their own window (one read per part) and
+// claimed with one conditional batch (a Paxos round per 100 events, not one per event), and the
+// rows of on-time and late events go out together; [Log.Record] is the same path for one event.
+// It stays exact because batching changes how many claims one Paxos round decides, not what a
+// claim means: event rows live as long as a retry is accepted and a window takes writes only while it is open,
+// so once it settled a row found there is a witness; each late event has one claim row, at a
+// key derived from the event alone, written only by conditional writes, which a conditional
+// batch applies all or none; writers write an event's row only into the window its claim
+// names, and move a claim only from a window that settled without the row. So at most one
+// window ever holds a late event's row, whatever the retries, batch boundaries, crashes between
+// the claim and the write, or racing consumers.
 //
 // The log forgets on purpose: its rows live for the retention ([WithLogRetention], default 7
 // days) and a retry older than it is refused with [ErrEventExpired]; the folded total never

@@ -16,6 +16,7 @@ import (
 // window's last on-time writes to land (a timer; tests replace it).
 type lateState struct {
 	readParts, readEvent, readLegacy, claim, readClaim, move string
+	batch                                                    batchQueries
 	sleep                                                    func(ctx context.Context, d time.Duration) error
 }
 
@@ -31,6 +32,10 @@ func newLateState(cfg config, legacy, events, windows string) (lateState, error)
 	if err != nil {
 		return lateState{}, fmt.Errorf("%w: %w", ErrInvalidOption, err)
 	}
+	bq, err := newBatchQueries(cfg, claims, legacy, events)
+	if err != nil {
+		return lateState{}, err
+	}
 	return lateState{
 		readParts:  "SELECT parts FROM " + windows + " WHERE counter = ? AND day = ? AND bucket = ?",
 		readEvent:  "SELECT event_id FROM " + events + " WHERE counter = ? AND bucket = ? AND part = ? AND event_id = ?",
@@ -38,6 +43,7 @@ func newLateState(cfg config, legacy, events, windows string) (lateState, error)
 		claim:      "INSERT INTO " + claims + " (counter, bucket, event_id, target, claimed_at) VALUES (?, ?, ?, ?, ?) IF NOT EXISTS USING TTL ?",
 		readClaim:  "SELECT target FROM " + claims + " WHERE counter = ? AND bucket = ? AND event_id = ?",
 		move:       "UPDATE " + claims + " USING TTL ? SET target = ?, claimed_at = ? WHERE counter = ? AND bucket = ? AND event_id = ? IF target = ?",
+		batch:      bq,
 		sleep:      loop.Sleep,
 	}, nil
 }
@@ -159,7 +165,7 @@ func (l *Log) claimLate(ctx context.Context, e Event, own, from time.Time) (time
 	case applied:
 		return mine, nil
 	case targetOf(row).IsZero():
-		// Claims are never deleted, so only a missing table or a user's delete gets here.
+		// Claims outlive every retry Record accepts, so only a missing table or a user's delete gets here.
 		return time.Time{}, fmt.Errorf("%w: events: %s of %q in %q found no claim", cas.ErrMalformedResult, op, e.ID, e.Counter)
 	}
 	return targetOf(row), nil

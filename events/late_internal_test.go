@@ -127,7 +127,7 @@ func TestOnTimeWriteRecheckedBeforeItIsSent(t *testing.T) {
 	require.NoError(t, err)
 	require.EqualValues(t, 1, got)
 	var target time.Time
-	require.NoError(t, session.Query(`SELECT target FROM counter_late_claims WHERE counter = ? AND bucket = ? AND event_id = ?`,
+	require.NoError(t, session.Query(`SELECT target FROM counter_late_slices WHERE counter = ? AND second = ? AND event_id = ?`,
 		"c", t0, "e").Scan(&target))
 	require.True(t, target.After(t0), "counted in the window open at the retry, %v", target)
 }

@@ -16,12 +16,13 @@ import (
 	"github.com/cassdedup/cassdedup/internal/testnode"
 )
 
-// lateTarget returns the window the late claim of id names, and whether there is a claim.
+// lateTarget returns the window the late claim of id names, and whether there is a claim
+// (own is the event's own window, which starts at its second with the default width).
 func lateTarget(t *testing.T, session *gocql.Session, counter string, own time.Time, id string) (time.Time, bool) {
 	t.Helper()
 	var target time.Time
-	iter := session.Query(`SELECT target FROM counter_late_claims WHERE counter = ? AND bucket = ? AND event_id = ?`,
-		counter, own, id).Iter()
+	iter := session.Query(`SELECT target FROM counter_late_slices WHERE counter = ? AND second = ? AND event_id = ?`,
+		counter, own.Truncate(time.Second), id).Iter()
 	found := iter.Scan(&target)
 	require.NoError(t, iter.Close())
 	return target.UTC(), found

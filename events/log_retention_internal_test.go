@@ -83,7 +83,7 @@ func TestRetentionBoundsRowsAndRefusesOlderRetries(t *testing.T) {
 	require.NoError(t, err)
 	require.EqualValues(t, 7, total, "the folded total outlives the rows")
 	assert.EqualValues(t, 2, l.Stats().Expired)
-	assert.GreaterOrEqual(t, l.Stats().Late, int64(2))
+	assert.GreaterOrEqual(t, l.Stats().LateEvents, int64(2))
 }
 
 // TestRetentionOptionsAreValidated refuses retentions and lags out of range, alone or against

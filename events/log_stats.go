@@ -18,10 +18,13 @@ type LogStats struct {
 	// Totals is the Total calls that returned a total, and TotalReads the reads made for them:
 	// concurrent calls of one counter share reads, so TotalReads can be far fewer.
 	Totals, TotalReads int64
-	// Late is the Record calls that took the late path (their event's window had closed: a
-	// consumer behind its topic, a retry after a restart), and Expired those refused with
-	// ErrEventExpired. A rate of Late well above zero says writers fall behind their events.
-	Late, Expired int64
+	// LateEvents is the late events the Log claimed or followed a claim of (their window had
+	// closed: a consumer behind its topic, a retry after a restart), and LateRounds the
+	// conditional writes (Paxos rounds) it sent for them: a late batch claims the late events of
+	// one counter and one second with one round, so LateRounds stays far below LateEvents. A rate
+	// of LateEvents well above zero says writers fall behind their events. Expired is the events
+	// refused with ErrEventExpired.
+	LateEvents, LateRounds, Expired int64
 	// RollupFailures is the Rollup calls (RunRollups' and RollupEvery's included) that returned
 	// an error, Stalled those that found a rollup more than the maximum lag behind.
 	RollupFailures, Stalled int64
@@ -36,8 +39,8 @@ type LogStats struct {
 }
 
 type logCounters struct {
-	writes, rows, summed, reused, checks, totals, reads atomic.Int64
-	late, expired, rollupFailures, stalled              atomic.Int64
+	writes, rows, summed, reused, checks, totals, reads      atomic.Int64
+	lateEvents, lateRounds, expired, rollupFailures, stalled atomic.Int64
 }
 
 // Stats returns a snapshot of the Log's counters.
@@ -47,8 +50,9 @@ func (l *Log) Stats() LogStats {
 	}
 	c := &l.stats
 	s := LogStats{Writes: c.writes.Load(), Rows: c.rows.Load(), Summed: c.summed.Load(), Reused: c.reused.Load(),
-		Checks: c.checks.Load(), Totals: c.totals.Load(), TotalReads: c.reads.Load(), Late: c.late.Load(),
-		Expired: c.expired.Load(), RollupFailures: c.rollupFailures.Load(), Stalled: c.stalled.Load()}
+		Checks: c.checks.Load(), Totals: c.totals.Load(), TotalReads: c.reads.Load(),
+		LateEvents: c.lateEvents.Load(), LateRounds: c.lateRounds.Load(), Expired: c.expired.Load(),
+		RollupFailures: c.rollupFailures.Load(), Stalled: c.stalled.Load()}
 	if worst, ok := l.laggiest(l.cfg.now()); ok {
 		s.RollupLag, s.RollupLagCounter = worst.Lag, worst.Counter
 	}

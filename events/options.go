@@ -25,7 +25,8 @@ type config struct {
 
 	events, buckets, rollups   string // 003's layout, still read, and the rollups
 	windowEvents, windows      string // 008's spread layout, written
-	lateClaims                 string // where late events are re-homed (late.go)
+	lateClaims                 string // where earlier releases re-homed late events (late.go)
+	lateSlices                 string // where late events are re-homed, in batches (late_batch.go)
 	width, grace, settle, skew time.Duration
 	legacyWidth                time.Duration
 	parts                      int
@@ -53,7 +54,7 @@ func defaultConfig() config {
 	return config{
 		keyspace: schema.DefaultKeyspace, consistency: gocql.Quorum, serial: gocql.Serial, now: time.Now,
 		events: "counter_events", buckets: "counter_buckets", rollups: "counter_rollups",
-		windowEvents: "counter_window_events", windows: "counter_windows", lateClaims: "counter_late_claims",
+		windowEvents: "counter_window_events", windows: "counter_windows", lateClaims: "counter_late_claims", lateSlices: "counter_late_slices",
 		width: DefaultWindow, grace: DefaultGracePeriod, settle: DefaultSettleTime, skew: time.Minute,
 		legacyWidth: time.Hour, parts: DefaultParts, logRetention: DefaultLogRetention,
 	}

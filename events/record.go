@@ -29,7 +29,8 @@ type Event struct {
 // is (counter, window, part, id), with the part a hash of the id, so recording the same event
 // twice writes the same row twice. An event whose window closed (its end plus the grace period
 // passed: a lagging consumer, a late retry) is counted once in the window open now, through a
-// late claim: a few reads and one LWT (docs/eventlog.md).
+// late claim: a few reads and one LWT (docs/eventlog.md). RecordBatch stores many events
+// at once, at one LWT per group of late events instead of one each.
 //
 // It fails with ErrInvalidCounter, ErrInvalidEventID, ErrMissingEventTime, ErrFutureEvent, or
 // ErrEventExpired for an event older than the Log's retention (WithLogRetention): its rows may
@@ -43,13 +44,8 @@ func (l *Log) Record(ctx context.Context, e Event) error {
 	if err != nil {
 		return err
 	}
-	if !l.closed(window, l.cfg.now()) {
-		if err := l.store(ctx, e, window); !errors.Is(err, errMissedWindow) {
-			return err
-		}
-	}
-	l.stats.late.Add(1)
-	return l.recordLate(ctx, e, window)
+	// The late path of one event is RecordBatch's, so both claim in the same table.
+	return l.recordItems(ctx, []*lateItem{l.newItem(e, window, l.cfg.now())})
 }
 
 // errMissedWindow says an on-time write was not made, or not acknowledged, while its window

@@ -48,6 +48,11 @@ func (g *Guard) ProcessBatch(ctx context.Context, msgs []Message, handler Handle
 	if handler == nil {
 		return nil, fmt.Errorf("%w: nil handler", ErrInvalidOption)
 	}
+	return g.processBatch(ctx, msgs, handler, nil), nil
+}
+
+// processBatch is ProcessBatch and ProcessPoll: claims, then runAll, then the ends.
+func (g *Guard) processBatch(ctx context.Context, msgs []Message, handler Handler, apply PollHandler) []BatchResult {
 	results := make([]BatchResult, len(msgs))
 	groups, copies := g.group(ctx, msgs, results)
 	for _, grp := range groups {
@@ -59,7 +64,7 @@ func (g *Guard) ProcessBatch(ctx context.Context, msgs []Message, handler Handle
 		wg.Go(func() { grp.claim(ctx, g) })
 	}
 	wg.Wait()
-	g.runAll(ctx, groups, handler)
+	g.runAll(ctx, groups, handler, apply)
 	for _, grp := range groups {
 		wg.Go(func() { grp.finish(ctx, g) })
 	}
@@ -75,7 +80,7 @@ func (g *Guard) ProcessBatch(ctx context.Context, msgs []Message, handler Handle
 			results[i] = BatchResult{Outcome: Duplicate}
 		}
 	}
-	return results, nil
+	return results
 }
 
 // batchGroup is the messages of one call that share a partition: one claim batch, one finish.

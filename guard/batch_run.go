@@ -19,8 +19,10 @@ type batchJob struct {
 }
 
 // runAll runs the handler for every claimed message of groups, in the order the caller gave
-// them, while one goroutine renews the claims' leases, and queues each claim's end.
-func (g *Guard) runAll(ctx context.Context, groups []*batchGroup, handler Handler) {
+// them, while one goroutine renews the claims' leases, and queues each claim's end. With
+// apply set (ProcessPoll), apply runs first, once, for all of them, and each message's handler
+// returns what apply said of it.
+func (g *Guard) runAll(ctx context.Context, groups []*batchGroup, handler Handler, apply PollHandler) {
 	var jobs []batchJob
 	for _, grp := range groups {
 		for j, c := range grp.claims {
@@ -57,6 +59,9 @@ func (g *Guard) runAll(ctx context.Context, groups []*batchGroup, handler Handle
 			panic(p)
 		}
 	}()
+	if apply != nil {
+		handler = g.applyPoll(ctx, jobs, ctxs, apply)
+	}
 	for k, jb := range jobs {
 		if jb.grp.claims[jb.j] == nil {
 			g.runFast(ctxs[k], jb.grp, jb.j, handler)

@@ -23,6 +23,10 @@
 // Concurrent deliveries run the handler once; the others get Duplicate, or InProgress (error
 // lwt.ErrInProgress) while the first runs. ProcessBatch claims the messages of a poll that share
 // a partition with one conditional batch: two Paxos rounds per group of up to 100 messages.
+// [Guard.ProcessPoll] does the same with one call of a [PollHandler] for the whole poll, so the
+// poll's effects can be written together (one events.Log.RecordBatch: a consumer that catches
+// up pays a few Paxos rounds per poll, not one per message); [ByKey] runs the handlers of
+// different keys concurrently, each key's messages in order.
 //
 // [Guard.Own] turns on the Bloom fast path for a scope this process owns (one consumer per
 // broker partition): a message its pre-check knows to be new runs without a claim and is

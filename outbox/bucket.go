@@ -130,6 +130,13 @@ func (r *Relay) bucket(ctx context.Context, sh *shard, b int64, rd bucketRead) (
 
 // readBucket reads the pending intents of one partition, in staging order, and its relay fence.
 func (r judge) readBucket(ctx context.Context, b int64, s int) ([]intent, int64, error) {
+	out, fence, _, err := r.scanBucket(ctx, b, s)
+	return out, fence, err
+}
+
+// scanBucket is readBucket that also says how many rows the node returned: every intent of the
+// partition, settled ones included, which is what a pass costs the node (Stats.RowsRead).
+func (r judge) scanBucket(ctx context.Context, b int64, s int) ([]intent, int64, int, error) {
 	iter := r.session.Query(r.bucket, b, s).WithContext(ctx).Consistency(r.cfg.consistency).PageSize(1000).Iter()
 	var out []intent
 	var fence int64
@@ -139,8 +146,10 @@ func (r judge) readBucket(ctx context.Context, b int64, s int) ([]intent, int64,
 	var expires, next *time.Time
 	var committed *bool
 	var attempts *int
+	scanned := 0
 	for iter.Scan(&in.namespace, &in.key, &in.fence, &in.owner, &in.stagedAt, &state, &rf, &rec,
 		&expires, &sealedAt, &committed, &attempts, &next, &lastErr) {
+		scanned++
 		if rf != nil {
 			fence = *rf
 		}
@@ -157,10 +166,10 @@ func (r judge) readBucket(ctx context.Context, b int64, s int) ([]intent, int64,
 		out = append(out, in)
 	}
 	if err := iter.Close(); err != nil {
-		return nil, 0, fmt.Errorf("outbox: read bucket %d shard %d: %w", b, s, err)
+		return nil, 0, scanned, fmt.Errorf("outbox: read bucket %d shard %d: %w", b, s, err)
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].stagedAt.Before(out[j].stagedAt) })
-	return out, fence, nil
+	return out, fence, scanned, nil
 }
 
 func deref[T any](p *T) T {

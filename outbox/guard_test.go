@@ -13,7 +13,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cassdedup/cassdedup/bloom"
-	"github.com/cassdedup/cassdedup/events"
 	"github.com/cassdedup/cassdedup/guard"
 	"github.com/cassdedup/cassdedup/lwt"
 )
@@ -204,7 +203,7 @@ func TestGuardBatchAndFastPathRefuseStaging(t *testing.T) {
 
 	pre, err := bloom.NewPreCheck("billing/orders/3")
 	require.NoError(t, err)
-	require.ErrorIs(t, g.Own(ctx, orderMessage("x").Scope, 1, pre), events.ErrInvalidOption)
+	require.ErrorIs(t, g.Own(ctx, orderMessage("x").Scope, 1, pre), guard.ErrInvalidOption)
 
 	pub := &recorder{}
 	drain(t, ctx, e.relay(t, pub))

@@ -35,6 +35,7 @@ func (f PublisherFunc) Publish(ctx context.Context, msgs []Message) error { retu
 type Stats struct {
 	Shards        int           // shards held after the pass
 	Buckets       int           // bucket partitions read
+	RowsRead      int           // intent rows the node returned, settled ones included (the cost of a pass)
 	Published     int           // messages published
 	Settled       int           // intents marked (published, dropped or parked)
 	Dropped       int           // intents whose run did not commit
@@ -52,6 +53,7 @@ type Stats struct {
 
 func (s *Stats) add(o Stats) {
 	s.Buckets += o.Buckets
+	s.RowsRead += o.RowsRead
 	s.Published += o.Published
 	s.Settled += o.Settled
 	s.Dropped += o.Dropped

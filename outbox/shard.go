@@ -95,6 +95,9 @@ func (r *Relay) work(ctx context.Context, sh *shard) (Stats, error) {
 	buckets = append(append(open, buckets...), sweep...)
 	reads := r.readAll(ctx, sh.id, buckets)
 	var st Stats
+	for _, rd := range reads {
+		st.RowsRead += rd.scanned
+	}
 	remaining := map[int64]int{}
 	var werr error
 	for i, b := range buckets {
@@ -158,16 +161,17 @@ var errLeaseRanOut = errors.New("lease ran out")
 
 // bucketRead is one partition's pending intents and relay fence, or the error reading it.
 type bucketRead struct {
-	rows  []intent
-	fence int64
-	err   error
+	rows    []intent
+	fence   int64
+	scanned int // rows the node returned, settled ones included
+	err     error
 }
 
 // readAll reads the partitions of shard s in buckets, a few at a time: most are empty, and a
 // relay catching up reads many.
 func (r *Relay) readAll(ctx context.Context, s int, buckets []int64) []bucketRead {
 	out := make([]bucketRead, len(buckets))
-	inParallel(len(buckets), func(i int) { out[i].rows, out[i].fence, out[i].err = r.readBucket(ctx, buckets[i], s) })
+	inParallel(len(buckets), func(i int) { out[i].rows, out[i].fence, out[i].scanned, out[i].err = r.scanBucket(ctx, buckets[i], s) })
 	return out
 }
 

@@ -139,6 +139,7 @@ var documentedTTL = map[string]int{
 	"counter_window_events":        0,
 	"counter_windows":              0,
 	"counter_late_claims":          0,
+	"counter_late_slices":          0,
 	"counter_ops":                  7 * 86400,
 	"processed_messages_bucketed":  7 * 86400,
 	"counter_ops_by_hour":          7 * 86400,

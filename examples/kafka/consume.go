@@ -24,7 +24,7 @@ type consumerConfig struct {
 	dupEvery           int
 	maxPoll            int
 	// bloom processes messages one at a time through Guard.Process with the Bloom fast path
-	// on for the partitions this consumer is assigned, instead of ProcessBatch.
+	// on for the partitions this consumer is assigned, instead of ProcessPoll.
 	bloom bool
 	// stallAfter, when positive, makes the consumer stop inside a handler once it has
 	// processed that many messages, after a few handlers of the poll ran: run kills it there,
@@ -173,11 +173,12 @@ func (c *consumer) process(ctx context.Context, partition int32, records []*kgo.
 	return nil
 }
 
-// deliver hands msgs to the guard: one ProcessBatch, or, with the Bloom fast path, one Process
+// deliver hands msgs to the guard: one ProcessPoll, whose handlers of different payments run
+// concurrently (each payment's deliveries in order), or, with the Bloom fast path, one Process
 // per message.
 func (c *consumer) deliver(ctx context.Context, msgs []guard.Message) ([]guard.BatchResult, error) {
 	if !c.cfg.bloom {
-		return c.guard.ProcessBatch(ctx, msgs, c.handle)
+		return c.guard.ProcessPoll(ctx, msgs, guard.ByKey(paymentOf, handlersAtOnce, c.handle))
 	}
 	out := make([]guard.BatchResult, len(msgs))
 	for i, m := range msgs {
@@ -187,13 +188,26 @@ func (c *consumer) deliver(ctx context.Context, msgs []guard.Message) ([]guard.B
 	return out, nil
 }
 
+// handlersAtOnce bounds the handlers of one poll that run at once.
+const handlersAtOnce = 16
+
+// paymentOf is the key whose deliveries must apply in order: the payment (the message id).
+func paymentOf(m guard.Message) string { return m.ID }
+
 // handle is the side effect: the effect row, fenced by the claim's token (0 on the fast path,
 // which has no claim), and the run counter.
 func (c *consumer) handle(ctx context.Context, m guard.Message) error {
-	if c.cfg.stallAfter > 0 && c.t.processed.Load() >= c.cfg.stallAfter && c.stalls.Add(1) == 4 {
-		fmt.Fprintf(c.out, "stalled %s in the handler of %s\n", c.cfg.name, m.ID)
-		<-ctx.Done() // run kills this process now, with three handlers of the poll done
-		return ctx.Err()
+	if c.cfg.stallAfter > 0 && c.t.processed.Load() >= c.cfg.stallAfter {
+		// The fourth handler from here on stalls, and every one after it: run kills this
+		// process now, with three handlers of the poll done and at most handlersAtOnce-1
+		// others that were running beside the stalled one.
+		if n := c.stalls.Add(1); n >= 4 {
+			if n == 4 {
+				fmt.Fprintf(c.out, "stalled %s in the handler of %s\n", c.cfg.name, m.ID)
+			}
+			<-ctx.Done()
+			return ctx.Err()
+		}
 	}
 	var fence int64
 	if claim, ok := lwt.ClaimFromContext(ctx); ok {

@@ -15,8 +15,9 @@ import (
 	"github.com/cassdedup/cassdedup/outbox/kafkapub"
 )
 
-// consume reads the topic as one member of group and runs each partition's records of a poll
-// through the batched guard, keyed by the event id, committing offsets only once every record
+// consume reads the topic as one member of group and applies each partition's records of a poll
+// with one ProcessPoll (batched claims, one RecordBatch of their effects, batched ends), keyed by
+// the event id, committing offsets only once every record
 // was processed or found a duplicate.
 func (c *chain) consume(ctx context.Context, topic, group string, g *guard.Guard, logc *events.Log) error {
 	opts := []kgo.Opt{kgo.SeedBrokers(c.cfg.brokers...), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
@@ -30,25 +31,44 @@ func (c *chain) consume(ctx context.Context, topic, group string, g *guard.Guard
 		return err
 	}
 	defer cl.CloseAllowingRebalance()
-	handle := func(ctx context.Context, m guard.Message) error {
-		var o order
-		if err := json.Unmarshal(m.Payload, &o); err != nil {
-			return err
+	// apply is the effect of a poll's claimed messages: each order's amount on an event-log
+	// counter, under the event's id, all recorded with one RecordBatch, so a consumer that
+	// catches up pays Paxos rounds per poll and window, not per order.
+	apply := func(ctx context.Context, msgs []guard.Message) []error {
+		errs := make([]error, len(msgs))
+		orders := make([]order, len(msgs))
+		evs := make([]events.Event, 0, len(msgs))
+		for i, m := range msgs {
+			if errs[i] = json.Unmarshal(m.Payload, &orders[i]); errs[i] == nil {
+				evs = append(evs, events.Event{Counter: c.counter, ID: m.ID, Delta: orders[i].Amount, Time: m.Time})
+			}
 		}
-		// The effect: the order's amount on an event-log counter, under the event's id.
-		if err := logc.Record(ctx, events.Event{Counter: c.counter, ID: m.ID, Delta: o.Amount, Time: m.Time}); err != nil {
-			return err
+		if err := logc.RecordBatch(ctx, evs); err != nil {
+			for i := range errs {
+				errs[i] = err
+			}
+			return errs
 		}
+		now := time.Now()
 		c.mu.Lock()
-		c.runs[o.ID]++
-		if _, ok := c.applied[o.ID]; !ok {
-			c.applied[o.ID] = time.Now()
+		for i, o := range orders {
+			if errs[i] != nil {
+				continue
+			}
+			c.runs[o.ID]++
+			if _, ok := c.applied[o.ID]; !ok {
+				c.applied[o.ID] = now
+			}
 		}
 		c.mu.Unlock()
 		if c.report != nil {
-			c.report.say(Line{Event: "applied", Order: o.ID})
+			for i, o := range orders {
+				if errs[i] == nil {
+					c.report.say(Line{Event: "applied", Order: o.ID})
+				}
+			}
 		}
-		return nil
+		return errs
 	}
 	for ctx.Err() == nil {
 		fetches := cl.PollRecords(ctx, 500)
@@ -78,7 +98,7 @@ func (c *chain) consume(ctx context.Context, topic, group string, g *guard.Guard
 		var perr error
 		fetches.EachPartition(func(p kgo.FetchTopicPartition) {
 			if perr == nil && len(p.Records) > 0 {
-				perr = c.process(ctx, group, p.Records, g, handle)
+				perr = c.process(ctx, group, p.Records, g, apply)
 			}
 		})
 		if perr != nil {
@@ -93,7 +113,7 @@ func (c *chain) consume(ctx context.Context, topic, group string, g *guard.Guard
 }
 
 // process delivers records until each is processed or a duplicate.
-func (c *chain) process(ctx context.Context, group string, records []*kgo.Record, g *guard.Guard, handle guard.Handler) error {
+func (c *chain) process(ctx context.Context, group string, records []*kgo.Record, g *guard.Guard, apply guard.PollHandler) error {
 	c.consumed.Add(int64(len(records)))
 	if c.report != nil {
 		c.report.say(Line{Event: "consumed", N: len(records)})
@@ -112,7 +132,7 @@ func (c *chain) process(ctx context.Context, group string, records []*kgo.Record
 		msgs = append(msgs, m)
 	}
 	for len(msgs) > 0 && ctx.Err() == nil {
-		res, err := g.ProcessBatch(ctx, msgs, handle)
+		res, err := g.ProcessPoll(ctx, msgs, apply)
 		if err != nil {
 			return err
 		}

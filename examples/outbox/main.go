@@ -41,6 +41,7 @@ func runMain() error {
 	keyspace := flag.String("keyspace", "outbox_example", "keyspace to create the schema in")
 	orders := flag.Int("orders", 1000, "orders to place")
 	clients := flag.Int("clients", 16, "concurrent clients")
+	catchup := flag.Int("catchup", 0, "then a catch-up phase: this many orders placed with the consumer stopped, then its drain measured")
 	jsonOut := flag.String("json", "", "also write the summary as JSON to this file")
 	timeout := flag.Duration("timeout", 10*time.Minute, "give up when the chain has not delivered by then")
 	role := flag.String("role", "", "run one part of the chain: api, relay or consume (default: the whole chain once)")
@@ -52,6 +53,10 @@ func runMain() error {
 	flag.StringVar(&rc.instance, "instance", "", "role consume: a static group member id, one per consumer process: "+
 		"a member that rejoins with it (after a broker restart) gets its partitions back without waiting out its old session")
 	flag.DurationVar(&rc.relayLease, "relay-lease", outbox.DefaultRelayLease, "role relay: how long the relay holds a shard without renewing it")
+	flag.DurationVar(&rc.publishTimeout, "publish-timeout", 0,
+		"role relay: each Publish's deadline and the Kafka client's delivery timeout (default outbox.DefaultPublishTimeout; shorter than -relay-lease)")
+	flag.IntVar(&rc.maxMessageBytes, "max-message-bytes", 0,
+		"role relay or consume: the topic's max.message.bytes if the role creates it (default: the broker's); the soak makes events over it")
 	flag.BoolVar(&rc.holdAfterPublish, "hold-after-publish", false,
 		"role relay (crash tests): after the first publish, wait for a line on stdin before marking")
 	flag.Parse()
@@ -68,7 +73,7 @@ func runMain() error {
 		return err
 	}
 	defer session.Close()
-	s, err := run(ctx, session, config{brokers: strings.Split(*brokers, ","), keyspace: *keyspace, orders: *orders, clients: *clients}, os.Stdout)
+	s, err := run(ctx, session, config{brokers: strings.Split(*brokers, ","), keyspace: *keyspace, orders: *orders, clients: *clients, catchup: *catchup}, os.Stdout)
 	if err != nil {
 		return err
 	}
@@ -80,6 +85,9 @@ func runMain() error {
 	}
 	if s.Lost != 0 || s.DuplicatedEffects != 0 {
 		return fmt.Errorf("%d lost, %d applied twice", s.Lost, s.DuplicatedEffects)
+	}
+	if c := s.Catchup; c != nil && (c.Lost != 0 || c.DuplicatedEffects != 0) {
+		return fmt.Errorf("catch-up phase: %d lost, %d applied twice", c.Lost, c.DuplicatedEffects)
 	}
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"strconv"
 	"sync"
 	"time"
 
@@ -37,6 +38,11 @@ type roleConfig struct {
 	counter    string        // consume: the event-log counter the effects go to
 	instance   string        // consume: a static group membership id (kgo.InstanceID), or none
 	relayLease time.Duration // relay: outbox.WithRelayLease
+	// relay: outbox.WithPublishTimeout and the Kafka client's delivery timeout (0: the default)
+	publishTimeout time.Duration
+	// relay, consume: the topic's max.message.bytes when the role creates it (0: the broker's
+	// default), so a soak can make events the broker refuses for good.
+	maxMessageBytes int
 	// relay: after the first publish that succeeded, report "holding" and wait for a line on
 	// stdin before marking, so a test can kill or freeze the relay between publish and mark.
 	holdAfterPublish bool
@@ -103,12 +109,25 @@ func serveAPI(ctx context.Context, session *gocql.Session, cfg roleConfig, rep *
 
 func runRelay(ctx context.Context, session *gocql.Session, cfg roleConfig, rep *reporter) error {
 	// The relay's publisher gives up on a record within the relay's publish timeout.
-	cl, err := kgo.NewClient(append(kafkapub.ClientOpts(outbox.DefaultPublishTimeout), kgo.SeedBrokers(cfg.brokers...))...)
+	relayOpts := []outbox.Option{outbox.WithKeyspace(cfg.keyspace), outbox.WithPollInterval(50 * time.Millisecond),
+		outbox.WithRelayLease(cfg.relayLease)}
+	timeout := outbox.DefaultPublishTimeout
+	if cfg.publishTimeout > 0 {
+		timeout = cfg.publishTimeout
+		relayOpts = append(relayOpts, outbox.WithPublishTimeout(timeout))
+	}
+	opts := append(kafkapub.ClientOpts(), kgo.SeedBrokers(cfg.brokers...))
+	if cfg.maxMessageBytes > 0 {
+		// Batches no larger than the topic accepts: a batch over it is refused whole, and one
+		// record too large would take the others of its batch down with it.
+		opts = append(opts, kgo.ProducerBatchMaxBytes(int32(cfg.maxMessageBytes)))
+	}
+	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return err
 	}
 	defer cl.Close()
-	if err := createTopic(ctx, cl, cfg.topic); err != nil {
+	if err := createTopic(ctx, cl, cfg.topic, cfg.maxMessageBytes); err != nil {
 		return err
 	}
 	pub, err := kafkapub.New(cl, cfg.topic)
@@ -119,6 +138,19 @@ func runRelay(ctx context.Context, session *gocql.Session, cfg roleConfig, rep *
 	resume := make(chan struct{})
 	relay, err := outbox.NewRelay(session, outbox.PublisherFunc(func(pctx context.Context, msgs []outbox.Message) error {
 		if err := pub.Publish(pctx, msgs); err != nil {
+			// Some messages may have been accepted beside those refused: report those.
+			var perMsg *outbox.PublishErrors
+			if errors.As(err, &perMsg) && len(perMsg.Errs) == len(msgs) {
+				var orders []string
+				for i, e := range perMsg.Errs {
+					if e == nil {
+						orders = append(orders, msgs[i].Key)
+					}
+				}
+				if len(orders) > 0 {
+					rep.say(Line{Event: "published", Orders: orders})
+				}
+			}
 			return err
 		}
 		orders := make([]string, len(msgs))
@@ -144,7 +176,7 @@ func runRelay(ctx context.Context, session *gocql.Session, cfg roleConfig, rep *
 		case <-ctx.Done():
 			return ctx.Err()
 		}
-	}), outbox.WithKeyspace(cfg.keyspace), outbox.WithPollInterval(50*time.Millisecond), outbox.WithRelayLease(cfg.relayLease))
+	}), relayOpts...)
 	if err != nil {
 		return err
 	}
@@ -171,7 +203,7 @@ func runConsumer(ctx context.Context, session *gocql.Session, cfg roleConfig, re
 	if err != nil {
 		return err
 	}
-	err = createTopic(ctx, cl, cfg.topic)
+	err = createTopic(ctx, cl, cfg.topic, cfg.maxMessageBytes)
 	cl.Close()
 	if err != nil {
 		return err
@@ -198,9 +230,15 @@ func runConsumer(ctx context.Context, session *gocql.Session, cfg roleConfig, re
 	return nil
 }
 
-// createTopic creates topic with 4 partitions unless it exists.
-func createTopic(ctx context.Context, cl *kgo.Client, topic string) error {
-	if _, err := kadm.NewClient(cl).CreateTopic(ctx, 4, 1, nil, topic); err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+// createTopic creates topic with 4 partitions unless it exists, with max.message.bytes set to
+// maxBytes unless it is 0.
+func createTopic(ctx context.Context, cl *kgo.Client, topic string, maxBytes int) error {
+	var configs map[string]*string
+	if maxBytes > 0 {
+		v := strconv.Itoa(maxBytes)
+		configs = map[string]*string{"max.message.bytes": &v}
+	}
+	if _, err := kadm.NewClient(cl).CreateTopic(ctx, 4, 1, configs, topic); err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
 		return fmt.Errorf("create topic %s: %w", topic, err)
 	}
 	return nil

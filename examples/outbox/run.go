@@ -31,6 +31,12 @@ type config struct {
 	orders   int
 	clients  int
 	instance string // the consumer's static group membership id, if any
+	// first is added to the orders' numbers: a phase's orders are not another phase's (their
+	// idempotency keys would replay the first phase's answers).
+	first int
+	// catchup, if not zero, adds a second phase: that many orders placed while the consumer is
+	// stopped, then the consumer started and its drain measured (Summary.Catchup).
+	catchup int
 }
 
 // Summary is what the chain delivered, as make bench-e2e writes it.
@@ -54,6 +60,22 @@ type Summary struct {
 	// message published (the relay) and the last effect applied (Seconds).
 	AcceptedSeconds  float64 `json:"accepted_seconds"`
 	PublishedSeconds float64 `json:"published_seconds"`
+	// AcceptedPerS is the distinct orders the service acknowledged per second (first request to
+	// last acknowledgement); ConsumerLagS the time from the last acknowledgement to the last
+	// effect applied: how far the consumer trails the service.
+	AcceptedPerS float64 `json:"accepted_per_s"`
+	ConsumerLagS float64 `json:"consumer_lag_s"`
+	// RelayReadsPerIntent is the intent rows the relay's passes read (Stats.RowsRead) per
+	// message it published in the phase.
+	RelayReadsPerIntent float64 `json:"relay_reads_per_intent"`
+	RelayRowsRead       int64   `json:"relay_rows_read"`
+	// CatchupMsgsPerS is, in the catch-up phase, the effects the consumer applied per second
+	// from its start (every order already placed and published) to the last effect; on the
+	// first phase's summary it repeats the catch-up phase's figure.
+	CatchupMsgsPerS float64 `json:"catchup_msgs_per_s,omitempty"`
+	// Catchup is the second phase (config.catchup): the consumer stopped while the orders are
+	// placed, then started. Its own effects_exact, lost and duplicated_effects.
+	Catchup *Summary `json:"catchup,omitempty"`
 }
 
 // chain is one run's shared state.
@@ -70,24 +92,48 @@ type chain struct {
 	consumed  atomic.Int64
 	published atomic.Int64 // messages the relay published, copies included
 	lastPub   atomic.Int64 // when the relay last published, in Unix nanoseconds
+	relayRows atomic.Int64 // intent rows the relay read (Stats.RowsRead)
+	relayPub  atomic.Int64 // messages the relay's passes published (Stats.Published)
+	// consumerStart, in the catch-up phase, is when the consumer started (after every order
+	// was placed); zero when it ran from the start.
+	consumerStart time.Time
 	// report, if set (a consume role), hears of every poll and every applied effect.
 	report *reporter
 }
 
 // run places the orders through the whole chain and waits until every accepted one took effect
-// (or ctx ends), then reports.
+// (or ctx ends), then reports; with cfg.catchup it then runs the catch-up phase, on a topic, a
+// counter and a consumer group of its own.
 func run(ctx context.Context, session *gocql.Session, cfg config, out io.Writer) (Summary, error) {
+	s, err := runPhase(ctx, session, cfg, false, out)
+	if err != nil || cfg.catchup <= 0 {
+		return s, err
+	}
+	cc := cfg
+	cc.orders, cc.first = cfg.catchup, cfg.first+cfg.orders
+	fmt.Fprintf(out, "catch-up phase: %d orders placed with the consumer stopped\n", cc.orders)
+	c, err := runPhase(ctx, session, cc, true, out)
+	if err != nil {
+		return s, fmt.Errorf("catch-up phase: %w", err)
+	}
+	s.Catchup, s.CatchupMsgsPerS = &c, c.CatchupMsgsPerS
+	return s, nil
+}
+
+// runPhase is one run of the chain; with catchup the consumer starts only once every order
+// was acknowledged and published.
+func runPhase(ctx context.Context, session *gocql.Session, cfg config, catchup bool, out io.Writer) (Summary, error) {
 	suffix := time.Now().Format("150405.000000")
 	topic := "orders-" + suffix
 	c := &chain{cfg: cfg, session: session, counter: "orders-placed-" + suffix,
 		accepted: map[string]time.Time{}, applied: map[string]time.Time{}, runs: map[string]int{}}
 	// The relay's publisher gives up on a record within the relay's publish timeout.
-	cl, err := kgo.NewClient(append(kafkapub.ClientOpts(outbox.DefaultPublishTimeout), kgo.SeedBrokers(cfg.brokers...))...)
+	cl, err := kgo.NewClient(append(kafkapub.ClientOpts(), kgo.SeedBrokers(cfg.brokers...))...)
 	if err != nil {
 		return Summary{}, err
 	}
 	defer cl.Close()
-	if err := createTopic(ctx, cl, topic); err != nil {
+	if err := createTopic(ctx, cl, topic, 0); err != nil {
 		return Summary{}, err
 	}
 	srv, addr, err := c.serve("127.0.0.1:0")
@@ -126,21 +172,34 @@ func run(ctx context.Context, session *gocql.Session, cfg config, out io.Writer)
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
-		_ = relay.Run(bg, func(_ outbox.Stats, err error) {
+		_ = relay.Run(bg, func(st outbox.Stats, err error) {
+			c.relayRows.Add(int64(st.RowsRead))
+			c.relayPub.Add(int64(st.Published))
 			if err != nil {
 				fmt.Fprintln(out, "relay:", err)
 			}
 		})
 	}()
-	go func() {
+	consume := func() {
 		defer wg.Done()
 		if err := c.consume(bg, topic, "billing-"+suffix, g, logc); err != nil && bg.Err() == nil {
 			errs <- err
 		}
-	}()
+	}
+	if !catchup {
+		go consume()
+	}
 
 	start := time.Now()
 	c.place(bg, addr)
+	if catchup {
+		// The backlog is whole before the consumer starts: every accepted order published.
+		c.waitPublished(bg)
+		c.mu.Lock()
+		c.consumerStart = time.Now()
+		c.mu.Unlock()
+		go consume()
+	}
 	err = c.waitApplied(bg, errs)
 	stop()
 	wg.Wait()
@@ -149,6 +208,10 @@ func run(ctx context.Context, session *gocql.Session, cfg config, out io.Writer)
 	}
 	s := c.summary(ctx, logc, start)
 	s.Published = c.published.Load()
+	s.RelayRowsRead = c.relayRows.Load()
+	if p := c.relayPub.Load(); p > 0 {
+		s.RelayReadsPerIntent = float64(s.RelayRowsRead) / float64(p)
+	}
 	b, _ := json.MarshalIndent(s, "", "  ")
 	fmt.Fprintln(out, string(b))
 	return s, nil
@@ -236,7 +299,8 @@ func (c *chain) place(ctx context.Context, addr string) {
 				if int(i) > c.cfg.orders || ctx.Err() != nil {
 					return
 				}
-				o := order{ID: fmt.Sprintf("order-%010d", i), Amount: i} // keys of at least 16 bytes
+				n := i + int64(c.cfg.first)
+				o := order{ID: fmt.Sprintf("order-%010d", n), Amount: n} // keys of at least 16 bytes
 				if i%5 == 0 {
 					wg.Add(1)
 					go func() {
@@ -304,6 +368,27 @@ func (c *chain) waitApplied(ctx context.Context, errs <-chan error) error {
 	}
 }
 
+// waitPublished waits until the relay has published at least one message per accepted order
+// (copies count, so it may return a little early: the catch-up rate is then a little low,
+// never high), or ctx ends.
+func (c *chain) waitPublished(ctx context.Context) {
+	t := time.NewTicker(50 * time.Millisecond)
+	defer t.Stop()
+	for {
+		c.mu.Lock()
+		n := len(c.accepted)
+		c.mu.Unlock()
+		if c.published.Load() >= int64(n) {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
 // summary compares what was accepted with what took effect.
 func (c *chain) summary(ctx context.Context, logc *events.Log, start time.Time) Summary {
 	c.mu.Lock()
@@ -347,6 +432,13 @@ func (c *chain) summary(ctx context.Context, logc *events.Log, start time.Time) 
 			s.PublishedSeconds = time.Unix(0, p).Sub(start).Seconds()
 		}
 		s.MsgsPerS = float64(s.Applied) / s.Seconds
+		if s.AcceptedSeconds > 0 {
+			s.AcceptedPerS = float64(s.Accepted) / s.AcceptedSeconds
+		}
+		s.ConsumerLagS = max(0, last.Sub(lastAccepted).Seconds())
+		if !c.consumerStart.IsZero() && last.After(c.consumerStart) {
+			s.CatchupMsgsPerS = float64(s.Applied) / last.Sub(c.consumerStart).Seconds()
+		}
 	}
 	return s
 }

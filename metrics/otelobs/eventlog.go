@@ -17,7 +17,7 @@ import (
 //	cassdedup.eventlog.rollup.lag {store}       gauge, s: how far behind the clock the rollup
 //	                                            of the counter furthest behind is
 //	                                            (LogStats.RollupLag)
-//	cassdedup.eventlog.late {store}             counter: Record calls that took the late path
+//	cassdedup.eventlog.late {store}             counter: events recorded through the late path
 //	cassdedup.eventlog.expired {store}          counter: retries refused as older than the
 //	                                            retention (events.ErrEventExpired)
 //	cassdedup.eventlog.rollup.failures {store}  counter: Rollup calls that failed
@@ -60,7 +60,7 @@ func ObserveLog(name string, log *events.Log, opts ...Option) (metric.Registrati
 	return meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 		st := log.Stats()
 		o.ObserveFloat64(lag, st.RollupLag.Seconds(), store)
-		for i, v := range []int64{st.Late, st.Expired, st.RollupFailures, st.Stalled} {
+		for i, v := range []int64{st.LateEvents, st.Expired, st.RollupFailures, st.Stalled} {
 			o.ObserveInt64(counters[i], v, store)
 		}
 		return nil

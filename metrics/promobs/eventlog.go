@@ -79,7 +79,7 @@ func (c *LogCollector) Describe(ch chan<- *prometheus.Desc) {
 func (c *LogCollector) Collect(ch chan<- prometheus.Metric) {
 	s := c.log.Stats()
 	ch <- prometheus.MustNewConstMetric(c.lag, prometheus.GaugeValue, s.RollupLag.Seconds())
-	ch <- prometheus.MustNewConstMetric(c.late, prometheus.CounterValue, float64(s.Late))
+	ch <- prometheus.MustNewConstMetric(c.late, prometheus.CounterValue, float64(s.LateEvents))
 	ch <- prometheus.MustNewConstMetric(c.expired, prometheus.CounterValue, float64(s.Expired))
 	ch <- prometheus.MustNewConstMetric(c.failures, prometheus.CounterValue, float64(s.RollupFailures))
 	ch <- prometheus.MustNewConstMetric(c.stalls, prometheus.CounterValue, float64(s.Stalled))

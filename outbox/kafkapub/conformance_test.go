@@ -46,7 +46,7 @@ func TestConformance(t *testing.T) {
 // a delivery timeout long enough for a busy test broker's first produce to a new topic (the
 // suite checks the publisher, not the relay's deadline).
 func newClient(t *testing.T, opts ...kgo.Opt) *kgo.Client {
-	cl, err := kgo.NewClient(append(ClientOpts(30*time.Second), opts...)...)
+	cl, err := kgo.NewClient(append(ClientOpts(), opts...)...)
 	require.NoError(t, err)
 	t.Cleanup(cl.Close)
 	return cl

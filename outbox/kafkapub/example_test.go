@@ -5,14 +5,13 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/cassdedup/cassdedup/outbox"
 	"github.com/cassdedup/cassdedup/outbox/kafkapub"
 )
 
-// A publisher whose records fail within the relay's publish timeout, so a stuck broker cannot
-// keep a relay's pass past its lease.
+// A publisher for a relay: the relay bounds each Publish with its publish timeout, so a stuck
+// broker cannot keep a pass past its lease.
 func ExampleClientOpts() {
-	cl, err := kgo.NewClient(append(kafkapub.ClientOpts(outbox.DefaultPublishTimeout), kgo.SeedBrokers("127.0.0.1:9092"))...)
+	cl, err := kgo.NewClient(append(kafkapub.ClientOpts(), kgo.SeedBrokers("127.0.0.1:9092"))...)
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -11,12 +11,9 @@
 //
 // # Bounded by the relay's lease
 //
-// The relay gives every Publish a deadline inside its lease (outbox.WithPublishTimeout,
-// 4s by default). franz-go's own delivery timeout is unlimited by default, so a record already
-// handed to a stuck broker would be retried past that deadline, while a successor relay
-// publishes it too. New therefore refuses a client without kgo.RecordDeliveryTimeout, and
-// ClientOpts sets it (and the broker's ProduceRequestTimeout) within the relay's publish
-// timeout: a record not acknowledged by then fails, and the relay counts a failed attempt.
+// The relay gives every Publish a deadline inside its lease (outbox.WithPublishTimeout, 4s by
+// default); records not yet sent when it ends fail at once, and the relay counts a failed
+// attempt. franz-go's record delivery timeout stays unlimited (see ClientOpts).
 //
 // # Which failures are the event's own
 //
@@ -31,7 +28,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -47,23 +43,16 @@ const (
 )
 
 // ErrUnsafeClient: the client would not make a publication durable and free of producer
-// duplicates (idempotent writes are disabled or acks are not all in-sync replicas), or its
-// delivery timeout is unlimited, so a Publish could outlast the relay's lease.
-var ErrUnsafeClient = errors.New("kafkapub: the client must be an idempotent producer with acks=all and a delivery timeout")
+// duplicates: idempotent writes are disabled or acks are not all in-sync replicas.
+var ErrUnsafeClient = errors.New("kafkapub: the client must be an idempotent producer with acks=all")
 
-// ClientOpts are the producer options a Publisher needs, for a relay whose publish timeout
-// (outbox.WithPublishTimeout) is publishTimeout: franz-go's defaults of an idempotent producer
-// with acks=all, a record delivery timeout of publishTimeout, and a produce request timeout of
-// half of it. Pass them to kgo.NewClient with the seed brokers.
-func ClientOpts(publishTimeout time.Duration) []kgo.Opt {
-	if publishTimeout <= 0 {
-		publishTimeout = outbox.DefaultPublishTimeout
-	}
-	return []kgo.Opt{
-		kgo.RequiredAcks(kgo.AllISRAcks()),
-		kgo.RecordDeliveryTimeout(publishTimeout),
-		kgo.ProduceRequestTimeout(max(publishTimeout/2, 100*time.Millisecond)),
-	}
+// ClientOpts are the producer options a Publisher needs: franz-go's defaults of an idempotent
+// producer with acks=all, stated. Pass them to kgo.NewClient with the seed brokers. The relay
+// bounds each Publish with its context (outbox.WithPublishTimeout): records not yet sent when it
+// ends fail at once. A record delivery timeout shorter than a broker's first produce to a new
+// topic made every later batch of an idempotent producer time out too, so none is set.
+func ClientOpts() []kgo.Opt {
+	return []kgo.Opt{kgo.RequiredAcks(kgo.AllISRAcks())}
 }
 
 // Publisher sends outbox messages to one topic.
@@ -73,8 +62,7 @@ type Publisher struct {
 }
 
 // New returns a publisher to topic over client, which the caller owns and closes. The client
-// must keep franz-go's defaults of an idempotent producer with acks=all, and set a record
-// delivery timeout no longer than the relay's publish timeout (ClientOpts does both; else
+// must keep franz-go's defaults of an idempotent producer with acks=all (ClientOpts; else
 // ErrUnsafeClient).
 func New(client *kgo.Client, topic string) (*Publisher, error) {
 	if client == nil || topic == "" {
@@ -85,9 +73,6 @@ func New(client *kgo.Client, topic string) (*Publisher, error) {
 	}
 	if acks, ok := client.OptValue(kgo.RequiredAcks).(kgo.Acks); !ok || acks != kgo.AllISRAcks() {
 		return nil, fmt.Errorf("%w: acks are not all in-sync replicas", ErrUnsafeClient)
-	}
-	if d, _ := client.OptValue(kgo.RecordDeliveryTimeout).(time.Duration); d <= 0 {
-		return nil, fmt.Errorf("%w: kgo.RecordDeliveryTimeout is unlimited; build the client with kafkapub.ClientOpts(publishTimeout)", ErrUnsafeClient)
 	}
 	return &Publisher{client: client, topic: topic}, nil
 }
@@ -103,8 +88,18 @@ func (p *Publisher) Publish(ctx context.Context, msgs []outbox.Message) error {
 	if results.FirstErr() == nil {
 		return nil
 	}
+	// ProduceSync lists results in the order their promises fired, not in the order of recs:
+	// match each to its message by the record, or a failed message would be marked published.
+	index := make(map[*kgo.Record]int, len(recs))
+	for i, r := range recs {
+		index[r] = i
+	}
 	errs := make([]error, len(msgs))
-	for i, r := range results {
+	for _, r := range results {
+		i, ok := index[r.Record]
+		if !ok {
+			return fmt.Errorf("kafkapub: produce: %w", results.FirstErr()) // every message failed
+		}
 		if r.Err != nil {
 			errs[i] = classify(r.Err)
 		}
