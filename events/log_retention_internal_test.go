@@ -31,7 +31,7 @@ func TestRetentionBoundsRowsAndRefusesOlderRetries(t *testing.T) {
 
 	ks := l.cfg.keyspace
 	ttl := l.rowTTL()
-	require.Equal(t, int(DefaultLogRetention/time.Second)+184, ttl, "the defaults' TTL, as 016 states it")
+	require.Equal(t, int(DefaultLogRetention/time.Second)+184, ttl, "the defaults' TTL, as 017 states it")
 	ttls := func(stmt string) []int {
 		iter := session.Query(stmt).Iter()
 		var out []int
@@ -45,7 +45,7 @@ func TestRetentionBoundsRowsAndRefusesOlderRetries(t *testing.T) {
 	}
 	for _, stmt := range []string{
 		"SELECT TTL(delta) FROM " + ks + ".counter_window_events",
-		"SELECT TTL(target) FROM " + ks + ".counter_late_claims",
+		"SELECT TTL(target) FROM " + ks + ".counter_late_slices",
 	} {
 		got := ttls(stmt)
 		require.NotEmpty(t, got, stmt)
@@ -53,7 +53,7 @@ func TestRetentionBoundsRowsAndRefusesOlderRetries(t *testing.T) {
 			assert.InDelta(t, ttl, n, 600, "%s: a TTL of the retention plus the margin", stmt)
 		}
 	}
-	for _, table := range []string{"counter_window_events", "counter_windows", "counter_late_claims"} {
+	for _, table := range []string{"counter_window_events", "counter_windows", "counter_late_claims", "counter_late_slices"} {
 		var def, grace int
 		require.NoError(t, session.Query("SELECT default_time_to_live, gc_grace_seconds FROM system_schema.tables WHERE keyspace_name = ? AND table_name = ?",
 			ks, table).Scan(&def, &grace))
