@@ -26,7 +26,7 @@
 // claimed with one conditional batch (a Paxos round per 100 events, not one per event), and the
 // rows of on-time and late events go out together; [Log.Record] is the same path for one event.
 // It stays exact because batching changes how many claims one Paxos round decides, not what a
-// claim means: event rows are never deleted and a window takes writes only while it is open,
+// claim means: event rows live as long as a retry is accepted and a window takes writes only while it is open,
 // so once it settled a row found there is a witness; each late event has one claim row, at a
 // key derived from the event alone, written only by conditional writes, which a conditional
 // batch applies all or none; writers write an event's row only into the window its claim
@@ -34,11 +34,16 @@
 // window ever holds a late event's row, whatever the retries, batch boundaries, crashes between
 // the claim and the write, or racing consumers.
 //
+// The log forgets on purpose: its rows live for the retention ([WithLogRetention], default 7
+// days) and a retry older than it is refused with [ErrEventExpired]; the folded total never
+// expires, and a rollup that falls toward the retention is reported ([ErrRollupStalled],
+// [LogStats].RollupLag). A total outside the int64 range fails with [ErrOverflow].
+//
 // Options are typed to [NewLog]: each validates its value, and a bad one fails NewLog with an
 // error that names it and wraps [ErrInvalidOption]. The consumer guard that used to live here is
 // package guard.
 //
 // The design is in the repository's docs: docs/eventlog.md (writes, rollups, totals, late
-// events and why each event counts once), docs/sizing.md (what a partition holds and what a
+// events, why each event counts once, and the retention), docs/sizing.md (what a partition holds and what a
 // total reads) and docs/benchmarks.md (one hot counter, measured).
 package events

@@ -136,13 +136,13 @@ func (l *Log) send(k partKey, window time.Time, rows []*pendingRow) error {
 // writers cell, in one unlogged batch of one partition: Cassandra applies it as one mutation,
 // so a read that sees the mark sees the rows.
 func (l *Log) writeRows(ctx context.Context, k partKey, window time.Time, rows []*pendingRow) error {
-	now := l.cfg.now().UTC()
+	now, ttl := l.cfg.now().UTC(), l.rowTTL()
 	b := l.session.NewBatch(gocql.UnloggedBatch).WithContext(ctx).WithTimestamp(l.flush.stamp())
 	b.SetConsistency(l.cfg.consistency)
 	for _, r := range rows {
-		b.Query(l.q.insertEvent, r.e.Counter, window, k.part, r.e.ID, r.e.Delta, now)
+		b.Query(l.q.insertEvent, r.e.Counter, window, k.part, r.e.ID, r.e.Delta, now, ttl)
 	}
-	b.Query(l.q.markPart, l.flush.id, l.flush.numbers.Add(1), k.counter, window, k.part)
+	b.Query(l.q.markPart, ttl, l.flush.id, l.flush.numbers.Add(1), k.counter, window, k.part)
 	if err := l.session.ExecuteBatch(b); err != nil {
 		return err
 	}

@@ -40,9 +40,9 @@ func newLateState(cfg config, legacy, events, windows string) (lateState, error)
 		readParts:  "SELECT parts FROM " + windows + " WHERE counter = ? AND day = ? AND bucket = ?",
 		readEvent:  "SELECT event_id FROM " + events + " WHERE counter = ? AND bucket = ? AND part = ? AND event_id = ?",
 		readLegacy: "SELECT event_id FROM " + legacy + " WHERE counter = ? AND bucket = ? AND event_id = ?",
-		claim:      "INSERT INTO " + claims + " (counter, bucket, event_id, target, claimed_at) VALUES (?, ?, ?, ?, ?) IF NOT EXISTS",
+		claim:      "INSERT INTO " + claims + " (counter, bucket, event_id, target, claimed_at) VALUES (?, ?, ?, ?, ?) IF NOT EXISTS USING TTL ?",
 		readClaim:  "SELECT target FROM " + claims + " WHERE counter = ? AND bucket = ? AND event_id = ?",
-		move:       "UPDATE " + claims + " SET target = ?, claimed_at = ? WHERE counter = ? AND bucket = ? AND event_id = ? IF target = ?",
+		move:       "UPDATE " + claims + " USING TTL ? SET target = ?, claimed_at = ? WHERE counter = ? AND bucket = ? AND event_id = ? IF target = ?",
 		batch:      bq,
 		sleep:      loop.Sleep,
 	}, nil
@@ -150,9 +150,9 @@ func (l *Log) heldLegacy(ctx context.Context, e Event) (bool, error) {
 func (l *Log) claimLate(ctx context.Context, e Event, own, from time.Time) (time.Time, error) {
 	now := l.cfg.now()
 	mine := l.windowOf(now)
-	op, q := "late claim", l.session.Query(l.late.claim, e.Counter, own, e.ID, mine, now.UTC())
+	op, q := "late claim", l.session.Query(l.late.claim, e.Counter, own, e.ID, mine, now.UTC(), l.rowTTL())
 	if !from.IsZero() {
-		op, q = "late move", l.session.Query(l.late.move, mine, now.UTC(), e.Counter, own, e.ID, from)
+		op, q = "late move", l.session.Query(l.late.move, l.rowTTL(), mine, now.UTC(), e.Counter, own, e.ID, from)
 	}
 	applied, row, err := cas.Resolve(ctx, cas.Conditional{
 		Op: op, Write: q.WithContext(ctx), Read: l.session.Query(l.late.readClaim, e.Counter, own, e.ID).WithContext(ctx),
@@ -165,7 +165,7 @@ func (l *Log) claimLate(ctx context.Context, e Event, own, from time.Time) (time
 	case applied:
 		return mine, nil
 	case targetOf(row).IsZero():
-		// Claims are never deleted, so only a missing table or a user's delete gets here.
+		// Claims outlive every retry Record accepts, so only a missing table or a user's delete gets here.
 		return time.Time{}, fmt.Errorf("%w: events: %s of %q in %q found no claim", cas.ErrMalformedResult, op, e.ID, e.Counter)
 	}
 	return targetOf(row), nil

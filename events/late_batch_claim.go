@@ -29,8 +29,8 @@ func newBatchQueries(cfg config, claims, legacy, events string) (batchQueries, e
 		holds:      "SELECT event_id FROM " + events + " WHERE counter = ? AND bucket = ? AND part = ? AND event_id IN ?",
 		heldLegacy: "SELECT event_id FROM " + legacy + " WHERE counter = ? AND bucket = ? AND event_id IN ?",
 		oldClaims:  "SELECT event_id FROM " + claims + " WHERE counter = ? AND bucket = ? AND event_id IN ?",
-		claim:      "INSERT INTO " + slices + " (counter, second, event_id, bucket, target, claimed_at) VALUES (?, ?, ?, ?, ?, ?) IF NOT EXISTS",
-		move:       "UPDATE " + slices + " SET target = ?, claimed_at = ? WHERE counter = ? AND second = ? AND event_id = ? IF target = ?",
+		claim:      "INSERT INTO " + slices + " (counter, second, event_id, bucket, target, claimed_at) VALUES (?, ?, ?, ?, ?, ?) IF NOT EXISTS USING TTL ?",
+		move:       "UPDATE " + slices + " USING TTL ? SET target = ?, claimed_at = ? WHERE counter = ? AND second = ? AND event_id = ? IF target = ?",
 		read:       "SELECT event_id, target FROM " + slices + " WHERE counter = ? AND second = ? AND event_id IN ?",
 	}, nil
 }
@@ -261,12 +261,12 @@ func (l *Log) claimRound(ctx context.Context, items []*lateItem) ([]*lateItem, e
 	second := sliceOf(e0)
 	now := l.cfg.now()
 	mine := l.windowOf(now)
-	b := l.session.NewBatch(gocql.UnloggedBatch)
+	b, ttl := l.session.NewBatch(gocql.UnloggedBatch), l.rowTTL()
 	for _, it := range items {
 		if it.target.IsZero() {
-			b.Query(l.late.batch.claim, it.e.Counter, second, it.e.ID, it.own, mine, now.UTC())
+			b.Query(l.late.batch.claim, it.e.Counter, second, it.e.ID, it.own, mine, now.UTC(), ttl)
 		} else {
-			b.Query(l.late.batch.move, mine, now.UTC(), it.e.Counter, second, it.e.ID, it.target)
+			b.Query(l.late.batch.move, ttl, mine, now.UTC(), it.e.Counter, second, it.e.ID, it.target)
 		}
 	}
 	byID := func(rows []cas.Row) map[string]time.Time {

@@ -129,14 +129,14 @@ func TestRecordBatchStoppedBetweenItsSteps(t *testing.T) {
 		return items
 	}
 	crash(open, 60)
-	requireTotals(t, partial(open[:60]), crashed, other)
+	requireTotals(t, deltaSum(open[:60]), crashed, other)
 	require.NoError(t, other.RecordBatch(ctx, open), "the retry writes the claimed window's missing rows")
 	requireTotals(t, sumOpen, crashed, other)
 
 	items := crash(stale, 60)
 	first := items[0].target
 	clock.Advance(time.Minute) // the claims' window closes with half the rows
-	requireTotals(t, sumOpen+partial(stale[:60]), crashed, other)
+	requireTotals(t, sumOpen+deltaSum(stale[:60]), crashed, other)
 	var wg sync.WaitGroup
 	errs := make(chan error, 8)
 	for g := range 8 {
@@ -166,8 +166,8 @@ func TestRecordBatchStoppedBetweenItsSteps(t *testing.T) {
 	requireTotals(t, sumOpen+sumStale, crashed, other)
 }
 
-// partial sums the deltas of evs.
-func partial(evs []Event) int64 {
+// deltaSum sums the deltas of evs.
+func deltaSum(evs []Event) int64 {
 	var s int64
 	for _, e := range evs {
 		s += e.Delta

@@ -31,6 +31,7 @@ type Log struct {
 	started map[string]struct{}    // counters whose rollup row is known to have a since
 	active  map[string]time.Time   // counters recorded by this Log: the last window written
 	floors  map[string]time.Time   // the latest watermark seen per counter (see tail)
+	behind  map[string]time.Time   // per counter rolled or written: the oldest time maybe unfolded
 	totals  map[string]*totalRead  // counters with a read in flight: the next read, nil if none yet
 
 	indexing flights.Set[windowKey, struct{}] // index writes in flight
@@ -92,18 +93,19 @@ func NewLog(session *gocql.Session, opts ...Option) (*Log, error) {
 		started: make(map[string]struct{}),
 		active:  make(map[string]time.Time),
 		floors:  make(map[string]time.Time),
+		behind:  make(map[string]time.Time),
 		totals:  make(map[string]*totalRead),
 		q: logQueries{
-			insertEvent:  "INSERT INTO " + we + " (counter, bucket, part, event_id, delta, recorded_at) VALUES (?, ?, ?, ?, ?, ?)",
-			insertWindow: "INSERT INTO " + wi + " (counter, day, bucket, parts) VALUES (?, ?, ?, ?)",
+			insertEvent:  "INSERT INTO " + we + " (counter, bucket, part, event_id, delta, recorded_at) VALUES (?, ?, ?, ?, ?, ?) USING TTL ?",
+			insertWindow: "INSERT INTO " + wi + " (counter, day, bucket, parts) VALUES (?, ?, ?, ?) USING TTL ?",
 			listWindows:  "SELECT bucket, parts FROM " + wi + " WHERE counter = ? AND day = ? AND bucket >= ? AND bucket < ?",
-			markPart:     "UPDATE " + we + " SET writers[?] = ? WHERE counter = ? AND bucket = ? AND part = ?",
-			sumPart:      "SELECT sum(delta), writers FROM " + we + " WHERE counter = ? AND bucket = ? AND part = ?",
+			markPart:     "UPDATE " + we + " USING TTL ? SET writers[?] = ? WHERE counter = ? AND bucket = ? AND part = ?",
+			sumPart:      "SELECT sum(CAST(delta AS varint)), writers FROM " + we + " WHERE counter = ? AND bucket = ? AND part = ?",
 			readMarks:    "SELECT bucket, part, writers FROM " + we + " WHERE counter = ? AND bucket IN ? AND part IN ? PER PARTITION LIMIT 1",
 			readPart:     "SELECT event_id, delta FROM " + we + " WHERE counter = ? AND bucket = ? AND part = ?",
 			setSince:     "UPDATE " + ru + " SET since = ? WHERE counter = ? IF since = null",
 			listLegacy:   "SELECT bucket FROM " + bk + " WHERE counter = ? AND bucket > ? AND bucket < ?",
-			sumLegacy:    "SELECT sum(delta) FROM " + ev + " WHERE counter = ? AND bucket = ?",
+			sumLegacy:    "SELECT sum(CAST(delta AS varint)) FROM " + ev + " WHERE counter = ? AND bucket = ?",
 			readRollup:   "SELECT watermark, total, since FROM " + ru + " WHERE counter = ?",
 			insertRollup: "INSERT INTO " + ru + " (counter, watermark, total, updated_at) VALUES (?, ?, ?, ?) IF NOT EXISTS",
 			updateRollup: "UPDATE " + ru + " SET watermark = ?, total = ?, updated_at = ? WHERE counter = ? IF watermark = ?",
@@ -134,8 +136,12 @@ func (l *Log) readEnd(now time.Time) time.Time {
 // Lag returns how far behind the clock a rollup's watermark can be, with rollups run every
 // interval: a window is folded once its end plus the grace period and the settle time have
 // passed, at the next rollup after that. A total lists that many seconds of windows; it sums
-// on the node only those its Log has not summed since they last changed (see Total).
+// on the node only those its Log has not summed since they last changed (see Total). A nil Log
+// returns 0.
 func (l *Log) Lag(interval time.Duration) time.Duration {
+	if l == nil {
+		return 0
+	}
 	return l.cfg.width + l.cfg.grace + l.cfg.settle + interval
 }
 

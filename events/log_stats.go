@@ -1,6 +1,9 @@
 package events
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+	"time"
+)
 
 // LogStats is a snapshot of a Log's counters since it was made.
 type LogStats struct {
@@ -15,14 +18,29 @@ type LogStats struct {
 	// Totals is the Total calls that returned a total, and TotalReads the reads made for them:
 	// concurrent calls of one counter share reads, so TotalReads can be far fewer.
 	Totals, TotalReads int64
-	// LateEvents is the late events the Log claimed or followed a claim of, and LateRounds the
+	// LateEvents is the late events the Log claimed or followed a claim of (their window had
+	// closed: a consumer behind its topic, a retry after a restart), and LateRounds the
 	// conditional writes (Paxos rounds) it sent for them: a late batch claims the late events of
-	// one counter and one second with one round, so LateRounds stays far below LateEvents.
-	LateEvents, LateRounds int64
+	// one counter and one second with one round, so LateRounds stays far below LateEvents. A rate
+	// of LateEvents well above zero says writers fall behind their events. Expired is the events
+	// refused with ErrEventExpired.
+	LateEvents, LateRounds, Expired int64
+	// RollupFailures is the Rollup calls (RunRollups' and RollupEvery's included) that returned
+	// an error, Stalled those that found a rollup more than the maximum lag behind.
+	RollupFailures, Stalled int64
+	// RollupLag is how far behind the clock the rollup of the counter furthest behind is, as this
+	// Log knows it: the clock less the oldest window it wrote and has not seen folded (a fold of
+	// its own, by Rollup, RunRollups or RollupEvery), or less the first failure of a counter it
+	// rolls and has never folded. With rollups running it stays under about Lag(interval);
+	// RollupLagCounter names the counter. It grows without bound when rollups stall: events not
+	// folded within the retention expire uncounted.
+	RollupLag        time.Duration
+	RollupLagCounter string
 }
 
 type logCounters struct {
-	writes, rows, summed, reused, checks, totals, reads, lateEvents, lateRounds atomic.Int64
+	writes, rows, summed, reused, checks, totals, reads      atomic.Int64
+	lateEvents, lateRounds, expired, rollupFailures, stalled atomic.Int64
 }
 
 // Stats returns a snapshot of the Log's counters.
@@ -31,7 +49,12 @@ func (l *Log) Stats() LogStats {
 		return LogStats{}
 	}
 	c := &l.stats
-	return LogStats{Writes: c.writes.Load(), Rows: c.rows.Load(), Summed: c.summed.Load(), Reused: c.reused.Load(),
+	s := LogStats{Writes: c.writes.Load(), Rows: c.rows.Load(), Summed: c.summed.Load(), Reused: c.reused.Load(),
 		Checks: c.checks.Load(), Totals: c.totals.Load(), TotalReads: c.reads.Load(),
-		LateEvents: c.lateEvents.Load(), LateRounds: c.lateRounds.Load()}
+		LateEvents: c.lateEvents.Load(), LateRounds: c.lateRounds.Load(), Expired: c.expired.Load(),
+		RollupFailures: c.rollupFailures.Load(), Stalled: c.stalled.Load()}
+	if worst, ok := l.laggiest(l.cfg.now()); ok {
+		s.RollupLag, s.RollupLagCounter = worst.Lag, worst.Counter
+	}
+	return s
 }

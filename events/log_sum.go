@@ -3,7 +3,7 @@ package events
 import (
 	"context"
 	"fmt"
-	"sync/atomic"
+	"math/big"
 	"time"
 
 	"github.com/gocql/gocql"
@@ -53,7 +53,7 @@ func (l *Log) sum(ctx context.Context, counter string, legacy []time.Time, windo
 func (l *Log) sumEach(ctx context.Context, counter string, legacy []time.Time, windows []window, now time.Time) (int64, []int64, error) {
 	var reads []read
 	var checks []check
-	each := make([]atomic.Int64, len(windows))
+	var cached []partial // sums taken from the cache, added after the reads
 	for _, b := range legacy {
 		reads = append(reads, read{legacy: true, start: b, win: -1})
 	}
@@ -67,7 +67,7 @@ func (l *Log) sumEach(ctx context.Context, counter string, legacy []time.Time, w
 			c, ok := l.sums.get(partKey{counter, w.start.UnixMilli(), p})
 			switch {
 			case ok && c.final:
-				each[i].Add(c.sum)
+				cached = append(cached, partial{i, c.sum})
 				l.stats.reused.Add(1)
 			case ok && quiet && !settled:
 				checks = append(checks, check{start: w.start, part: p, win: i})
@@ -76,15 +76,9 @@ func (l *Log) sumEach(ctx context.Context, counter string, legacy []time.Time, w
 			}
 		}
 	}
-	var legacySum atomic.Int64
-	add := func(r read, s int64) {
-		if r.win < 0 {
-			legacySum.Add(s)
-		} else {
-			each[r.win].Add(s)
-		}
-	}
+	got := make([]int64, len(reads))
 	var again []read
+	var unchanged []partial
 	jobs := len(reads)
 	if len(checks) > 0 {
 		jobs++ // every check in one query
@@ -92,28 +86,57 @@ func (l *Log) sumEach(ctx context.Context, counter string, legacy []time.Time, w
 	err := parallel.ForEach(ctx, jobs, readConcurrency, func(ctx context.Context, i int) error {
 		if i == len(reads) {
 			var err error
-			again, err = l.recheck(ctx, counter, checks, each)
+			again, unchanged, err = l.recheck(ctx, counter, checks)
 			return err
 		}
-		s, err := l.sumRead(ctx, counter, reads[i])
-		add(reads[i], s)
+		var err error
+		got[i], err = l.sumRead(ctx, counter, reads[i])
 		return err
 	})
 	if err != nil {
 		return 0, nil, err
 	}
+	gotAgain := make([]int64, len(again))
 	err = parallel.ForEach(ctx, len(again), readConcurrency, func(ctx context.Context, i int) error {
-		s, err := l.sumRead(ctx, counter, again[i])
-		add(again[i], s)
+		var err error
+		gotAgain[i], err = l.sumRead(ctx, counter, again[i])
 		return err
 	})
-	sums := make([]int64, len(windows))
-	total := legacySum.Load()
-	for i := range each {
-		sums[i] = each[i].Load()
-		total += sums[i]
+	if err != nil {
+		return 0, nil, err
 	}
-	return total, sums, err
+	parts := append(cached, unchanged...)
+	for i, r := range reads {
+		parts = append(parts, partial{r.win, got[i]})
+	}
+	for i, r := range again {
+		parts = append(parts, partial{r.win, gotAgain[i]})
+	}
+	return addPartials(counter, parts, len(windows))
+}
+
+// partial is one sum of a window (win its index; -1 for a first-layout bucket).
+type partial struct {
+	win int
+	sum int64
+}
+
+// addPartials adds up the sums of a read: the total, and each window's, or ErrOverflow.
+func addPartials(counter string, parts []partial, windows int) (int64, []int64, error) {
+	each := make([]int64, windows)
+	var total int64
+	var err error
+	for _, p := range parts {
+		if p.win >= 0 {
+			if each[p.win], err = addChecked(each[p.win], p.sum); err != nil {
+				return 0, nil, fmt.Errorf("events: sum of %q: %w", counter, err)
+			}
+		}
+		if total, err = addChecked(total, p.sum); err != nil {
+			return 0, nil, fmt.Errorf("events: sum of %q: %w", counter, err)
+		}
+	}
+	return total, each, nil
 }
 
 // settled reports whether window w takes no write any more at now: its end plus the grace
@@ -130,25 +153,26 @@ func (l *Log) quiet(w, now time.Time) bool { return !now.Before(w.Add(l.cfg.widt
 // quietAfter is how long after a window's end its parts are summed again without a check.
 const quietAfter = 250 * time.Millisecond
 
-// recheck reads the marks of the checked parts in one query, adds to each the cached sum of
-// the parts unchanged since they were cached, and returns a read for each of the others.
-func (l *Log) recheck(ctx context.Context, counter string, checks []check, each []atomic.Int64) ([]read, error) {
+// recheck reads the marks of the checked parts in one query and returns the cached sums of the
+// parts unchanged since they were cached, and a read for each of the others.
+func (l *Log) recheck(ctx context.Context, counter string, checks []check) ([]read, []partial, error) {
 	l.stats.checks.Add(1)
 	marks, err := l.readMarks(ctx, counter, checks)
 	if err != nil {
-		return nil, fmt.Errorf("events: read marks of %q: %w", counter, err)
+		return nil, nil, fmt.Errorf("events: read marks of %q: %w", counter, err)
 	}
 	var again []read
+	var unchanged []partial
 	for _, c := range checks {
 		k := partKey{counter, c.start.UnixMilli(), c.part}
 		if cached, ok := l.sums.get(k); ok && sameMarks(cached.marks, marks[k]) {
-			each[c.win].Add(cached.sum)
+			unchanged = append(unchanged, partial{c.win, cached.sum})
 			l.stats.reused.Add(1)
 			continue
 		}
 		again = append(again, read{start: c.start, part: c.part, win: c.win})
 	}
-	return again, nil
+	return again, unchanged, nil
 }
 
 func (l *Log) sumRead(ctx context.Context, counter string, r read) (int64, error) {
@@ -156,7 +180,11 @@ func (l *Log) sumRead(ctx context.Context, counter string, r read) (int64, error
 	var err error
 	switch {
 	case r.legacy:
-		err = l.session.Query(l.q.sumLegacy, counter, r.start).WithContext(ctx).Consistency(l.cfg.consistency).Scan(&s)
+		var b *big.Int
+		err = l.session.Query(l.q.sumLegacy, counter, r.start).WithContext(ctx).Consistency(l.cfg.consistency).Scan(&b)
+		if err == nil {
+			s, err = fromBig(b)
+		}
 	case r.mixed != nil:
 		s, err = l.sumMixed(ctx, counter, r.start, r.mixed)
 	default:
@@ -171,9 +199,13 @@ func (l *Log) sumRead(ctx context.Context, counter string, r read) (int64, error
 // sumPart has the node sum one part of a window, reads the writers' marks in the same query,
 // and caches both.
 func (l *Log) sumPart(ctx context.Context, counter string, r read) (int64, error) {
-	var s int64
+	var b *big.Int
 	var m map[gocql.UUID]int64
-	err := l.session.Query(l.q.sumPart, counter, r.start, r.part).WithContext(ctx).Consistency(l.cfg.consistency).Scan(&s, &m)
+	err := l.session.Query(l.q.sumPart, counter, r.start, r.part).WithContext(ctx).Consistency(l.cfg.consistency).Scan(&b, &m)
+	if err != nil {
+		return 0, err
+	}
+	s, err := fromBig(b)
 	if err != nil {
 		return 0, err
 	}
@@ -196,9 +228,14 @@ func (l *Log) sumMixed(ctx context.Context, counter string, start time.Time, par
 		var id string
 		var delta int64
 		for iter.Scan(&id, &delta) {
-			if _, dup := seen[id]; !dup {
-				seen[id] = struct{}{}
-				total += delta
+			if _, dup := seen[id]; dup {
+				continue
+			}
+			seen[id] = struct{}{}
+			var err error
+			if total, err = addChecked(total, delta); err != nil {
+				_ = iter.Close()
+				return 0, err
 			}
 		}
 		if err := iter.Close(); err != nil {
@@ -206,4 +243,16 @@ func (l *Log) sumMixed(ctx context.Context, counter string, start time.Time, par
 		}
 	}
 	return total, nil
+}
+
+// fromBig returns a partition's sum, which the node computes as a varint so that it cannot wrap
+// (its sum of a bigint column wraps silently past the int64 range), or ErrOverflow.
+func fromBig(b *big.Int) (int64, error) {
+	switch {
+	case b == nil:
+		return 0, nil // a partition without rows
+	case !b.IsInt64():
+		return 0, fmt.Errorf("%w: a partition sums to %v", ErrOverflow, b)
+	}
+	return b.Int64(), nil
 }

@@ -2,6 +2,8 @@ package events
 
 import (
 	"fmt"
+	"log/slog"
+	"reflect"
 	"time"
 
 	"github.com/gocql/gocql"
@@ -28,6 +30,8 @@ type config struct {
 	width, grace, settle, skew time.Duration
 	legacyWidth                time.Duration
 	parts                      int
+	logRetention, maxLag       time.Duration // see WithLogRetention; maxLag 0: a quarter of it
+	logger                     *slog.Logger
 }
 
 // Defaults of the options.
@@ -52,11 +56,12 @@ func defaultConfig() config {
 		events: "counter_events", buckets: "counter_buckets", rollups: "counter_rollups",
 		windowEvents: "counter_window_events", windows: "counter_windows", lateClaims: "counter_late_claims", lateSlices: "counter_late_slices",
 		width: DefaultWindow, grace: DefaultGracePeriod, settle: DefaultSettleTime, skew: time.Minute,
-		legacyWidth: time.Hour, parts: DefaultParts,
+		legacyWidth: time.Hour, parts: DefaultParts, logRetention: DefaultLogRetention,
 	}
 }
 
-// newConfig applies opts to the defaults. Each option checks its own value; no check needs two.
+// newConfig applies opts to the defaults. Each option checks its own value; only the retention
+// and the rollup lag are checked against the others once all are applied (fitRetention).
 func newConfig(opts []Option) (config, error) {
 	c := defaultConfig()
 	for _, o := range opts {
@@ -67,7 +72,7 @@ func newConfig(opts []Option) (config, error) {
 			return c, err
 		}
 	}
-	return c, nil
+	return c, c.fitRetention()
 }
 
 // invalid is the error of a bad option: it names the option and the value it was given.
@@ -118,9 +123,12 @@ func WithClock(now func() time.Time) Option {
 
 // WithObserver sets a hook called synchronously on every LWT and write, the
 // same lwt.Observer an lwt.Store takes. It must be fast and safe for concurrent use. Default
-// none.
+// none (nil); a typed nil (a nil pointer in the interface) is refused, as its calls would panic.
 func WithObserver(o lwt.Observer) Option {
 	return func(c *config) error {
+		if o != nil && isNil(o) {
+			return invalid("WithObserver", fmt.Sprintf("%T(nil)", o), "a typed nil: pass nil for none")
+		}
 		c.observer = o
 		return nil
 	}
@@ -234,6 +242,16 @@ func WithMaxClockSkew(d time.Duration) Option {
 		c.skew = d
 		return nil
 	}
+}
+
+// isNil reports whether v holds a nil pointer, map, func, channel or slice.
+func isNil(v any) bool {
+	rv := reflect.ValueOf(v)
+	switch rv.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Func, reflect.Chan, reflect.Slice, reflect.Interface:
+		return rv.IsNil()
+	}
+	return false
 }
 
 // serialRead returns the serial consistency as a read consistency: a SELECT at SERIAL sees

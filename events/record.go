@@ -32,7 +32,9 @@ type Event struct {
 // late claim: a few reads and one LWT (docs/eventlog.md). RecordBatch stores many events
 // at once, at one LWT per group of late events instead of one each.
 //
-// It fails with ErrInvalidCounter, ErrInvalidEventID, ErrMissingEventTime or ErrFutureEvent.
+// It fails with ErrInvalidCounter, ErrInvalidEventID, ErrMissingEventTime, ErrFutureEvent, or
+// ErrEventExpired for an event older than the Log's retention (WithLogRetention): its rows may
+// be gone, so it is refused rather than counted again.
 // A failed Record may or may not have stored the event; record it again, at any time.
 func (l *Log) Record(ctx context.Context, e Event) error {
 	if err := l.checkCall(ctx); err != nil {
@@ -95,6 +97,11 @@ func (l *Log) check(e Event) (time.Time, error) {
 	if e.Time.After(now.Add(l.cfg.skew)) {
 		return time.Time{}, fmt.Errorf("%w: event %q at %v, clock %v", ErrFutureEvent, e.ID, e.Time, now)
 	}
+	if l.expired(e.Time, now) {
+		l.stats.expired.Add(1)
+		return time.Time{}, fmt.Errorf("%w: event %q of %q at %v is older than the retention %v (clock %v): not recorded",
+			ErrEventExpired, e.ID, e.Counter, e.Time.UTC(), l.cfg.logRetention, now.UTC())
+	}
 	return l.windowOf(e.Time), nil
 }
 
@@ -104,7 +111,7 @@ func (l *Log) check(e Event) (time.Time, error) {
 func (l *Log) ensureIndexed(ctx context.Context, counter string, window time.Time) error {
 	k := windowKey{counter, window.UnixMilli()}
 	return once(ctx, &l.indexing, k, func() bool { return has(l, l.indexed, k) }, func() error {
-		err := l.session.Query(l.q.insertWindow, counter, dayOf(window), window, l.cfg.parts).
+		err := l.session.Query(l.q.insertWindow, counter, dayOf(window), window, l.cfg.parts, l.rowTTL()).
 			WithContext(ctx).Consistency(l.cfg.consistency).Idempotent(true).Exec()
 		if err != nil {
 			return fmt.Errorf("events: index window %v of %q: %w", window, counter, err)
@@ -182,6 +189,7 @@ func (l *Log) touch(counter string, window time.Time) {
 	if last, ok := l.active[counter]; ok && !last.Before(window) {
 		return
 	}
+	l.noteWrite(counter, window)
 	if _, ok := l.active[counter]; !ok && len(l.active) >= activeMax {
 		return // RollupEvery or another process folds it; the total stays exact either way
 	}

@@ -18,6 +18,12 @@ type RollupResult struct {
 	// Folded is the number of windows (and first-layout buckets) this call folded; 0 when
 	// nothing was closed or another worker folded them first.
 	Folded int
+	// Lag is how far behind the clock the rollup was before this call: the clock less the start
+	// of the oldest closed window (or first-layout bucket) it had not folded, or less the
+	// watermark when nothing was closed since; a counter without events in between is not
+	// behind. A Lag beyond the maximum (WithMaxRollupLag) comes with an error matching
+	// ErrRollupStalled.
+	Lag time.Duration
 }
 
 // maxRollupRounds bounds how often Rollup re-reads after losing a race. A loss means another
@@ -37,6 +43,11 @@ const legacyClose = time.Hour + 5*time.Minute
 // nothing left to fold. A worker that stops between the sum and the watermark move leaves the
 // row as it was, so the next one folds the same windows. Rollup may run anywhere, any number of
 // times. Buckets of the first layout (counter_events) are folded by the same rule once closed.
+//
+// A counter found further behind than WithMaxRollupLag is folded all the same, and the result
+// comes with an error matching ErrRollupStalled (a *RollupStalledError): its oldest windows were
+// on their way to expire uncounted. A sum outside the int64 range fails with ErrOverflow and
+// moves nothing.
 func (l *Log) Rollup(ctx context.Context, counter string) (RollupResult, error) {
 	if err := l.checkCall(ctx); err != nil {
 		return RollupResult{}, err
@@ -44,14 +55,38 @@ func (l *Log) Rollup(ctx context.Context, counter string) (RollupResult, error) 
 	if err := ValidateCounter(counter); err != nil {
 		return RollupResult{}, err
 	}
+	res, err := l.rollupRounds(ctx, counter)
+	if err != nil {
+		l.stats.rollupFailures.Add(1)
+		l.noteFold(counter, time.Time{}, false)
+		return res, err
+	}
+	l.noteFold(counter, res.Watermark, true)
+	if res.Lag > l.cfg.maxLag {
+		// Folded, but loud: the windows it found had waited past the limit.
+		l.stats.stalled.Add(1)
+		since := l.cfg.now().Add(-res.Lag)
+		return res, &RollupStalledError{Counter: counter, Since: since, Lag: res.Lag, MaxLag: l.cfg.maxLag,
+			Expires: since.Add(l.cfg.logRetention)}
+	}
+	return res, nil
+}
+
+// rollupRounds folds counter, reading again after each race lost, a bounded number of times.
+func (l *Log) rollupRounds(ctx context.Context, counter string) (RollupResult, error) {
+	lag := time.Duration(-1)
 	for range maxRollupRounds {
 		res, done, err := l.rollupRound(ctx, counter)
+		if lag < 0 {
+			lag = res.Lag // the first round's: what this call found
+		}
 		if err != nil || done {
+			res.Lag = max(lag, 0)
 			return res, err
 		}
 	}
 	st, err := l.readRollup(ctx, counter, true)
-	return RollupResult{Watermark: st.watermark, Total: st.total}, err
+	return RollupResult{Watermark: st.watermark, Total: st.total, Lag: max(lag, 0)}, err
 }
 
 // PlanRollup returns what Rollup would do now, and writes nothing: the watermark it would
@@ -78,15 +113,16 @@ func (l *Log) nextRollup(ctx context.Context, counter string) (rollupState, Roll
 	now := l.cfg.now()
 	h := l.horizon(now)
 	if st.marked && !st.watermark.Before(h) {
-		return st, RollupResult{Watermark: st.watermark, Total: st.total}, true, nil
+		return st, RollupResult{Watermark: st.watermark, Total: st.total, Lag: lagOf(now, st.watermark)}, true, nil
 	}
 	legacy, windows, err := l.listTail(ctx, counter, st, h)
 	if err != nil {
 		return st, RollupResult{}, false, err
 	}
+	lag := lagOf(now, oldestUnfolded(legacy, windows, h))
 	h, legacy = l.capLegacy(now, h, legacy)
 	if st.marked && !st.watermark.Before(h) {
-		return st, RollupResult{Watermark: st.watermark, Total: st.total}, true, nil
+		return st, RollupResult{Watermark: st.watermark, Total: st.total, Lag: lag}, true, nil
 	}
 	for len(windows) > 0 && !windows[len(windows)-1].start.Before(h) {
 		windows = windows[:len(windows)-1] // after a capped horizon
@@ -95,7 +131,32 @@ func (l *Log) nextRollup(ctx context.Context, counter string) (rollupState, Roll
 	if err != nil {
 		return st, RollupResult{}, false, err
 	}
-	return st, RollupResult{Watermark: h, Total: st.total + sum, Folded: len(legacy) + len(windows)}, false, nil
+	total, err := addChecked(st.total, sum)
+	if err != nil {
+		return st, RollupResult{}, false, fmt.Errorf("events: fold %q to %v: %w", counter, h, err)
+	}
+	return st, RollupResult{Watermark: h, Total: total, Folded: len(legacy) + len(windows), Lag: lag}, false, nil
+}
+
+// oldestUnfolded returns the start of the oldest bucket or window listed as not folded, or the
+// horizon h when none is: a counter idle since its watermark has nothing waiting.
+func oldestUnfolded(legacy []time.Time, windows []window, h time.Time) time.Time {
+	oldest := h
+	if len(legacy) > 0 && legacy[0].Before(oldest) {
+		oldest = legacy[0]
+	}
+	if len(windows) > 0 && windows[0].start.Before(oldest) {
+		oldest = windows[0].start
+	}
+	return oldest
+}
+
+// lagOf returns now less t, 0 for the zero time.
+func lagOf(now, t time.Time) time.Duration {
+	if t.IsZero() {
+		return 0
+	}
+	return max(now.Sub(t), 0)
 }
 
 // rollupRound makes one attempt; done is false when another worker moved the watermark.

@@ -1,8 +1,11 @@
 package events
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/cassdedup/cassdedup/internal/parallel"
@@ -13,7 +16,9 @@ const rollupConcurrency = 4
 
 // RollupEvery calls Rollup for each counter every interval until ctx is done, and then
 // returns ctx.Err(). It runs in the caller's goroutine. A failed Rollup is retried at the
-// next tick; onError, if not nil, is told about it.
+// next tick; onError, if not nil, and the Log's logger (WithLogger) are told about it. A
+// stalled rollup ends it, after the pass, with an error matching ErrRollupStalled: a counter
+// found further behind than WithMaxRollupLag, or whose rollups have failed for longer than that.
 func (l *Log) RollupEvery(ctx context.Context, interval time.Duration, onError func(counter string, err error), counters ...string) error {
 	return l.rollupLoop(ctx, interval, onError, func() []string { return counters }, nil)
 }
@@ -24,7 +29,11 @@ func (l *Log) RollupEvery(ctx context.Context, interval time.Duration, onError f
 // process that records events, beside any number of other rollers: Rollup is exactly once
 // whoever runs it. A window is folded at most Lag(interval) after it starts, so a total lists
 // about that much of each counter's windows. A failed Rollup is retried at the next tick;
-// onError, if not nil, is told about it. A counter whose writer stopped before its windows were
+// onError, if not nil, and the Log's logger (WithLogger) are told about it. A stalled rollup
+// ends it, after the pass, with an error matching ErrRollupStalled (a *RollupStalledError): a
+// counter found further behind than WithMaxRollupLag, or whose rollups have failed for longer
+// than that. Its windows' rows expire a retention after they were written, folded or not, so
+// restart it (or page someone) rather than let a process run on without rollups. A counter whose writer stopped before its windows were
 // folded stays exact and is folded by the next Rollup of it from any process (RollupEvery, or
 // RunRollups in a process that records it again).
 func (l *Log) RunRollups(ctx context.Context, interval time.Duration, onError func(counter string, err error)) error {
@@ -42,23 +51,51 @@ func (l *Log) rollupLoop(ctx context.Context, interval time.Duration, onError fu
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
-		cs := counters()
-		_ = parallel.ForEach(ctx, len(cs), rollupConcurrency, func(ctx context.Context, i int) error {
-			res, err := l.Rollup(ctx, cs[i])
-			switch {
-			case err != nil && onError != nil && ctx.Err() == nil:
-				onError(cs[i], err)
-			case err == nil && folded != nil:
-				folded(cs[i], res)
-			}
-			return nil // one counter's failure never stops the others
-		})
+		if err := l.rollPass(ctx, counters(), onError, folded); err != nil {
+			return err
+		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-t.C:
 		}
 	}
+}
+
+// rollPass folds each counter once, up to rollupConcurrency at a time. One counter's failure
+// never stops the others; it returns the first stall found (see WithMaxRollupLag), after the
+// pass, so that the folds that can be made are made.
+func (l *Log) rollPass(ctx context.Context, cs []string, onError func(string, error), folded func(string, RollupResult)) error {
+	var mu sync.Mutex
+	var stall error
+	_ = parallel.ForEach(ctx, len(cs), rollupConcurrency, func(ctx context.Context, i int) error {
+		res, err := l.Rollup(ctx, cs[i])
+		if err != nil && ctx.Err() != nil {
+			return nil // the caller stopped the loop
+		}
+		if err != nil && !errors.Is(err, ErrRollupStalled) {
+			if s := l.stallOf(cs[i], l.cfg.now()); s != nil {
+				l.stats.stalled.Add(1)
+				err = fmt.Errorf("%w (last failure: %w)", s, err)
+			}
+		}
+		if err != nil {
+			l.report(ctx, cs[i], err)
+			if onError != nil {
+				onError(cs[i], err)
+			}
+		}
+		if errors.Is(err, ErrRollupStalled) {
+			mu.Lock()
+			stall = cmp.Or(stall, err)
+			mu.Unlock()
+		}
+		if folded != nil && !res.Watermark.IsZero() {
+			folded(cs[i], res)
+		}
+		return nil
+	})
+	return stall
 }
 
 // activeCounters returns the counters recorded by this Log and not yet folded past their last
@@ -79,5 +116,6 @@ func (l *Log) folded(counter string, res RollupResult) {
 	defer l.mu.Unlock()
 	if last, ok := l.active[counter]; ok && last.Before(res.Watermark) {
 		delete(l.active, counter)
+		l.forgetLag(counter)
 	}
 }

@@ -80,7 +80,11 @@ func (l *Log) readTotal(ctx context.Context, counter string) (int64, error) {
 		return 0, err
 	}
 	l.stats.reads.Add(1)
-	return st.total + sum, nil
+	total, err := addChecked(st.total, sum)
+	if err != nil {
+		return 0, fmt.Errorf("events: total of %q: %w", counter, err)
+	}
+	return total, nil
 }
 
 // sumTail sums what tail listed at now, and sums again by event id each window whose parts
@@ -99,7 +103,12 @@ func (l *Log) sumTail(ctx context.Context, counter string, legacy []time.Time, w
 		if err != nil {
 			return 0, fmt.Errorf("events: sum window %v of %q: %w", windows[i].start, counter, err)
 		}
-		sum += s - each[i]
+		if sum, err = addChecked(sum, -each[i]); err == nil {
+			sum, err = addChecked(sum, s)
+		}
+		if err != nil {
+			return 0, fmt.Errorf("events: sum of %q: %w", counter, err)
+		}
 	}
 	return sum, nil
 }

@@ -15,7 +15,8 @@ const (
 )
 
 // ValidateCounter reports whether name is a usable counter name: non-empty UTF-8 of at most
-// MaxCounterLength bytes. The error wraps ErrInvalidCounter.
+// MaxCounterLength bytes, without control characters: a tool that ends a name at a NUL or a
+// line break would show "c\x00d" as counter "c". The error wraps ErrInvalidCounter.
 func ValidateCounter(name string) error {
 	return countername.Validate(name)
 }

@@ -9,7 +9,7 @@
 // record every version they applied, with the file's checksum and the time, in the keyspace's
 // schema_migrations table; Status compares those records with the files and flags a file that
 // changed after it was applied. Every statement is idempotent (CREATE ... IF NOT EXISTS,
-// ALTER TABLE ... ADD IF NOT EXISTS), so an install made before versions were recorded is
+// ALTER TABLE ... ADD IF NOT EXISTS, ALTER TABLE ... WITH a table option), so an install made before versions were recorded is
 // adopted and upgraded in place. A change to the schema is a new numbered file, never an edit of
 // an applied one.
 //

@@ -39,7 +39,7 @@ func TestStatementsRetargetEveryTable(t *testing.T) {
 	assert.Equal(t, `CREATE KEYSPACE IF NOT EXISTS "tenant_a" WITH replication = {'class': 'NetworkTopologyStrategy', 'dc1': 3, 'dc2': 3}`, stmts[0])
 	for _, s := range stmts[1:] {
 		assert.True(t, strings.HasPrefix(s, `CREATE TABLE IF NOT EXISTS "tenant_a".`) ||
-			strings.HasPrefix(s, `ALTER TABLE "tenant_a".`) && strings.Contains(s, " ADD IF NOT EXISTS "), s)
+			strings.HasPrefix(s, `ALTER TABLE "tenant_a".`) && (strings.Contains(s, " ADD IF NOT EXISTS ") || strings.Contains(s, " WITH ")), s)
 		assert.NotContains(t, s, "cassdedup.")
 	}
 }

@@ -39,7 +39,7 @@ var commands = []*command{
 	schemaApplyCommand, schemaPrintCommand, schemaStatusCommand,
 	keyGetCommand, keyReleaseCommand, keyPurgeCommand, keysStuckCommand,
 	messageGetCommand, messageReleaseCommand, messagePurgeCommand, messagesListCommand, messagesStuckCommand,
-	countersUnappliedCommand, countersRepairCommand, counterTotalCommand, counterRollupCommand,
+	countersUnappliedCommand, countersRepairCommand, counterTotalCommand, counterRollupCommand, counterLagCommand,
 	outboxPendingCommand, outboxReplayCommand, outboxParkedCommand, outboxUnparkCommand, outboxDiscardCommand,
 }
 
@@ -197,6 +197,9 @@ var usageErrors = []error{
 var errUsage = errors.New("usage")
 
 func exitCode(err error) int {
+	if errors.Is(err, errStalled) {
+		return exitStalled
+	}
 	for _, u := range usageErrors {
 		if errors.Is(err, u) {
 			return exitUsage

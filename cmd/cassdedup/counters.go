@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -150,19 +151,21 @@ var countersRepairCommand = &command{
 
 // logFlags are the settings of the event log that must match the application's.
 type logFlags struct {
-	width, grace, settle time.Duration
+	width, grace, settle, retention time.Duration
 }
 
 func (l *logFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&l.width, "bucket-width", events.DefaultWindow, "the log's window width (events.WithBucketWidth)")
 	fs.DurationVar(&l.grace, "grace", events.DefaultGracePeriod, "the log's grace period (events.WithGracePeriod)")
 	fs.DurationVar(&l.settle, "settle", events.DefaultSettleTime, "the log's settle time (events.WithSettleTime)")
+	fs.DurationVar(&l.retention, "retention", events.DefaultLogRetention, "the log's retention (events.WithLogRetention)")
 }
 
 func (e *env) log(l *logFlags) (*events.Log, error) {
 	cl, serial := e.consistencies()
 	return events.NewLog(e.session, events.WithKeyspace(e.keyspace), events.WithConsistency(cl), events.WithSerialConsistency(serial),
-		events.WithBucketWidth(l.width), events.WithGracePeriod(l.grace), events.WithSettleTime(l.settle))
+		events.WithBucketWidth(l.width), events.WithGracePeriod(l.grace), events.WithSettleTime(l.settle),
+		events.WithLogRetention(l.retention))
 }
 
 // logCommand is a command on one event-log counter: the log flags (and the write flags of a
@@ -231,4 +234,55 @@ func rollup(ctx context.Context, e *env, l *events.Log, counter string, wf *writ
 			row(w, "COUNTER", "WATERMARK", "ROLLED-UP TOTAL", "BUCKETS FOLDED NOW")
 			row(w, display(counter), stamp(r.Watermark), r.Total, r.Folded)
 		})
+}
+
+// errStalled marks a rollup further behind than the operator's limit: exit status 3, so a
+// probe tells it from a failure to read (1).
+var errStalled = errors.New("rollup stalled")
+
+var counterLagCommand = &command{
+	name: "counter lag", args: []string{"COUNTER"},
+	summary: "show how far an event-log counter's rollup is behind; exit 3 when past -max-lag",
+	flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
+		var lf logFlags
+		lf.register(fs)
+		maxLag := fs.Duration("max-lag", time.Hour, "exit 3 when the rollup is further behind than this")
+		return func(ctx context.Context, e *env, args []string) error {
+			if *maxLag <= 0 {
+				return fmt.Errorf("%w: -max-lag must be positive", errUsage)
+			}
+			l, err := e.log(&lf)
+			if err != nil {
+				return err
+			}
+			return lag(ctx, e, l, args[0], lf.retention, *maxLag)
+		}
+	},
+}
+
+// lag prints a counter's rollup lag (what Rollup would find now, nothing written) and fails
+// with errStalled past maxLag.
+func lag(ctx context.Context, e *env, l *events.Log, counter string, retention, maxLag time.Duration) error {
+	p, err := l.PlanRollup(ctx, counter)
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	since := now.Add(-p.Lag)
+	state, stalled := "ok", p.Lag > maxLag
+	if stalled {
+		state = fmt.Sprintf("STALLED: past -max-lag %v; unfolded rows expire from %s", maxLag, stamp(since.Add(retention)))
+	}
+	err = e.emit(map[string]any{"counter": counter, "watermark": tptr(p.Watermark), "lag_seconds": p.Lag.Seconds(),
+		"unfolded_windows": p.Folded, "max_lag_seconds": maxLag.Seconds(), "stalled": stalled,
+		"expires_from": tptr(since.Add(retention))},
+		func(w io.Writer) {
+			row(w, "COUNTER", "WATERMARK", "LAG", "CLOSED WINDOWS UNFOLDED", "STATE")
+			row(w, display(counter), stamp(p.Watermark), p.Lag.Round(time.Millisecond), p.Folded, state)
+		})
+	if err == nil && stalled {
+		err = fmt.Errorf("%w: %s is %v behind (limit %v): see the runbook entry \"a stalled rollup\" (docs/operating.md)",
+			errStalled, display(counter), p.Lag.Round(time.Second), maxLag)
+	}
+	return err
 }

@@ -9,7 +9,7 @@
 //	cassdedup messages stuck
 //	cassdedup counters unapplied
 //	cassdedup counters repair COUNTER OP_ID -outcome applied|missing
-//	cassdedup counter total | rollup COUNTER
+//	cassdedup counter total | rollup | lag COUNTER
 //	cassdedup outbox pending
 //	cassdedup outbox replay NAMESPACE KEY -dry-run | -yes
 //	cassdedup outbox parked
@@ -31,7 +31,8 @@
 //
 // Exit status: 0 done, 1 failed (the error is on stderr; also a declined prompt, and schema
 // status on drift, a changed file or a newer release's migration), 2 usage (also a change not
-// confirmed, and a replication the cluster cannot hold).
+// confirmed, and a replication the cluster cannot hold), 3 a rollup past counter lag's
+// -max-lag (a stalled rollup: see docs/operating.md).
 package main
 
 import (
@@ -53,6 +54,7 @@ const (
 	exitOK      = 0
 	exitFailure = 1
 	exitUsage   = 2
+	exitStalled = 3 // counter lag: a rollup past -max-lag
 )
 
 // run runs one command line and returns its exit status. in answers confirmations; getenv
