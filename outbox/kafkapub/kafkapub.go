@@ -9,6 +9,12 @@
 // meets a republished event in the same window), and the headers IDHeader, TypeHeader,
 // SeqHeader and the event's own. A Publisher is safe for concurrent use.
 //
+// # Routing
+//
+// New sends every message to one topic; WithRoute picks a topic per message instead, as
+// Debezium's outbox EventRouter does: ByType("outbox.event.") sends each event to a topic named
+// for its type. A message the route cannot place fails alone, as a rejection the relay parks.
+//
 // # Bounded by the relay's lease
 //
 // The relay gives every Publish a deadline inside its lease (outbox.WithPublishTimeout, 4s by
@@ -32,6 +38,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/cassdedup/cassdedup/internal/optcheck"
 	"github.com/cassdedup/cassdedup/outbox"
 )
 
@@ -55,18 +62,28 @@ func ClientOpts() []kgo.Opt {
 	return []kgo.Opt{kgo.RequiredAcks(kgo.AllISRAcks())}
 }
 
-// Publisher sends outbox messages to one topic.
+// Publisher sends outbox messages to one topic, or to the topic its route picks per message.
 type Publisher struct {
 	client *kgo.Client
 	topic  string
+	route  Route
 }
 
 // New returns a publisher to topic over client, which the caller owns and closes. The client
 // must keep franz-go's defaults of an idempotent producer with acks=all (ClientOpts; else
-// ErrUnsafeClient).
-func New(client *kgo.Client, topic string) (*Publisher, error) {
-	if client == nil || topic == "" {
-		return nil, fmt.Errorf("kafkapub: nil client or empty topic")
+// ErrUnsafeClient). With WithRoute, topic may be empty: the route picks each message's topic.
+func New(client *kgo.Client, topic string, opts ...Option) (*Publisher, error) {
+	var c config
+	if err := optcheck.Build(ErrInvalidOption, client == nil, "client", &c, opts); err != nil {
+		return nil, err
+	}
+	if topic == "" && c.route == nil {
+		return nil, fmt.Errorf("%w: an empty topic and no WithRoute", ErrInvalidOption)
+	}
+	if topic != "" {
+		if err := validTopic(topic); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrInvalidOption, err)
+		}
 	}
 	if disabled, _ := client.OptValue(kgo.DisableIdempotentWrite).(bool); disabled {
 		return nil, fmt.Errorf("%w: idempotent writes are disabled", ErrUnsafeClient)
@@ -74,27 +91,35 @@ func New(client *kgo.Client, topic string) (*Publisher, error) {
 	if acks, ok := client.OptValue(kgo.RequiredAcks).(kgo.Acks); !ok || acks != kgo.AllISRAcks() {
 		return nil, fmt.Errorf("%w: acks are not all in-sync replicas", ErrUnsafeClient)
 	}
-	return &Publisher{client: client, topic: topic}, nil
+	return &Publisher{client: client, topic: topic, route: c.route}, nil
 }
 
 // Publish sends msgs and waits until every one is acknowledged; an error means some may not
 // be, and the relay sends them all again (the consumer dedups on IDHeader).
 func (p *Publisher) Publish(ctx context.Context, msgs []outbox.Message) error {
-	recs := make([]*kgo.Record, len(msgs))
+	recs := make([]*kgo.Record, 0, len(msgs))
+	errs := make([]error, len(msgs))
+	sent := make([]int, 0, len(msgs)) // the message of each record in recs
 	for i, m := range msgs {
-		recs[i] = Record(p.topic, m)
+		topic, err := p.topicOf(m)
+		if err != nil {
+			errs[i] = err
+			continue
+		}
+		recs = append(recs, Record(topic, m))
+		sent = append(sent, i)
 	}
+	unrouted := len(recs) < len(msgs)
 	results := p.client.ProduceSync(ctx, recs...)
-	if results.FirstErr() == nil {
+	if results.FirstErr() == nil && !unrouted {
 		return nil
 	}
 	// ProduceSync lists results in the order their promises fired, not in the order of recs:
 	// match each to its message by the record, or a failed message would be marked published.
 	index := make(map[*kgo.Record]int, len(recs))
-	for i, r := range recs {
-		index[r] = i
+	for j, r := range recs {
+		index[r] = sent[j]
 	}
-	errs := make([]error, len(msgs))
 	for _, r := range results {
 		i, ok := index[r.Record]
 		if !ok {
