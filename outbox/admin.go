@@ -30,8 +30,9 @@ type Pending struct {
 	Verdict string
 	Events  int // committed events waiting to be published
 	Err     error
-	// Attempts and LastError: failed publications so far (the relay parks the events after
-	// WithMaxAttempts). RecordExpires: when the record expires; past it (verdict "expired") the
+	// Attempts: the publisher's rejections of the events so far (the relay parks them after
+	// WithMaxAttempts; timeouts and an unreachable broker count none). LastError: the last
+	// failed publication's error, whatever its kind. RecordExpires: when the record expires; past it (verdict "expired") the
 	// relay parks the events, since whether the run committed can no longer be read.
 	Attempts      int
 	LastError     string

@@ -185,8 +185,9 @@ func TestBrokerOutageLongerThanRetention(t *testing.T) {
 		_, err := e.placeOrder(ctx, k, 1)
 		require.NoError(t, err)
 	}
-	st, _ := pollUntil(t, ctx, r, clk, 3*time.Second, func(st Stats) bool { return st.Attempts >= 9 })
+	st, _ := pollUntil(t, ctx, r, clk, 3*time.Second, func(st Stats) bool { return st.Transient >= 9 })
 	assert.Zero(t, st.Parked, "an outage parks nothing")
+	assert.Zero(t, st.Attempts, "nor counts toward parking")
 	for _, k := range []string{"b-1", "b-2", "b-3"} {
 		e.recordGone(t, k)
 	}
@@ -199,8 +200,8 @@ func TestBrokerOutageLongerThanRetention(t *testing.T) {
 	assert.ElementsMatch(t, []string{EventID("orders", "b-1", 0), EventID("orders", "b-2", 0), EventID("orders", "b-3", 0)}, pub.ids())
 }
 
-// poisonPublisher accepts every message but those of type "poison", reporting per message as
-// a Kafka publisher does, and counts what it was given.
+// poisonPublisher accepts every message but those of type "poison", which it rejects for good
+// (ErrRejected), reporting per message as a Kafka publisher does, and counts what it was given.
 type poisonPublisher struct {
 	recorder
 	mu   sync.Mutex
@@ -215,7 +216,7 @@ func (p *poisonPublisher) Publish(ctx context.Context, msgs []Message) error {
 	for i, m := range msgs {
 		p.seen[m.ID]++
 		if m.Type == "poison" {
-			errs[i], failed = errors.New("record too large"), true
+			errs[i], failed = fmt.Errorf("%w: record too large", ErrRejected), true
 			continue
 		}
 		ok = append(ok, m)

@@ -61,14 +61,20 @@ var (
 	ErrLayoutMismatch = errors.New("outbox: layout differs from the one stored with the intents")
 
 	// ErrRejected marks a publication the broker refused for good (a record over the topic's
-	// size limit, an authorization error, a publisher's own validation): a Publisher wraps it
-	// (fmt.Errorf("%w: ...", outbox.ErrRejected)) so the relay counts the attempt even while no
-	// other event is being accepted. Other errors count only while the publisher accepts
-	// others: a broker outage parks nothing.
+	// size limit, an authorization error, an invalid topic, a publisher's own validation): a
+	// Publisher wraps it (fmt.Errorf("%w: ...", outbox.ErrRejected)) in the error of that
+	// message in PublishErrors, or returns it for a call whose messages are all that
+	// operation's. Only such a rejection counts toward parking the events (WithMaxAttempts).
+	// Any other error, an ErrRejected that also matches context.DeadlineExceeded or
+	// context.Canceled, and an error for a whole call that carried several operations, is
+	// transient: the events back off and stay pending (until half the pending grace after
+	// their record's expiry, when they are parked as stalled rather than lost). A call of
+	// several operations rejected as a whole is retried an operation at a time.
 	ErrRejected = errors.New("outbox: publication rejected")
 
-	// ErrPublisherPanic: the Publisher panicked; the relay recovered it into the pass's error
-	// and counts a failed attempt of the events it was publishing.
+	// ErrPublisherPanic: the Publisher panicked; the relay recovered it into the pass's error.
+	// It counts as a rejection of the events of the call, publishing each operation alone when
+	// the call carried several.
 	ErrPublisherPanic = errors.New("outbox: publisher panicked")
 
 	// ErrCommitUnknown: an intent outlived its record (no relay settled it within the records'

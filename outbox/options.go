@@ -203,19 +203,23 @@ func WithSlowPublish(d time.Duration) Option {
 		func(c *config) { c.slowPublish = d })
 }
 
-// WithMaxAttempts sets how many failed publications of an operation's events the relay makes
-// before it parks them in outbox_parked (Admin.ListParked, cassdedup outbox parked), where an
-// operator replays or discards them. Every failure counts an attempt and backs off
-// (WithPublishBackoff), but only a failure that is the events' own parks them: the publisher
-// rejected them for good (ErrRejected), or it accepted other events within the longest backoff.
-// A broker outage parks nothing. Default 8; 1 to 1000.
+// WithMaxAttempts sets how many times the publisher may reject an operation's events before
+// the relay parks them in outbox_parked (Admin.ListParked, cassdedup outbox parked), where an
+// operator replays or discards them. Only a rejection of the events themselves counts: the
+// publisher marked their error ErrRejected (per message, or for a call that carried nothing
+// else), or panicked on them alone. A timeout, the end of the publish deadline, or a call that
+// failed as a whole (the broker unreachable or slow) counts nothing and parks nothing: the
+// events stay pending and back off (WithPublishBackoff), logged at Warn and counted in
+// Stats.Failed and Stats.Transient. Default 8; 1 to 1000.
 func WithMaxAttempts(n int) Option {
 	return set(n < 1 || n > 1000, optcheck.Call("WithMaxAttempts", n), "must be 1..1000",
 		func(c *config) { c.maxAttempts = n })
 }
 
-// WithPublishBackoff sets the pause after an event's first failed publication (doubled after
-// each further failure) and its maximum. Default 1s and 1m.
+// WithPublishBackoff sets the pause after an event's first rejection (doubled after each
+// further one) and its maximum. A failure that is not a rejection (a timeout, the broker away)
+// waits the same way, doubled after each bucket publication of the relay that failed whole,
+// back to the first pause once the publisher accepts again. Default 1s and 1m.
 func WithPublishBackoff(first, maximum time.Duration) Option {
 	return set(first <= 0 || maximum <= 0, optcheck.Call("WithPublishBackoff", first, maximum), "must be positive",
 		func(c *config) { c.backoff, c.maxBack = first, maximum })

@@ -7,26 +7,45 @@ import (
 	"time"
 )
 
-// outageProbes is how many publications in a row may fail, with none accepted, before the
-// relay takes the publisher for down and leaves the rest of the bucket for a later pass.
+// outageProbes is how many publications in a row may fail other than by a rejection, with
+// none accepted, before the relay takes the publisher for down and leaves the rest of the bucket for a later pass.
 const outageProbes = 3
 
 // errNotTried marks the events of a pass that stopped publishing (the publisher looked down,
 // or the lease ended): they stay pending, no attempt counted.
 var errNotTried = errors.New("outbox: not published in this pass")
 
+// errWholeCall marks the error of a Publish call that carried the events of several operations
+// and failed as a whole (no PublishErrors): it says nothing of any one of them, so it never
+// counts toward parking them.
+var errWholeCall = errors.New("outbox: the whole publish call failed")
+
+// rejection reports whether err is a publication's failure that is the events' own and counts
+// toward parking them: the publisher rejected them for good (ErrRejected) or panicked on them,
+// for them alone (per message, or in a call that carried nothing else). A timeout, a context's
+// end, or a call that failed as a whole (the broker unreachable) is never the events' own: it
+// backs off and the events stay pending, however long it lasts.
+func rejection(err error) bool {
+	switch {
+	case errors.Is(err, errWholeCall), errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		return false
+	}
+	return errors.Is(err, ErrRejected) || errors.Is(err, ErrPublisherPanic)
+}
+
 // publishAll publishes the committed intents of one bucket in staging order and returns each
 // one's error (nil once accepted). Intents never tried go in batches of up to WithPublishBatch
-// messages; an intent that failed before goes alone, so a poison event fails only itself. A
-// Publisher that reports per message (PublishErrors) gets only the failed intents retried.
+// messages; an intent rejected before goes alone, so a poison event fails only itself, and so
+// do the intents of a call the publisher rejected as a whole. A Publisher that reports per
+// message (PublishErrors) gets only the failed intents retried.
 func (r *Relay) publishAll(ctx context.Context, sh *shard, due []settled) ([]error, Stats, error) {
 	out := make([]error, len(due))
 	var st Stats
 	var errs []error
-	accepted, failedInARow := 0, 0
+	accepted, failedInARow, alone := 0, 0, 0
 	for i := 0; i < len(due); {
 		j := i + 1
-		if due[i].in.attempts == 0 {
+		if due[i].in.attempts == 0 && i >= alone {
 			n := len(due[i].msgs)
 			for j < len(due) && due[j].in.attempts == 0 && n+len(due[j].msgs) <= r.cfg.publishBatch {
 				n += len(due[j].msgs)
@@ -44,6 +63,12 @@ func (r *Relay) publishAll(ctx context.Context, sh *shard, due []settled) ([]err
 			msgs = append(msgs, v.msgs...)
 		}
 		perr := r.publishOnce(ctx, sh, msgs, &st)
+		if j-i > 1 && rejection(perr) && !isPublishErrors(perr) {
+			// The publisher rejected the call as a whole, not saying which operation it
+			// refuses: publish each of them alone, so that only that one fails.
+			alone = j
+			continue
+		}
 		var per *PublishErrors
 		if errors.As(perr, &per) && len(per.Errs) == len(msgs) {
 			off := 0
@@ -54,6 +79,9 @@ func (r *Relay) publishAll(ctx context.Context, sh *shard, due []settled) ([]err
 		} else {
 			for k := i; k < j; k++ {
 				out[k] = perr
+				if perr != nil && j-i > 1 {
+					out[k] = fmt.Errorf("%w: %w", errWholeCall, perr)
+				}
 			}
 		}
 		for k := i; k < j; k++ {
@@ -62,7 +90,9 @@ func (r *Relay) publishAll(ctx context.Context, sh *shard, due []settled) ([]err
 				failedInARow = 0
 				st.Published += len(due[k].msgs)
 			} else {
-				failedInARow++
+				if !rejection(out[k]) {
+					failedInARow++ // a rejection says the publisher is up: it is no outage probe
+				}
 				st.Failed++
 			}
 		}
@@ -71,8 +101,11 @@ func (r *Relay) publishAll(ctx context.Context, sh *shard, due []settled) ([]err
 		}
 		i = j
 	}
-	if accepted > 0 {
-		r.accepted = r.cfg.now()
+	switch {
+	case accepted > 0:
+		r.transient = 0
+	case len(errs) > 0:
+		r.transient++ // every publication of the pass failed: the next ones wait longer
 	}
 	return out, st, errors.Join(errs...)
 }
@@ -106,13 +139,15 @@ func (r *Relay) publishOnce(ctx context.Context, sh *shard, msgs []Message, st *
 }
 
 // afterPublish turns the outcome of each due intent into its mark: published, a failed attempt
-// with its backoff, or parked. An intent is parked once it failed WithMaxAttempts times while
-// its failures were its own (the publisher rejected it for good, or accepted other events
-// within the longest backoff), or when it stayed pending past half the grace after its
-// record's expiry, before its row could expire.
+// with its backoff, or parked. Only a rejection (see rejection) counts an attempt: an intent is
+// parked once it was rejected WithMaxAttempts times, and backs off between them. Any other
+// failure (a timeout, the broker unreachable or slow) keeps the intent pending with its
+// attempts unchanged, backed off by the relay's run of bucket publications that all failed (WithPublishBackoff's
+// doubling, bounded by its maximum), logged at Warn and counted in Stats.Failed and
+// Stats.Transient. An intent still pending half the grace after its record's expiry is parked
+// whatever its failures (reason stalled), before its row could expire.
 func (r *Relay) afterPublish(due []settled, outcome []error, st *Stats) []mark {
 	now := r.cfg.now()
-	healthy := !r.accepted.IsZero() && now.Sub(r.accepted) <= r.cfg.maxBack+r.cfg.publishTimeout
 	var marks []mark
 	for i, v := range due {
 		err := outcome[i]
@@ -123,21 +158,32 @@ func (r *Relay) afterPublish(due []settled, outcome []error, st *Stats) []mark {
 		case errors.Is(err, errNotTried):
 			continue
 		}
-		attempts := v.in.attempts + 1
-		own := errors.Is(err, ErrRejected) || healthy
+		attempts, own := v.in.attempts, rejection(err)
+		delay := r.cfg.backoffAfter(max(r.transient, 1))
+		if own {
+			attempts++
+			st.Attempts++
+			delay = r.cfg.backoffAfter(attempts)
+		} else {
+			st.Transient++
+		}
 		late := !v.in.expiresAt.IsZero() && now.After(v.in.expiresAt.Add(r.cfg.grace/2))
-		st.Attempts++
 		switch {
-		case attempts >= r.cfg.maxAttempts && own:
+		case own && attempts >= r.cfg.maxAttempts:
 			marks = append(marks, mark{v: v, state: StateParked, reason: ReasonPoison, attempts: attempts, err: err})
 		case late:
 			marks = append(marks, mark{v: v, state: StateParked, reason: ReasonStalled, attempts: attempts, err: err})
 		default:
-			next := now.Add(r.cfg.backoffAfter(attempts))
+			next := now.Add(delay)
 			r.cfg.logger.Warn("outbox relay: publish failed", "namespace", v.in.namespace, "key", v.in.key,
-				"attempt", attempts, "counts_toward_parking", own, "next_attempt", next, "error", err)
+				"rejections", attempts, "counts_toward_parking", own, "next_attempt", next, "error", err)
 			marks = append(marks, mark{v: v, attempts: attempts, next: next, err: err})
 		}
 	}
 	return marks
+}
+
+func isPublishErrors(err error) bool {
+	var per *PublishErrors
+	return errors.As(err, &per)
 }

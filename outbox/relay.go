@@ -41,7 +41,8 @@ type Stats struct {
 	Dropped       int           // intents whose run did not commit
 	Waiting       int           // intents left pending: in flight, backing off, failed or unreadable
 	Failed        int           // operations whose publication failed in the pass
-	Attempts      int           // failed publications counted against their operations (with backoff)
+	Attempts      int           // rejections counted against their operations toward parking (ErrRejected)
+	Transient     int           // failed publications not the events' own (timeout, broker away): backed off, never parked
 	Backoff       int           // committed intents skipped while their backoff runs
 	Parked        int           // operations whose events were parked (outbox_parked)
 	Expired       int           // of them, parked because their record expired first (ErrCommitUnknown)
@@ -60,6 +61,7 @@ func (s *Stats) add(o Stats) {
 	s.Waiting += o.Waiting
 	s.Failed += o.Failed
 	s.Attempts += o.Attempts
+	s.Transient += o.Transient
 	s.Backoff += o.Backoff
 	s.Parked += o.Parked
 	s.Expired += o.Expired
@@ -81,9 +83,9 @@ type Relay struct {
 	mu     sync.Mutex // one pass at a time
 	held   map[int]*shard
 	layout *layoutGuard
-	// accepted is when the publisher last accepted a message (relay clock): failures while it
-	// accepts others are the events' own, and count toward parking them.
-	accepted time.Time
+	// transient counts the passes in a row whose publications all failed (none accepted): the
+	// backoff of a failure that is not the events' own grows with it.
+	transient int
 }
 
 type relayStatements struct {

@@ -27,8 +27,11 @@ import (
 //	cassdedup.outbox.published      {relay}  counter: messages published
 //	cassdedup.outbox.dropped        {relay}  counter: intents whose run did not commit
 //	cassdedup.outbox.failed_passes  {relay}  counter: passes that ended in an error
-//	cassdedup.outbox.attempts       {relay}  counter: failed publications counted against their
+//	cassdedup.outbox.attempts       {relay}  counter: rejections counted toward parking their
 //	                                         events (Stats.Attempts)
+//	cassdedup.outbox.transient_failures {relay} counter: failed publications that count nothing
+//	                                         toward parking: timeouts, the broker away
+//	                                         (Stats.Transient)
 //	cassdedup.outbox.parked         {relay}  counter: operations whose events were parked
 //	cassdedup.outbox.expired        {relay}  counter: of them, parked because their record
 //	                                         expired first (Stats.Expired)
@@ -76,17 +79,18 @@ func observeRelay(name string, now func() time.Time, opts []Option) (*Relay, err
 			return nil, err
 		}
 	}
-	counters := make([]metric.Int64ObservableCounter, 9)
+	counters := make([]metric.Int64ObservableCounter, 10)
 	for i, def := range [][3]string{
 		{"cassdedup.outbox.published", "{message}", "Messages the relay published."},
 		{"cassdedup.outbox.dropped", "{intent}", "Intents the relay dropped because their run did not commit."},
 		{"cassdedup.outbox.failed_passes", "{pass}", "Relay passes that ended in an error."},
 		{"cassdedup.outbox.fenced", "{shard}", "Shards the relay lost: to a newer relay, or a lease that ran out."},
-		{"cassdedup.outbox.attempts", "{attempt}", "Failed publications counted against their events."},
+		{"cassdedup.outbox.attempts", "{attempt}", "Rejections of events counted toward parking them."},
 		{"cassdedup.outbox.parked", "{operation}", "Operations whose events the relay parked for an operator."},
 		{"cassdedup.outbox.expired", "{operation}", "Operations parked because their record expired before a relay settled them."},
 		{"cassdedup.outbox.slow_publishes", "{call}", "Publish calls slower than the relay's WithSlowPublish."},
 		{"cassdedup.outbox.leases_lost", "{shard}", "Shards the relay lost because its own lease ran out or was lost."},
+		{"cassdedup.outbox.transient_failures", "{publication}", "Failed publications that count nothing toward parking: timeouts, an unreachable broker."},
 	} {
 		if counters[i], err = meter.Int64ObservableCounter(def[0], metric.WithUnit(def[1]), metric.WithDescription(def[2])); err != nil {
 			return nil, err
@@ -105,7 +109,7 @@ func observeRelay(name string, now func() time.Time, opts []Option) (*Relay, err
 		}
 		t := r.totals
 		for i, v := range []int64{int64(t.Published), int64(t.Dropped), r.failed, int64(t.Fenced), int64(t.Attempts),
-			int64(t.Parked), int64(t.Expired), int64(t.SlowPublishes), int64(t.LeasesLost)} {
+			int64(t.Parked), int64(t.Expired), int64(t.SlowPublishes), int64(t.LeasesLost), int64(t.Transient)} {
 			o.ObserveInt64(counters[i], v, attrs)
 		}
 		return nil
@@ -135,6 +139,7 @@ func addCounts(t *outbox.Stats, st outbox.Stats) {
 	t.Published += st.Published
 	t.Dropped += st.Dropped
 	t.Attempts += st.Attempts
+	t.Transient += st.Transient
 	t.Parked += st.Parked
 	t.Expired += st.Expired
 	t.SlowPublishes += st.SlowPublishes

@@ -26,8 +26,11 @@ import (
 //	cassdedup_outbox_published_total{relay}            counter: messages published
 //	cassdedup_outbox_dropped_total{relay}              counter: intents whose run did not commit
 //	cassdedup_outbox_failed_passes_total{relay}        counter: passes that ended in an error
-//	cassdedup_outbox_attempts_total{relay}             counter: failed publications counted
-//	                                                   against their events (Stats.Attempts)
+//	cassdedup_outbox_attempts_total{relay}             counter: rejections counted toward
+//	                                                   parking their events (Stats.Attempts)
+//	cassdedup_outbox_transient_failures_total{relay}   counter: failed publications that count
+//	                                                   nothing toward parking: timeouts, the
+//	                                                   broker away (Stats.Transient)
 //	cassdedup_outbox_parked_total{relay}               counter: operations whose events were parked
 //	cassdedup_outbox_expired_total{relay}              counter: of them, parked because their
 //	                                                   record expired first (Stats.Expired)
@@ -49,9 +52,9 @@ type RelayCollector struct {
 	failed           int64
 	started          time.Time
 
-	pending, oldest, leases, lag, passAt               *prometheus.Desc
-	published, dropped, failedPasses, attempts, parked *prometheus.Desc
-	expired, slowPublishes, fenced, leasesLost         *prometheus.Desc
+	pending, oldest, leases, lag, passAt                  *prometheus.Desc
+	published, dropped, failedPasses, attempts, parked    *prometheus.Desc
+	expired, slowPublishes, fenced, leasesLost, transient *prometheus.Desc
 }
 
 // NewRelayCollector returns the collector of one relay, whose series carry relay=name and the
@@ -94,7 +97,9 @@ func newRelayCollector(name string, now func() time.Time, opts []Option) (*Relay
 		dropped:      desc("cassdedup_outbox_dropped_total", "Intents the relay dropped because their run did not commit."),
 		failedPasses: desc("cassdedup_outbox_failed_passes_total", "Relay passes that ended in an error."),
 		attempts: desc("cassdedup_outbox_attempts_total",
-			"Failed publications counted against their events (each backs off before the next)."),
+			"Rejections of events counted toward parking them (each backs off before the next)."),
+		transient: desc("cassdedup_outbox_transient_failures_total",
+			"Failed publications that count nothing toward parking: timeouts, an unreachable broker (they back off)."),
 		parked:        desc("cassdedup_outbox_parked_total", "Operations whose events the relay parked for an operator."),
 		expired:       desc("cassdedup_outbox_expired_total", "Operations parked because their record expired before a relay settled them."),
 		slowPublishes: desc("cassdedup_outbox_slow_publishes_total", "Publish calls slower than the relay's WithSlowPublish."),
@@ -124,6 +129,7 @@ func addCounts(t *outbox.Stats, st outbox.Stats) {
 	t.Published += st.Published
 	t.Dropped += st.Dropped
 	t.Attempts += st.Attempts
+	t.Transient += st.Transient
 	t.Parked += st.Parked
 	t.Expired += st.Expired
 	t.SlowPublishes += st.SlowPublishes
@@ -134,7 +140,7 @@ func addCounts(t *outbox.Stats, st outbox.Stats) {
 // Describe sends the descriptors.
 func (c *RelayCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.pending, c.oldest, c.leases, c.lag, c.passAt, c.published, c.dropped, c.failedPasses,
-		c.attempts, c.parked, c.expired, c.slowPublishes, c.fenced, c.leasesLost} {
+		c.attempts, c.transient, c.parked, c.expired, c.slowPublishes, c.fenced, c.leasesLost} {
 		ch <- d
 	}
 }
@@ -164,6 +170,7 @@ func (c *RelayCollector) Collect(ch chan<- prometheus.Metric) {
 	count(c.dropped, float64(c.totals.Dropped))
 	count(c.failedPasses, float64(c.failed))
 	count(c.attempts, float64(c.totals.Attempts))
+	count(c.transient, float64(c.totals.Transient))
 	count(c.parked, float64(c.totals.Parked))
 	count(c.expired, float64(c.totals.Expired))
 	count(c.slowPublishes, float64(c.totals.SlowPublishes))

@@ -18,15 +18,17 @@
 // # Bounded by the relay's lease
 //
 // The relay gives every Publish a deadline inside its lease (outbox.WithPublishTimeout, 4s by
-// default); records not yet sent when it ends fail at once, and the relay counts a failed
-// attempt. franz-go's record delivery timeout stays unlimited (see ClientOpts).
+// default); records not yet sent when it ends fail at once, and the relay backs off without
+// counting it toward parking the events. franz-go's record delivery timeout stays unlimited (see ClientOpts).
 //
 // # Which failures are the event's own
 //
 // Publish reports per record (outbox.PublishErrors), so the relay marks the operations whose
 // records were acknowledged and retries only the others. Errors the broker returns for the
-// record itself (too large, invalid, not authorized, a policy) are marked outbox.ErrRejected:
-// the relay counts them toward parking the event even while no other record goes through.
+// record itself (too large, invalid, a timestamp out of range, not authorized, an invalid topic,
+// a policy) are marked outbox.ErrRejected: the relay counts them toward parking the event.
+// Timeouts, a broker that cannot be reached and a call that fails as a whole are not: the relay
+// backs off and keeps the events pending, however long the broker is slow or away.
 package kafkapub
 
 import (
@@ -134,10 +136,17 @@ func (p *Publisher) Publish(ctx context.Context, msgs []outbox.Message) error {
 
 // rejected are the broker's answers about a record itself: sending it again cannot succeed.
 var rejected = []error{kerr.MessageTooLarge, kerr.RecordListTooLarge, kerr.InvalidRecord, kerr.CorruptMessage,
-	kerr.TopicAuthorizationFailed, kerr.ClusterAuthorizationFailed, kerr.PolicyViolation, kerr.InvalidTopicException}
+	kerr.InvalidTimestamp, kerr.TopicAuthorizationFailed, kerr.ClusterAuthorizationFailed, kerr.PolicyViolation,
+	kerr.InvalidTopicException}
 
-// classify marks the errors of the record itself with outbox.ErrRejected.
+// classify marks the errors of the record itself with outbox.ErrRejected, so the relay counts
+// them toward parking the event. Everything else stays transient, so the relay backs off and
+// never parks for it: a timeout (kgo.ErrRecordTimeout, the call's deadline), a broker that
+// cannot be reached or has no leader, a topic not there yet, retries spent.
 func classify(err error) error {
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) || errors.Is(err, kgo.ErrRecordTimeout) {
+		return err
+	}
 	for _, r := range rejected {
 		if errors.Is(err, r) {
 			return fmt.Errorf("%w: %w", outbox.ErrRejected, err)

@@ -2,6 +2,7 @@ package kafkapub
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/cassdedup/cassdedup/internal/leakcheck"
@@ -131,8 +133,24 @@ func TestPublishReportsPerRecord(t *testing.T) {
 	start := time.Now()
 	dctx, dcancel := context.WithTimeout(ctx, 2*time.Second)
 	defer dcancel()
-	require.Error(t, pub.Publish(dctx, msgs))
+	err = pub.Publish(dctx, msgs)
+	require.Error(t, err)
+	assert.NotErrorIs(t, err, outbox.ErrRejected, "an unreachable broker is no rejection: the relay backs off, parks nothing")
 	assert.Less(t, time.Since(start), 5*time.Second, "cut by the delivery timeout or the deadline")
+}
+
+// TestClassify: the broker's answers about a record are rejections; timeouts and an unavailable
+// broker are not, even when a timeout wraps an error that would be.
+func TestClassify(t *testing.T) {
+	for _, err := range []error{kerr.MessageTooLarge, kerr.TopicAuthorizationFailed, kerr.InvalidTopicException,
+		kerr.PolicyViolation, kerr.InvalidTimestamp, fmt.Errorf("produce: %w", kerr.RecordListTooLarge)} {
+		assert.ErrorIs(t, classify(err), outbox.ErrRejected, "%v", err)
+	}
+	for _, err := range []error{kgo.ErrRecordTimeout, context.DeadlineExceeded, context.Canceled, kgo.ErrRecordRetries,
+		kerr.NotLeaderForPartition, kerr.UnknownTopicOrPartition, kerr.RequestTimedOut, kerr.NotEnoughReplicas,
+		errors.New("dial tcp: connection refused"), fmt.Errorf("%w: %w", kgo.ErrRecordTimeout, kerr.MessageTooLarge)} {
+		assert.NotErrorIs(t, classify(err), outbox.ErrRejected, "%v", err)
+	}
 }
 
 // incompressible returns n bytes that the producer's compression cannot shrink below the limit.
