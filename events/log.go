@@ -72,7 +72,7 @@ func NewLog(session *gocql.Session, opts ...Option) (*Log, error) {
 	}
 	var names [5]string
 	for i, t := range []string{cfg.events, cfg.buckets, cfg.rollups, cfg.windowEvents, cfg.windows} {
-		n, err := schema.QualifiedName(cfg.keyspace, t)
+		n, err := schema.QualifiedName(cfg.Keyspace, t)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrInvalidOption, err)
 		}

@@ -117,7 +117,7 @@ func (l *Log) noteFold(counter string, wm time.Time, ok bool) {
 	old, known := l.behind[counter]
 	if !ok {
 		if !known && len(l.behind) < activeMax {
-			l.behind[counter] = l.cfg.now()
+			l.behind[counter] = l.cfg.Now()
 		}
 		return
 	}

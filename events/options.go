@@ -3,13 +3,13 @@ package events
 import (
 	"fmt"
 	"log/slog"
-	"reflect"
 	"time"
 
 	"github.com/gocql/gocql"
 
+	"github.com/cassdedup/cassdedup/internal/optcheck"
+	"github.com/cassdedup/cassdedup/internal/storeopt"
 	"github.com/cassdedup/cassdedup/lwt"
-	"github.com/cassdedup/cassdedup/schema"
 )
 
 // Option configures a Log; NewLog applies and validates them. A bad option's error names the
@@ -17,11 +17,7 @@ import (
 type Option func(*config) error
 
 type config struct {
-	keyspace    string
-	consistency gocql.Consistency
-	serial      gocql.SerialConsistency
-	now         func() time.Time
-	observer    lwt.Observer
+	storeopt.Common // keyspace, consistencies, clock, observer: the options guard's share
 
 	events, buckets, rollups   string // 003's layout, still read, and the rollups
 	windowEvents, windows      string // 008's spread layout, written
@@ -52,7 +48,7 @@ const (
 
 func defaultConfig() config {
 	return config{
-		keyspace: schema.DefaultKeyspace, consistency: gocql.Quorum, serial: gocql.Serial, now: time.Now,
+		Common: storeopt.Defaults(),
 		events: "counter_events", buckets: "counter_buckets", rollups: "counter_rollups",
 		windowEvents: "counter_window_events", windows: "counter_windows", lateClaims: "counter_late_claims", lateSlices: "counter_late_slices",
 		width: DefaultWindow, grace: DefaultGracePeriod, settle: DefaultSettleTime, skew: time.Minute,
@@ -64,13 +60,8 @@ func defaultConfig() config {
 // and the rollup lag are checked against the others once all are applied (fitRetention).
 func newConfig(opts []Option) (config, error) {
 	c := defaultConfig()
-	for _, o := range opts {
-		if o == nil {
-			return c, fmt.Errorf("%w: nil Option", ErrInvalidOption)
-		}
-		if err := o(&c); err != nil {
-			return c, err
-		}
+	if err := optcheck.Apply(ErrInvalidOption, &c, opts); err != nil {
+		return c, err
 	}
 	return c, c.fitRetention()
 }
@@ -81,58 +72,26 @@ func invalid(option string, value any, why string) error {
 }
 
 // WithKeyspace names the keyspace of the tables (default "cassdedup").
-func WithKeyspace(name string) Option {
-	return func(c *config) error {
-		c.keyspace = name
-		return nil
-	}
-}
+func WithKeyspace(name string) Option { return storeopt.Keyspace[*config](name) }
 
 // WithConsistency sets the consistency of plain writes, reads and Paxos commits (default
 // QUORUM; LOCAL_QUORUM with LOCAL_SERIAL in one datacenter).
-func WithConsistency(cl gocql.Consistency) Option {
-	return func(c *config) error {
-		c.consistency = cl
-		return nil
-	}
-}
+func WithConsistency(cl gocql.Consistency) Option { return storeopt.Consistency[*config](cl) }
 
 // WithSerialConsistency sets the Paxos consistency of rollup watermarks and late claims
 // (default SERIAL; LOCAL_SERIAL only when each counter is written and rolled up in one
 // datacenter).
 func WithSerialConsistency(sc gocql.SerialConsistency) Option {
-	return func(c *config) error {
-		if sc != gocql.Serial && sc != gocql.LocalSerial {
-			return invalid("WithSerialConsistency", sc, "must be SERIAL or LOCAL_SERIAL")
-		}
-		c.serial = sc
-		return nil
-	}
+	return storeopt.SerialConsistency[*config](ErrInvalidOption, sc)
 }
 
 // WithClock replaces time.Now, for tests and simulations of history: windows, grace, settling.
-func WithClock(now func() time.Time) Option {
-	return func(c *config) error {
-		if now == nil {
-			return invalid("WithClock", "nil", "needs a clock")
-		}
-		c.now = now
-		return nil
-	}
-}
+func WithClock(now func() time.Time) Option { return storeopt.Clock[*config](ErrInvalidOption, now) }
 
 // WithObserver sets a hook called synchronously on every LWT and write, the
 // same lwt.Observer an lwt.Store takes. It must be fast and safe for concurrent use. Default
 // none (nil); a typed nil (a nil pointer in the interface) is refused, as its calls would panic.
-func WithObserver(o lwt.Observer) Option {
-	return func(c *config) error {
-		if o != nil && isNil(o) {
-			return invalid("WithObserver", fmt.Sprintf("%T(nil)", o), "a typed nil: pass nil for none")
-		}
-		c.observer = o
-		return nil
-	}
-}
+func WithObserver(o lwt.Observer) Option { return storeopt.Observer[*config](ErrInvalidOption, o) }
 
 // WithCounterTables names the tables of the first layout, which a Log still reads and folds but
 // no longer writes (defaults "counter_events", "counter_buckets"), and the rollup table
@@ -243,17 +202,3 @@ func WithMaxClockSkew(d time.Duration) Option {
 		return nil
 	}
 }
-
-// isNil reports whether v holds a nil pointer, map, func, channel or slice.
-func isNil(v any) bool {
-	rv := reflect.ValueOf(v)
-	switch rv.Kind() {
-	case reflect.Pointer, reflect.Map, reflect.Func, reflect.Chan, reflect.Slice, reflect.Interface:
-		return rv.IsNil()
-	}
-	return false
-}
-
-// serialRead returns the serial consistency as a read consistency: a SELECT at SERIAL sees
-// every committed Paxos write and completes one in flight.
-func (c *config) serialRead() gocql.Consistency { return gocql.Consistency(c.serial) }

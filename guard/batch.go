@@ -151,7 +151,7 @@ func (g *Guard) validateBatchMessage(m Message) error {
 	if m.Time.IsZero() {
 		return fmt.Errorf("%w: %q has no time; ProcessBatch groups messages by it", ErrInvalidMessage, m.ID)
 	}
-	if ahead := m.Time.Sub(g.cfg.now()); ahead > lwt.MaxClockSkew {
+	if ahead := m.Time.Sub(g.cfg.Now()); ahead > lwt.MaxClockSkew {
 		// Its partition could still move with a layout change; Process takes such a message.
 		return fmt.Errorf("%w: %w: %q is %v ahead of the clock (the limit is %v)",
 			ErrInvalidMessage, ErrFutureMessage, m.ID, ahead, lwt.MaxClockSkew)

@@ -6,8 +6,9 @@ import (
 
 	"github.com/gocql/gocql"
 
+	"github.com/cassdedup/cassdedup/internal/optcheck"
+	"github.com/cassdedup/cassdedup/internal/storeopt"
 	"github.com/cassdedup/cassdedup/lwt"
-	"github.com/cassdedup/cassdedup/schema"
 )
 
 // Option configures a Guard; New applies and validates them. A bad option's error names the
@@ -15,11 +16,7 @@ import (
 type Option func(*config) error
 
 type config struct {
-	keyspace    string
-	consistency gocql.Consistency
-	serial      gocql.SerialConsistency
-	now         func() time.Time
-	observer    lwt.Observer
+	storeopt.Common // keyspace, consistencies, clock, observer: the options events' share
 
 	records, byScope        string // byScope: the hour-bucketed index of earlier releases, read
 	layouts, index          string // guard_layouts and the windowed by-scope index, written
@@ -57,7 +54,7 @@ const (
 
 func defaultConfig() config {
 	return config{
-		keyspace: schema.DefaultKeyspace, consistency: gocql.Quorum, serial: gocql.Serial, now: time.Now,
+		Common:  storeopt.Defaults(),
 		records: "processed_messages", byScope: "processed_messages_by_scope",
 		bucketed: "processed_messages_bucketed", window: DefaultBatchWindow, batchBuckets: DefaultBatchBuckets,
 		layouts: "guard_layouts", index: "processed_messages_by_window", rate: DefaultPartitionRate,
@@ -71,13 +68,8 @@ func defaultConfig() config {
 // within the retention, and the layout's partitions bounded at the declared rate.
 func newConfig(opts []Option) (config, error) {
 	c := defaultConfig()
-	for _, o := range opts {
-		if o == nil {
-			return c, fmt.Errorf("%w: nil Option", ErrInvalidOption)
-		}
-		if err := o(&c); err != nil {
-			return c, err
-		}
+	if err := optcheck.Apply(ErrInvalidOption, &c, opts); err != nil {
+		return c, err
 	}
 	switch {
 	case c.lease > c.retention:
@@ -97,54 +89,25 @@ func invalid(option string, value any, why string) error {
 }
 
 // WithKeyspace names the keyspace of the tables (default "cassdedup").
-func WithKeyspace(name string) Option {
-	return func(c *config) error {
-		c.keyspace = name
-		return nil
-	}
-}
+func WithKeyspace(name string) Option { return storeopt.Keyspace[*config](name) }
 
 // WithConsistency sets the consistency of plain writes, reads and Paxos commits (default
 // QUORUM; LOCAL_QUORUM with LOCAL_SERIAL in one datacenter).
-func WithConsistency(cl gocql.Consistency) Option {
-	return func(c *config) error {
-		c.consistency = cl
-		return nil
-	}
-}
+func WithConsistency(cl gocql.Consistency) Option { return storeopt.Consistency[*config](cl) }
 
 // WithSerialConsistency sets the Paxos consistency of claims and serial reads (default
 // SERIAL; LOCAL_SERIAL only when each message is handled in one datacenter).
 func WithSerialConsistency(sc gocql.SerialConsistency) Option {
-	return func(c *config) error {
-		if sc != gocql.Serial && sc != gocql.LocalSerial {
-			return invalid("WithSerialConsistency", sc, "must be SERIAL or LOCAL_SERIAL")
-		}
-		c.serial = sc
-		return nil
-	}
+	return storeopt.SerialConsistency[*config](ErrInvalidOption, sc)
 }
 
 // WithClock replaces time.Now, for tests and simulations of history: windows, leases, expiry.
-func WithClock(now func() time.Time) Option {
-	return func(c *config) error {
-		if now == nil {
-			return invalid("WithClock", "nil", "needs a clock")
-		}
-		c.now = now
-		return nil
-	}
-}
+func WithClock(now func() time.Time) Option { return storeopt.Clock[*config](ErrInvalidOption, now) }
 
 // WithObserver sets a hook called synchronously on every LWT, write and state transition, the
 // same lwt.Observer an lwt.Store takes. It must be fast and safe for concurrent use. Default
-// none.
-func WithObserver(o lwt.Observer) Option {
-	return func(c *config) error {
-		c.observer = o
-		return nil
-	}
-}
+// none (nil); a typed nil (a nil pointer in the interface) is refused, as its calls would panic.
+func WithObserver(o lwt.Observer) Option { return storeopt.Observer[*config](ErrInvalidOption, o) }
 
 // WithMessageTables names the record table and the hour-bucketed by-scope index of earlier
 // releases, still read until its rows expire (defaults "processed_messages",
@@ -316,7 +279,3 @@ func MinBatchBuckets(perSecond int, window time.Duration) int {
 func validWindow(d time.Duration) bool {
 	return d >= time.Second && d <= 24*time.Hour && d%time.Second == 0
 }
-
-// serialRead returns the serial consistency as a read consistency: a SELECT at SERIAL sees
-// every committed Paxos write and completes one in flight.
-func (c *config) serialRead() gocql.Consistency { return gocql.Consistency(c.serial) }
