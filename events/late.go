@@ -9,7 +9,6 @@ import (
 	"github.com/cassdedup/cassdedup/internal/loop"
 	"github.com/cassdedup/cassdedup/lwt"
 	"github.com/cassdedup/cassdedup/lwt/cas"
-	"github.com/cassdedup/cassdedup/schema"
 )
 
 // lateState holds what the late path needs: its statements, and how it waits for a closed
@@ -25,17 +24,9 @@ type lateState struct {
 // row means writers keep racing it, and the caller may retry.
 const maxLateRounds = 5
 
-// newLateState builds the late path's statements over the qualified tables of the first
-// layout's events and of the spread layout.
-func newLateState(cfg config, legacy, events, windows string) (lateState, error) {
-	claims, err := schema.QualifiedName(cfg.Keyspace, cfg.lateClaims)
-	if err != nil {
-		return lateState{}, fmt.Errorf("%w: %w", ErrInvalidOption, err)
-	}
-	bq, err := newBatchQueries(cfg, claims, legacy, events)
-	if err != nil {
-		return lateState{}, err
-	}
+// newLateState builds the late path's statements over the Log's tables.
+func newLateState(t tables) lateState {
+	legacy, events, windows, claims := t.events, t.windowEvents, t.windows, t.lateClaims
 	return lateState{
 		readParts:  "SELECT parts FROM " + windows + " WHERE counter = ? AND day = ? AND bucket = ?",
 		readEvent:  "SELECT event_id FROM " + events + " WHERE counter = ? AND bucket = ? AND part = ? AND event_id = ?",
@@ -43,9 +34,9 @@ func newLateState(cfg config, legacy, events, windows string) (lateState, error)
 		claim:      "INSERT INTO " + claims + " (counter, bucket, event_id, target, claimed_at) VALUES (?, ?, ?, ?, ?) IF NOT EXISTS USING TTL ?",
 		readClaim:  "SELECT target FROM " + claims + " WHERE counter = ? AND bucket = ? AND event_id = ?",
 		move:       "UPDATE " + claims + " USING TTL ? SET target = ?, claimed_at = ? WHERE counter = ? AND bucket = ? AND event_id = ? IF target = ?",
-		batch:      bq,
+		batch:      newBatchQueries(t),
 		sleep:      loop.Sleep,
-	}, nil
+	}
 }
 
 // WithLateTable names the table of late claims, where a Log remembers the window each late

@@ -9,7 +9,6 @@ import (
 
 	"github.com/cassdedup/cassdedup/lwt"
 	"github.com/cassdedup/cassdedup/lwt/cas"
-	"github.com/cassdedup/cassdedup/schema"
 )
 
 // batchQueries are the late batch path's statements.
@@ -18,13 +17,10 @@ type batchQueries struct {
 	claim, move, read            string
 }
 
-// newBatchQueries builds them over the qualified tables of earlier releases' claims, of the
-// first layout's events and of the spread layout's events.
-func newBatchQueries(cfg config, claims, legacy, events string) (batchQueries, error) {
-	slices, err := schema.QualifiedName(cfg.Keyspace, cfg.lateSlices)
-	if err != nil {
-		return batchQueries{}, fmt.Errorf("%w: %w", ErrInvalidOption, err)
-	}
+// newBatchQueries builds them over the Log's tables: the late slices, earlier releases'
+// claims, the first layout's events and the spread layout's events.
+func newBatchQueries(t tables) batchQueries {
+	slices, claims, legacy, events := t.lateSlices, t.lateClaims, t.events, t.windowEvents
 	return batchQueries{
 		holds:      "SELECT event_id FROM " + events + " WHERE counter = ? AND bucket = ? AND part = ? AND event_id IN ?",
 		heldLegacy: "SELECT event_id FROM " + legacy + " WHERE counter = ? AND bucket = ? AND event_id IN ?",
@@ -32,7 +28,7 @@ func newBatchQueries(cfg config, claims, legacy, events string) (batchQueries, e
 		claim:      "INSERT INTO " + slices + " (counter, second, event_id, bucket, target, claimed_at) VALUES (?, ?, ?, ?, ?, ?) IF NOT EXISTS USING TTL ?",
 		move:       "UPDATE " + slices + " USING TTL ? SET target = ?, claimed_at = ? WHERE counter = ? AND second = ? AND event_id = ? IF target = ?",
 		read:       "SELECT event_id, target FROM " + slices + " WHERE counter = ? AND second = ? AND event_id IN ?",
-	}, nil
+	}
 }
 
 // WithLateSliceTable names the table where a Log claims late events in batches (default

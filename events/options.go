@@ -10,6 +10,7 @@ import (
 	"github.com/cassdedup/cassdedup/internal/optcheck"
 	"github.com/cassdedup/cassdedup/internal/storeopt"
 	"github.com/cassdedup/cassdedup/lwt"
+	"github.com/cassdedup/cassdedup/schema"
 )
 
 // Option configures a Log; NewLog applies and validates them. A bad option's error names the
@@ -201,4 +202,23 @@ func WithMaxClockSkew(d time.Duration) Option {
 		c.skew = d
 		return nil
 	}
+}
+
+// tables are the Log's tables, qualified by the keyspace.
+type tables struct {
+	events, buckets, rollups, windowEvents, windows, lateClaims, lateSlices string
+}
+
+// qualified returns the tables the options named, qualified by the keyspace; a bad name is
+// an invalid option.
+func (c *config) qualified() (tables, error) {
+	t := tables{c.events, c.buckets, c.rollups, c.windowEvents, c.windows, c.lateClaims, c.lateSlices}
+	for _, name := range []*string{&t.events, &t.buckets, &t.rollups, &t.windowEvents, &t.windows, &t.lateClaims, &t.lateSlices} {
+		q, err := schema.QualifiedName(c.Keyspace, *name)
+		if err != nil {
+			return tables{}, fmt.Errorf("%w: %w", ErrInvalidOption, err)
+		}
+		*name = q
+	}
+	return t, nil
 }
