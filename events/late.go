@@ -24,9 +24,11 @@ type lateState struct {
 // row means writers keep racing it, and the caller may retry.
 const maxLateRounds = 5
 
-// newLateState builds the late path's statements over the Log's tables.
+// newLateState builds the late path's statements over the Log's tables: earlier releases'
+// claims, the first layout's events, the spread layout's events and windows, and the late
+// slices where the batches claim.
 func newLateState(t tables) lateState {
-	legacy, events, windows, claims := t.events, t.windowEvents, t.windows, t.lateClaims
+	claims, legacy, events, windows, slices := t.lateClaims, t.events, t.windowEvents, t.windows, t.lateSlices
 	return lateState{
 		readParts:  "SELECT parts FROM " + windows + " WHERE counter = ? AND day = ? AND bucket = ?",
 		readEvent:  "SELECT event_id FROM " + events + " WHERE counter = ? AND bucket = ? AND part = ? AND event_id = ?",
@@ -34,8 +36,15 @@ func newLateState(t tables) lateState {
 		claim:      "INSERT INTO " + claims + " (counter, bucket, event_id, target, claimed_at) VALUES (?, ?, ?, ?, ?) IF NOT EXISTS USING TTL ?",
 		readClaim:  "SELECT target FROM " + claims + " WHERE counter = ? AND bucket = ? AND event_id = ?",
 		move:       "UPDATE " + claims + " USING TTL ? SET target = ?, claimed_at = ? WHERE counter = ? AND bucket = ? AND event_id = ? IF target = ?",
-		batch:      newBatchQueries(t),
-		sleep:      loop.Sleep,
+		batch: batchQueries{
+			holds:      "SELECT event_id FROM " + events + " WHERE counter = ? AND bucket = ? AND part = ? AND event_id IN ?",
+			heldLegacy: "SELECT event_id FROM " + legacy + " WHERE counter = ? AND bucket = ? AND event_id IN ?",
+			oldClaims:  "SELECT event_id FROM " + claims + " WHERE counter = ? AND bucket = ? AND event_id IN ?",
+			claim:      "INSERT INTO " + slices + " (counter, second, event_id, bucket, target, claimed_at) VALUES (?, ?, ?, ?, ?, ?) IF NOT EXISTS USING TTL ?",
+			move:       "UPDATE " + slices + " USING TTL ? SET target = ?, claimed_at = ? WHERE counter = ? AND second = ? AND event_id = ? IF target = ?",
+			read:       "SELECT event_id, target FROM " + slices + " WHERE counter = ? AND second = ? AND event_id IN ?",
+		},
+		sleep: loop.Sleep,
 	}
 }
 

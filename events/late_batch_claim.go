@@ -17,20 +17,6 @@ type batchQueries struct {
 	claim, move, read            string
 }
 
-// newBatchQueries builds them over the Log's tables: the late slices, earlier releases'
-// claims, the first layout's events and the spread layout's events.
-func newBatchQueries(t tables) batchQueries {
-	slices, claims, legacy, events := t.lateSlices, t.lateClaims, t.events, t.windowEvents
-	return batchQueries{
-		holds:      "SELECT event_id FROM " + events + " WHERE counter = ? AND bucket = ? AND part = ? AND event_id IN ?",
-		heldLegacy: "SELECT event_id FROM " + legacy + " WHERE counter = ? AND bucket = ? AND event_id IN ?",
-		oldClaims:  "SELECT event_id FROM " + claims + " WHERE counter = ? AND bucket = ? AND event_id IN ?",
-		claim:      "INSERT INTO " + slices + " (counter, second, event_id, bucket, target, claimed_at) VALUES (?, ?, ?, ?, ?, ?) IF NOT EXISTS USING TTL ?",
-		move:       "UPDATE " + slices + " USING TTL ? SET target = ?, claimed_at = ? WHERE counter = ? AND second = ? AND event_id = ? IF target = ?",
-		read:       "SELECT event_id, target FROM " + slices + " WHERE counter = ? AND second = ? AND event_id IN ?",
-	}
-}
-
 // WithLateSliceTable names the table where a Log claims late events in batches (default
 // "counter_late_slices"). WithLateTable names the table of earlier releases' claims, which
 // is still read. Log.
