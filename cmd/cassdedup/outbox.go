@@ -146,29 +146,38 @@ var outboxPendingCommand = &command{
 	},
 }
 
-var outboxReplayCommand = &command{
-	name: "outbox replay", args: []string{"NAMESPACE", "KEY"},
-	summary: "have the relay publish a committed operation's events again, with the same ids (consumers that applied them drop them); needs -yes, or -dry-run to only show them",
-	flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
-		return outboxWrite(fs, func(ctx context.Context, e *env, a *outbox.Admin, wf *writeFlags, ns, key string) error {
-			res, wrote, err := planned(e, wf, func(dry bool) (outbox.Replayed, error) { return a.Replay(ctx, ns, key, dry) },
-				func(r outbox.Replayed) string {
-					return fmt.Sprintf("replay %d events of %s %s (the relay publishes them again, with the same ids)", len(r.Messages), display(ns), display(key))
-				},
-				"the events reach every consumer again; consumers that applied them drop them by id")
-			if err != nil {
-				return err
-			}
-			action := "replayed"
-			switch {
-			case !wrote:
-				action = "would replay (dry run: nothing written)"
-			case !res.Changed:
-				action = "already pending: the relay publishes it on its next pass"
-			}
-			return emitEvents(e, action, !wrote, ns, key, res.Messages, map[string]any{"changed": res.Changed, "bucket": res.Bucket, "shard": res.Shard})
-		})
-	},
+var outboxReplayCommand = requeueCommand("outbox replay",
+	"have the relay publish a committed operation's events again, with the same ids (consumers that applied them drop them); needs -yes, or -dry-run to only show them",
+	(*outbox.Admin).Replay, "replay %d events of %s %s (the relay publishes them again, with the same ids)",
+	"the events reach every consumer again; consumers that applied them drop them by id",
+	func(res outbox.Replayed, wrote bool) string {
+		switch {
+		case !wrote:
+			return "would replay (dry run: nothing written)"
+		case !res.Changed:
+			return "already pending: the relay publishes it on its next pass"
+		}
+		return "replayed"
+	})
+
+// requeueCommand is a command that hands an operation's events to the relay again (replay,
+// unpark): requeue is the admin's call, plan the format of its plan's line (the count of
+// events, the namespace and the key), risk its warning, and action what it did.
+func requeueCommand(name, summary string, requeue func(a *outbox.Admin, ctx context.Context, ns, key string, dry bool) (outbox.Replayed, error),
+	plan, risk string, action func(res outbox.Replayed, wrote bool) string) *command {
+	return &command{name: name, args: []string{"NAMESPACE", "KEY"}, summary: summary,
+		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
+			return outboxWrite(fs, func(ctx context.Context, e *env, a *outbox.Admin, wf *writeFlags, ns, key string) error {
+				res, wrote, err := planned(e, wf, func(dry bool) (outbox.Replayed, error) { return requeue(a, ctx, ns, key, dry) },
+					func(r outbox.Replayed) string { return fmt.Sprintf(plan, len(r.Messages), display(ns), display(key)) }, risk)
+				if err != nil {
+					return err
+				}
+				return emitEvents(e, action(res, wrote), !wrote, ns, key, res.Messages,
+					map[string]any{"changed": res.Changed, "bucket": res.Bucket, "shard": res.Shard})
+			})
+		},
+	}
 }
 
 func deref(t *time.Time) time.Time {

@@ -91,27 +91,16 @@ var outboxParkedCommand = &command{
 	},
 }
 
-var outboxUnparkCommand = &command{
-	name: "outbox unpark", args: []string{"NAMESPACE", "KEY"},
-	summary: "hand an operation's parked events back to the relay, which publishes them with the same ids (for an expired one: the decision that its run committed); needs -yes, or -dry-run to only show them",
-	flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
-		return outboxWrite(fs, func(ctx context.Context, e *env, a *outbox.Admin, wf *writeFlags, ns, key string) error {
-			res, wrote, err := planned(e, wf, func(dry bool) (outbox.Replayed, error) { return a.Unpark(ctx, ns, key, dry) },
-				func(r outbox.Replayed) string {
-					return fmt.Sprintf("unpark %d events of %s %s (the relay publishes them, with the same ids)", len(r.Messages), display(ns), display(key))
-				},
-				"the events reach every consumer; if their publication failed for good it fails again and they are parked again")
-			if err != nil {
-				return err
-			}
-			action := "would unpark (dry run: nothing written)"
-			if wrote {
-				action = "unparked: the relay publishes them on its next pass"
-			}
-			return emitEvents(e, action, !wrote, ns, key, res.Messages, map[string]any{"bucket": res.Bucket, "shard": res.Shard})
-		})
-	},
-}
+var outboxUnparkCommand = requeueCommand("outbox unpark",
+	"hand an operation's parked events back to the relay, which publishes them with the same ids (for an expired one: the decision that its run committed); needs -yes, or -dry-run to only show them",
+	(*outbox.Admin).Unpark, "unpark %d events of %s %s (the relay publishes them, with the same ids)",
+	"the events reach every consumer; if their publication failed for good it fails again and they are parked again",
+	func(_ outbox.Replayed, wrote bool) string {
+		if wrote {
+			return "unparked: the relay publishes them on its next pass"
+		}
+		return "would unpark (dry run: nothing written)"
+	})
 
 var outboxDiscardCommand = &command{
 	name: "outbox discard", args: []string{"NAMESPACE", "KEY"},
