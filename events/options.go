@@ -67,11 +67,6 @@ func newConfig(opts []Option) (config, error) {
 	return c, c.fitRetention()
 }
 
-// invalid is the error of a bad option: it names the option and the value it was given.
-func invalid(option string, value any, why string) error {
-	return fmt.Errorf("%w: %s(%v): %s", ErrInvalidOption, option, value, why)
-}
-
 // WithKeyspace names the keyspace of the tables (default "cassdedup").
 func WithKeyspace(name string) Option { return storeopt.Keyspace[*config](name) }
 
@@ -119,13 +114,8 @@ func WithWindowTables(events, windows string) Option {
 // window is computed from it, so change it only while no event can be retried across the
 // change (a retry would land in another window and count twice).
 func WithBucketWidth(d time.Duration) Option {
-	return func(c *config) error {
-		if d < time.Second || d > time.Hour || (24*time.Hour)%d != 0 || d%time.Millisecond != 0 {
-			return invalid("WithBucketWidth", d, "must be whole milliseconds, 1s..1h and divide 24h")
-		}
-		c.width = d
-		return nil
-	}
+	return optcheck.Set(ErrInvalidOption, d < time.Second || d > time.Hour || (24*time.Hour)%d != 0 || d%time.Millisecond != 0, optcheck.Call("WithBucketWidth", d), "must be whole milliseconds, 1s..1h and divide 24h",
+		func(c *config) { c.width = d })
 }
 
 // WithParts sets how many partitions one window of one counter is spread over (default 4; 1 to
@@ -138,26 +128,16 @@ func WithBucketWidth(d time.Duration) Option {
 // follow every recorded value, and a window written with several values is summed by event id,
 // so an event retried across the change still counts once.
 func WithParts(n int) Option {
-	return func(c *config) error {
-		if n < 1 || n > MaxParts {
-			return invalid("WithParts", n, fmt.Sprintf("must be 1..%d", MaxParts))
-		}
-		c.parts = n
-		return nil
-	}
+	return optcheck.Set(ErrInvalidOption, n < 1 || n > MaxParts, optcheck.Call("WithParts", n), fmt.Sprintf("must be 1..%d", MaxParts),
+		func(c *config) { c.parts = n })
 }
 
 // WithLegacyBucketWidth sets the bucket width that the first layout (counter_events) was
 // written with, before the spread layout (default 1 h, that layout's default; 1 min to 24 h,
 // dividing 24 h). Set it only if that log was made WithBucketWidth.
 func WithLegacyBucketWidth(d time.Duration) Option {
-	return func(c *config) error {
-		if d < time.Minute || d > 24*time.Hour || (24*time.Hour)%d != 0 {
-			return invalid("WithLegacyBucketWidth", d, "must be 1m..24h and divide 24h")
-		}
-		c.legacyWidth = d
-		return nil
-	}
+	return optcheck.Set(ErrInvalidOption, d < time.Minute || d > 24*time.Hour || (24*time.Hour)%d != 0, optcheck.Call("WithLegacyBucketWidth", d), "must be 1m..24h and divide 24h",
+		func(c *config) { c.legacyWidth = d })
 }
 
 // WithGracePeriod sets how long after its window ends an event is still written in its own
@@ -167,13 +147,8 @@ func WithLegacyBucketWidth(d time.Duration) Option {
 // the one-write path; it costs a total the marks of that many more windows (read in one query
 // with the others), and sums only of the windows written meanwhile.
 func WithGracePeriod(d time.Duration) Option {
-	return func(c *config) error {
-		if d < time.Second {
-			return invalid("WithGracePeriod", d, "must be at least 1s")
-		}
-		c.grace = d
-		return nil
-	}
+	return optcheck.Set(ErrInvalidOption, d < time.Second, optcheck.Call("WithGracePeriod", d), "must be at least 1s",
+		func(c *config) { c.grace = d })
 }
 
 // WithSettleTime sets how much longer than the grace period a rollup waits before it folds a
@@ -183,25 +158,15 @@ func WithGracePeriod(d time.Duration) Option {
 // workers. A node that queues writes for longer than that can still apply a write whose writer
 // gave up after the fold: see docs/eventlog.md.
 func WithSettleTime(d time.Duration) Option {
-	return func(c *config) error {
-		if d < time.Second {
-			return invalid("WithSettleTime", d, "must be at least 1s")
-		}
-		c.settle = d
-		return nil
-	}
+	return optcheck.Set(ErrInvalidOption, d < time.Second, optcheck.Call("WithSettleTime", d), "must be at least 1s",
+		func(c *config) { c.settle = d })
 }
 
 // WithMaxClockSkew sets how far ahead of the clock an event time may be (default 1 min; 0 to
 // 1 h). Reads include buckets up to now plus this skew.
 func WithMaxClockSkew(d time.Duration) Option {
-	return func(c *config) error {
-		if d < 0 || d > time.Hour {
-			return invalid("WithMaxClockSkew", d, "must be 0..1h")
-		}
-		c.skew = d
-		return nil
-	}
+	return optcheck.Set(ErrInvalidOption, d < 0 || d > time.Hour, optcheck.Call("WithMaxClockSkew", d), "must be 0..1h",
+		func(c *config) { c.skew = d })
 }
 
 // tables are the Log's tables, qualified by the keyspace.

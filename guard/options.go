@@ -83,11 +83,6 @@ func newConfig(opts []Option) (config, error) {
 	return c, nil
 }
 
-// invalid is the error of a bad option: it names the option and the value it was given.
-func invalid(option string, value any, why string) error {
-	return fmt.Errorf("%w: %s(%v): %s", ErrInvalidOption, option, value, why)
-}
-
 // WithKeyspace names the keyspace of the tables (default "cassdedup").
 func WithKeyspace(name string) Option { return storeopt.Keyspace[*config](name) }
 
@@ -166,24 +161,14 @@ func WithBatchTable(name string) Option {
 // configured differently from its group's latest layout records its own from a window boundary
 // LayoutSwitchDelay ahead of the clock; earlier times keep the layout they were written with.
 func WithBatchWindow(d time.Duration) Option {
-	return func(c *config) error {
-		if !validWindow(d) {
-			return invalid("WithBatchWindow", d, "must be whole seconds, 1s..24h")
-		}
-		c.window = d
-		return nil
-	}
+	return optcheck.Set(ErrInvalidOption, !validWindow(d), optcheck.Call("WithBatchWindow", d), "must be whole seconds, 1s..24h",
+		func(c *config) { c.window = d })
 }
 
 // WithBatchBuckets sets the buckets per window of a group's partitions; see WithBatchWindow.
 func WithBatchBuckets(n int) Option {
-	return func(c *config) error {
-		if n < 1 || n > MaxBatchBuckets {
-			return invalid("WithBatchBuckets", n, fmt.Sprintf("must be 1..%d", MaxBatchBuckets))
-		}
-		c.batchBuckets = n
-		return nil
-	}
+	return optcheck.Set(ErrInvalidOption, n < 1 || n > MaxBatchBuckets, optcheck.Call("WithBatchBuckets", n), fmt.Sprintf("must be 1..%d", MaxBatchBuckets),
+		func(c *config) { c.batchBuckets = n })
 }
 
 // WithPartitionRate declares the most messages per second one broker partition carries (default
@@ -191,13 +176,8 @@ func WithBatchBuckets(n int) Option {
 // window and buckets that would put more than MaxPartitionRows in one partition at that rate;
 // MinBatchBuckets gives the buckets a rate needs.
 func WithPartitionRate(perSecond int) Option {
-	return func(c *config) error {
-		if perSecond < 1 || perSecond > 10_000_000 {
-			return invalid("WithPartitionRate", perSecond, "must be 1..10000000")
-		}
-		c.rate = perSecond
-		return nil
-	}
+	return optcheck.Set(ErrInvalidOption, perSecond < 1 || perSecond > 10_000_000, optcheck.Call("WithPartitionRate", perSecond), "must be 1..10000000",
+		func(c *config) { c.rate = perSecond })
 }
 
 // WithLegacyBatchLayout sets the window and buckets that an earlier release wrote
@@ -207,65 +187,40 @@ func WithPartitionRate(perSecond int) Option {
 // are still found. Set it only if that release was configured WithBatchWindow or
 // WithBatchBuckets.
 func WithLegacyBatchLayout(window time.Duration, buckets int) Option {
-	return func(c *config) error {
-		if !validWindow(window) || buckets < 1 || buckets > MaxBatchBuckets {
-			return invalid("WithLegacyBatchLayout", fmt.Sprintf("%v, %d", window, buckets),
-				fmt.Sprintf("must be a batch window and 1..%d buckets", MaxBatchBuckets))
-		}
-		c.legacyWindow, c.legacyBuckets = window, buckets
-		return nil
-	}
+	return optcheck.Set(ErrInvalidOption, !validWindow(window) || buckets < 1 || buckets > MaxBatchBuckets,
+		optcheck.Call("WithLegacyBatchLayout", window, buckets), fmt.Sprintf("must be a batch window and 1..%d buckets", MaxBatchBuckets),
+		func(c *config) { c.legacyWindow, c.legacyBuckets = window, buckets })
 }
 
 // WithRetention sets how long a processed message is remembered (default 7 days; 1 min to 90
 // days). A redelivery after it runs the handler again, so keep it longer than the broker can
 // redeliver.
 func WithRetention(d time.Duration) Option {
-	return func(c *config) error {
-		if d < time.Minute || d > 90*24*time.Hour {
-			return invalid("WithRetention", d, "must be 1m..90d")
-		}
-		c.retention = d
-		return nil
-	}
+	return optcheck.Set(ErrInvalidOption, d < time.Minute || d > 90*24*time.Hour, optcheck.Call("WithRetention", d), "must be 1m..90d",
+		func(c *config) { c.retention = d })
 }
 
 // WithLease sets how long a claim lives without renewal (default 30 s; 1 s up to the retention;
 // judged by Cassandra's clock, see lwt.WithLease). It is renewed while the handler runs; a consumer that dies holding it delays
 // redelivered copies by at most the lease.
 func WithLease(d time.Duration) Option {
-	return func(c *config) error {
-		if d < time.Second {
-			return invalid("WithLease", d, "must be at least 1s (and at most the retention)")
-		}
-		c.lease = d
-		return nil
-	}
+	return optcheck.Set(ErrInvalidOption, d < time.Second, optcheck.Call("WithLease", d), "must be at least 1s (and at most the retention)",
+		func(c *config) { c.lease = d })
 }
 
 // WithMaxAttempts sets how many handler runs a message gets (default 5; 1 to 1000). When a run
 // fails and it was the last, or a delivery finds the attempts used up (a consumer crashed in
 // the handler each time), the message is reported as Poison from then on.
 func WithMaxAttempts(n int) Option {
-	return func(c *config) error {
-		if n < 1 || n > 1000 {
-			return invalid("WithMaxAttempts", n, "must be 1..1000")
-		}
-		c.maxAttempts = n
-		return nil
-	}
+	return optcheck.Set(ErrInvalidOption, n < 1 || n > 1000, optcheck.Call("WithMaxAttempts", n), "must be 1..1000",
+		func(c *config) { c.maxAttempts = n })
 }
 
 // WithMaxPayload sets the largest payload accepted (default 4 MiB; 1 byte to 256 MiB). The
 // payload is only hashed, to detect two messages sharing an id.
 func WithMaxPayload(n int) Option {
-	return func(c *config) error {
-		if n < 1 || n > 256<<20 {
-			return invalid("WithMaxPayload", n, "must be 1 byte..256 MiB")
-		}
-		c.maxPayload = n
-		return nil
-	}
+	return optcheck.Set(ErrInvalidOption, n < 1 || n > 256<<20, optcheck.Call("WithMaxPayload", n), "must be 1 byte..256 MiB",
+		func(c *config) { c.maxPayload = n })
 }
 
 // MinBatchBuckets returns the fewest buckets that keep a partition of window under

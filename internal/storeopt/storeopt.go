@@ -11,6 +11,7 @@ import (
 
 	"github.com/gocql/gocql"
 
+	"github.com/cassdedup/cassdedup/internal/optcheck"
 	"github.com/cassdedup/cassdedup/lwt"
 	"github.com/cassdedup/cassdedup/schema"
 )
@@ -62,7 +63,7 @@ func Consistency[C Config[T], T any](cl gocql.Consistency) func(*T) error {
 func SerialConsistency[C Config[T], T any](sentinel error, sc gocql.SerialConsistency) func(*T) error {
 	return func(c *T) error {
 		if sc != gocql.Serial && sc != gocql.LocalSerial {
-			return invalid(sentinel, "WithSerialConsistency", sc, "must be SERIAL or LOCAL_SERIAL")
+			return optcheck.Bad(sentinel, optcheck.Call("WithSerialConsistency", sc), "must be SERIAL or LOCAL_SERIAL")
 		}
 		C(c).Base().Serial = sc
 		return nil
@@ -73,7 +74,7 @@ func SerialConsistency[C Config[T], T any](sentinel error, sc gocql.SerialConsis
 func Clock[C Config[T], T any](sentinel error, now func() time.Time) func(*T) error {
 	return func(c *T) error {
 		if now == nil {
-			return invalid(sentinel, "WithClock", "nil", "needs a clock")
+			return optcheck.Bad(sentinel, "WithClock(nil)", "needs a clock")
 		}
 		C(c).Base().Now = now
 		return nil
@@ -85,17 +86,11 @@ func Clock[C Config[T], T any](sentinel error, now func() time.Time) func(*T) er
 func Observer[C Config[T], T any](sentinel error, o lwt.Observer) func(*T) error {
 	return func(c *T) error {
 		if o != nil && isNil(o) {
-			return invalid(sentinel, "WithObserver", fmt.Sprintf("%T(nil)", o), "a typed nil: pass nil for none")
+			return optcheck.Bad(sentinel, fmt.Sprintf("WithObserver(%T(nil))", o), "a typed nil: pass nil for none")
 		}
 		C(c).Base().Observer = o
 		return nil
 	}
-}
-
-// invalid is the error of a bad option, as the packages' own options word it: the sentinel,
-// then the option and the value it was given.
-func invalid(sentinel error, option string, value any, why string) error {
-	return fmt.Errorf("%w: %s(%v): %s", sentinel, option, value, why)
 }
 
 // isNil reports whether v holds a nil pointer, map, func, channel or slice.
