@@ -47,9 +47,5 @@ func ValidateCounter(name string) error {
 // ValidateOpID reports whether id is a usable operation id: non-empty UTF-8 of at most
 // MaxOpIDLength bytes. The error wraps ErrInvalidOpID.
 func ValidateOpID(id string) error {
-	return validateText(ErrInvalidOpID, "operation id", id, MaxOpIDLength)
-}
-
-func validateText(sentinel error, what, s string, max int) error {
-	return textcheck.Check(sentinel, what, s, max)
+	return textcheck.Check(ErrInvalidOpID, "operation id", id, MaxOpIDLength)
 }

@@ -118,8 +118,8 @@ func (l *Log) drain(k partKey, window time.Time) {
 // the window closed (landBy). Otherwise it returns errMissedWindow, and the late path decides
 // once the window settled whether the rows are there.
 func (l *Log) send(k partKey, window time.Time, rows []*pendingRow) error {
-	left := l.landBy(window).Sub(l.cfg.now())
-	if l.closed(window, l.cfg.now()) || left <= 0 {
+	left := l.landBy(window).Sub(l.cfg.Now())
+	if l.closed(window, l.cfg.Now()) || left <= 0 {
 		return errMissedWindow
 	}
 	// left is measured on the Log's clock and waited in real time.
@@ -136,9 +136,9 @@ func (l *Log) send(k partKey, window time.Time, rows []*pendingRow) error {
 // writers cell, in one unlogged batch of one partition: Cassandra applies it as one mutation,
 // so a read that sees the mark sees the rows.
 func (l *Log) writeRows(ctx context.Context, k partKey, window time.Time, rows []*pendingRow) error {
-	now, ttl := l.cfg.now().UTC(), l.rowTTL()
+	now, ttl := l.cfg.Now().UTC(), l.rowTTL()
 	b := l.session.NewBatch(gocql.UnloggedBatch).WithContext(ctx).WithTimestamp(l.flush.stamp())
-	b.SetConsistency(l.cfg.consistency)
+	b.SetConsistency(l.cfg.Consistency)
 	for _, r := range rows {
 		b.Query(l.q.insertEvent, r.e.Counter, window, k.part, r.e.ID, r.e.Delta, now, ttl)
 	}
@@ -155,10 +155,10 @@ func (l *Log) writeRows(ctx context.Context, k partKey, window time.Time, rows [
 // observeRow reports one row's write to the Log's observer: a row waits for its partition's
 // write, so its latency runs from when it was queued.
 func (l *Log) observeRow(r *pendingRow, err error) {
-	if l.cfg.observer == nil {
+	if l.cfg.Observer == nil {
 		return
 	}
-	l.cfg.observer.Observe(lwt.Observation{Kind: lwt.ObservedWrite, Key: lwt.Key{r.e.Counter, r.e.ID}, Op: "record",
+	l.cfg.Observer.Observe(lwt.Observation{Kind: lwt.ObservedWrite, Key: lwt.Key{r.e.Counter, r.e.ID}, Op: "record",
 		Latency: time.Since(r.queued), Err: err})
 }
 

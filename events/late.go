@@ -9,7 +9,6 @@ import (
 	"github.com/cassdedup/cassdedup/internal/loop"
 	"github.com/cassdedup/cassdedup/lwt"
 	"github.com/cassdedup/cassdedup/lwt/cas"
-	"github.com/cassdedup/cassdedup/schema"
 )
 
 // lateState holds what the late path needs: its statements, and how it waits for a closed
@@ -25,17 +24,11 @@ type lateState struct {
 // row means writers keep racing it, and the caller may retry.
 const maxLateRounds = 5
 
-// newLateState builds the late path's statements over the qualified tables of the first
-// layout's events and of the spread layout.
-func newLateState(cfg config, legacy, events, windows string) (lateState, error) {
-	claims, err := schema.QualifiedName(cfg.keyspace, cfg.lateClaims)
-	if err != nil {
-		return lateState{}, fmt.Errorf("%w: %w", ErrInvalidOption, err)
-	}
-	bq, err := newBatchQueries(cfg, claims, legacy, events)
-	if err != nil {
-		return lateState{}, err
-	}
+// newLateState builds the late path's statements over the Log's tables: earlier releases'
+// claims, the first layout's events, the spread layout's events and windows, and the late
+// slices where the batches claim.
+func newLateState(t tables) lateState {
+	claims, legacy, events, windows, slices := t.lateClaims, t.events, t.windowEvents, t.windows, t.lateSlices
 	return lateState{
 		readParts:  "SELECT parts FROM " + windows + " WHERE counter = ? AND day = ? AND bucket = ?",
 		readEvent:  "SELECT event_id FROM " + events + " WHERE counter = ? AND bucket = ? AND part = ? AND event_id = ?",
@@ -43,9 +36,16 @@ func newLateState(cfg config, legacy, events, windows string) (lateState, error)
 		claim:      "INSERT INTO " + claims + " (counter, bucket, event_id, target, claimed_at) VALUES (?, ?, ?, ?, ?) IF NOT EXISTS USING TTL ?",
 		readClaim:  "SELECT target FROM " + claims + " WHERE counter = ? AND bucket = ? AND event_id = ?",
 		move:       "UPDATE " + claims + " USING TTL ? SET target = ?, claimed_at = ? WHERE counter = ? AND bucket = ? AND event_id = ? IF target = ?",
-		batch:      bq,
-		sleep:      loop.Sleep,
-	}, nil
+		batch: batchQueries{
+			holds:      "SELECT event_id FROM " + events + " WHERE counter = ? AND bucket = ? AND part = ? AND event_id IN ?",
+			heldLegacy: "SELECT event_id FROM " + legacy + " WHERE counter = ? AND bucket = ? AND event_id IN ?",
+			oldClaims:  "SELECT event_id FROM " + claims + " WHERE counter = ? AND bucket = ? AND event_id IN ?",
+			claim:      "INSERT INTO " + slices + " (counter, second, event_id, bucket, target, claimed_at) VALUES (?, ?, ?, ?, ?, ?) IF NOT EXISTS USING TTL ?",
+			move:       "UPDATE " + slices + " USING TTL ? SET target = ?, claimed_at = ? WHERE counter = ? AND second = ? AND event_id = ? IF target = ?",
+			read:       "SELECT event_id, target FROM " + slices + " WHERE counter = ? AND second = ? AND event_id IN ?",
+		},
+		sleep: loop.Sleep,
+	}
 }
 
 // WithLateTable names the table of late claims, where a Log remembers the window each late
@@ -73,7 +73,7 @@ func (l *Log) recordLate(ctx context.Context, e Event, own time.Time) error {
 		if err != nil {
 			return err
 		}
-		if !l.closed(target, l.cfg.now()) {
+		if !l.closed(target, l.cfg.Now()) {
 			// The same row as every writer that reads this claim.
 			if err := l.store(ctx, e, target); !errors.Is(err, errMissedWindow) {
 				return err
@@ -95,7 +95,7 @@ func (l *Log) recordLate(ctx context.Context, e Event, own time.Time) error {
 // settledHolds waits until every on-time write to window w has landed (its end plus the grace
 // period and the settle time have passed), then reports whether e's row is in w.
 func (l *Log) settledHolds(ctx context.Context, e Event, w time.Time) (bool, error) {
-	if d := w.Add(l.cfg.width + l.cfg.grace + l.cfg.settle).Sub(l.cfg.now()); d > 0 {
+	if d := w.Add(l.cfg.width + l.cfg.grace + l.cfg.settle).Sub(l.cfg.Now()); d > 0 {
 		if err := l.late.sleep(ctx, d); err != nil {
 			return false, err
 		}
@@ -106,7 +106,7 @@ func (l *Log) settledHolds(ctx context.Context, e Event, w time.Time) (bool, err
 // holds reports whether e's row is in window w, in the part of any parts value its writers
 // recorded in the window index (an event row is never written before its index row).
 func (l *Log) holds(ctx context.Context, e Event, w time.Time) (bool, error) {
-	iter := l.session.Query(l.late.readParts, e.Counter, dayOf(w), w).WithContext(ctx).Consistency(l.cfg.consistency).Iter()
+	iter := l.session.Query(l.late.readParts, e.Counter, dayOf(w), w).WithContext(ctx).Consistency(l.cfg.Consistency).Iter()
 	var parts []int
 	var p int
 	for iter.Scan(&p) {
@@ -117,7 +117,7 @@ func (l *Log) holds(ctx context.Context, e Event, w time.Time) (bool, error) {
 	}
 	for _, p := range parts {
 		iter := l.session.Query(l.late.readEvent, e.Counter, w, partOf(e.ID, p), e.ID).WithContext(ctx).
-			Consistency(l.cfg.consistency).Iter()
+			Consistency(l.cfg.Consistency).Iter()
 		var id string
 		found := iter.Scan(&id)
 		if err := iter.Close(); err != nil {
@@ -134,7 +134,7 @@ func (l *Log) holds(ctx context.Context, e Event, w time.Time) (bool, error) {
 // in the bucket of e's time), so a retry across the upgrade is not counted again.
 func (l *Log) heldLegacy(ctx context.Context, e Event) (bool, error) {
 	bucket := e.Time.UTC().Truncate(l.cfg.legacyWidth)
-	iter := l.session.Query(l.late.readLegacy, e.Counter, bucket, e.ID).WithContext(ctx).Consistency(l.cfg.consistency).Iter()
+	iter := l.session.Query(l.late.readLegacy, e.Counter, bucket, e.ID).WithContext(ctx).Consistency(l.cfg.Consistency).Iter()
 	var id string
 	found := iter.Scan(&id)
 	if err := iter.Close(); err != nil {
@@ -148,7 +148,7 @@ func (l *Log) heldLegacy(ctx context.Context, e Event) (bool, error) {
 // window the claim names afterwards: the open one if the write applied, else the one another
 // writer stored, which every writer then uses.
 func (l *Log) claimLate(ctx context.Context, e Event, own, from time.Time) (time.Time, error) {
-	now := l.cfg.now()
+	now := l.cfg.Now()
 	mine := l.windowOf(now)
 	op, q := "late claim", l.session.Query(l.late.claim, e.Counter, own, e.ID, mine, now.UTC(), l.rowTTL())
 	if !from.IsZero() {
@@ -157,8 +157,8 @@ func (l *Log) claimLate(ctx context.Context, e Event, own, from time.Time) (time
 	applied, row, err := cas.Resolve(ctx, cas.Conditional{
 		Op: op, Write: q.WithContext(ctx), Read: l.session.Query(l.late.readClaim, e.Counter, own, e.ID).WithContext(ctx),
 		Applied:  func(row cas.Row, found bool) bool { return found && targetOf(row).Equal(mine) },
-		Patience: rollupPatience, Observe: lwt.ObserveCAS(l.cfg.observer, lwt.Key{e.Counter, e.ID}),
-	}, l.cfg.consistency, l.cfg.serial)
+		Patience: rollupPatience, Observe: lwt.ObserveCAS(l.cfg.Observer, lwt.Key{e.Counter, e.ID}),
+	}, l.cfg.Consistency, l.cfg.Serial)
 	switch {
 	case err != nil:
 		return time.Time{}, fmt.Errorf("events: %s of %q in %q: %w", op, e.ID, e.Counter, err)

@@ -55,7 +55,7 @@ func (l *Log) RecordBatch(ctx context.Context, evs []Event) error {
 	}
 	items := make([]*lateItem, 0, len(evs))
 	seen := make(map[[2]string]bool, len(evs))
-	now := l.cfg.now()
+	now := l.cfg.Now()
 	for i, e := range evs {
 		own, err := l.check(e)
 		if err != nil {

@@ -9,30 +9,12 @@ import (
 
 	"github.com/cassdedup/cassdedup/lwt"
 	"github.com/cassdedup/cassdedup/lwt/cas"
-	"github.com/cassdedup/cassdedup/schema"
 )
 
 // batchQueries are the late batch path's statements.
 type batchQueries struct {
 	holds, heldLegacy, oldClaims string
 	claim, move, read            string
-}
-
-// newBatchQueries builds them over the qualified tables of earlier releases' claims, of the
-// first layout's events and of the spread layout's events.
-func newBatchQueries(cfg config, claims, legacy, events string) (batchQueries, error) {
-	slices, err := schema.QualifiedName(cfg.keyspace, cfg.lateSlices)
-	if err != nil {
-		return batchQueries{}, fmt.Errorf("%w: %w", ErrInvalidOption, err)
-	}
-	return batchQueries{
-		holds:      "SELECT event_id FROM " + events + " WHERE counter = ? AND bucket = ? AND part = ? AND event_id IN ?",
-		heldLegacy: "SELECT event_id FROM " + legacy + " WHERE counter = ? AND bucket = ? AND event_id IN ?",
-		oldClaims:  "SELECT event_id FROM " + claims + " WHERE counter = ? AND bucket = ? AND event_id IN ?",
-		claim:      "INSERT INTO " + slices + " (counter, second, event_id, bucket, target, claimed_at) VALUES (?, ?, ?, ?, ?, ?) IF NOT EXISTS USING TTL ?",
-		move:       "UPDATE " + slices + " USING TTL ? SET target = ?, claimed_at = ? WHERE counter = ? AND second = ? AND event_id = ? IF target = ?",
-		read:       "SELECT event_id, target FROM " + slices + " WHERE counter = ? AND second = ? AND event_id IN ?",
-	}, nil
 }
 
 // WithLateSliceTable names the table where a Log claims late events in batches (default
@@ -69,7 +51,7 @@ func (l *Log) checkOwn(ctx context.Context, items []*lateItem) {
 	if err == nil {
 		claimed, err = l.readClaims(ctx, e0.Counter, items)
 	}
-	now := l.cfg.now()
+	now := l.cfg.Now()
 	for _, it := range items {
 		switch {
 		case err != nil:
@@ -117,12 +99,12 @@ func (l *Log) verifyTarget(ctx context.Context, items []*lateItem) {
 // holdsAll waits until window w settled, then returns the ids of items (events of counter)
 // whose row is in w: one read per part of every parts value the window index lists for w.
 func (l *Log) holdsAll(ctx context.Context, counter string, w time.Time, items []*lateItem) (map[string]bool, error) {
-	if d := w.Add(l.cfg.width + l.cfg.grace + l.cfg.settle).Sub(l.cfg.now()); d > 0 {
+	if d := w.Add(l.cfg.width + l.cfg.grace + l.cfg.settle).Sub(l.cfg.Now()); d > 0 {
 		if err := l.late.sleep(ctx, d); err != nil {
 			return nil, err
 		}
 	}
-	iter := l.session.Query(l.late.readParts, counter, dayOf(w), w).WithContext(ctx).Consistency(l.cfg.consistency).Iter()
+	iter := l.session.Query(l.late.readParts, counter, dayOf(w), w).WithContext(ctx).Consistency(l.cfg.Consistency).Iter()
 	var parts []int
 	var p int
 	for iter.Scan(&p) {
@@ -187,7 +169,7 @@ func (l *Log) readClaims(ctx context.Context, counter string, items []*lateItem)
 	}
 	out := map[string]time.Time{}
 	for second, ids := range bySlice {
-		iter := l.session.Query(l.late.batch.read, counter, second, ids).WithContext(ctx).Consistency(l.cfg.consistency).Iter()
+		iter := l.session.Query(l.late.batch.read, counter, second, ids).WithContext(ctx).Consistency(l.cfg.Consistency).Iter()
 		var id string
 		var target time.Time
 		for iter.Scan(&id, &target) {
@@ -202,7 +184,7 @@ func (l *Log) readClaims(ctx context.Context, counter string, items []*lateItem)
 
 // scanIDs adds the event ids q returns to into.
 func (l *Log) scanIDs(ctx context.Context, q *gocql.Query, into map[string]bool) error {
-	iter := q.WithContext(ctx).Consistency(l.cfg.consistency).Iter()
+	iter := q.WithContext(ctx).Consistency(l.cfg.Consistency).Iter()
 	var id string
 	for iter.Scan(&id) {
 		into[id] = true
@@ -228,7 +210,7 @@ func (l *Log) claimGroup(ctx context.Context, items []*lateItem) {
 			return
 		}
 	}
-	now := l.cfg.now()
+	now := l.cfg.Now()
 	for _, it := range items {
 		switch {
 		case it.step != stepClaim: // failed
@@ -259,7 +241,7 @@ func contains(items []*lateItem, it *lateItem) bool {
 func (l *Log) claimRound(ctx context.Context, items []*lateItem) ([]*lateItem, error) {
 	e0 := items[0].e
 	second := sliceOf(e0)
-	now := l.cfg.now()
+	now := l.cfg.Now()
 	mine := l.windowOf(now)
 	b, ttl := l.session.NewBatch(gocql.UnloggedBatch), l.rowTTL()
 	for _, it := range items {
@@ -291,8 +273,8 @@ func (l *Log) claimRound(ctx context.Context, items []*lateItem) ([]*lateItem, e
 			}
 			return true
 		},
-		Patience: rollupPatience, Observe: lwt.ObserveCAS(l.cfg.observer, lwt.Key{e0.Counter, second}),
-	}, l.cfg.consistency, l.cfg.serial)
+		Patience: rollupPatience, Observe: lwt.ObserveCAS(l.cfg.Observer, lwt.Key{e0.Counter, second}),
+	}, l.cfg.Consistency, l.cfg.Serial)
 	if err != nil {
 		return items, fmt.Errorf("events: late claim of %d events of %q at %v: %w", len(items), e0.Counter, second, err)
 	}

@@ -11,7 +11,6 @@ import (
 	"github.com/cassdedup/cassdedup/internal/argcheck"
 	"github.com/cassdedup/cassdedup/internal/flights"
 	"github.com/cassdedup/cassdedup/lwt"
-	"github.com/cassdedup/cassdedup/schema"
 )
 
 // Log is an event log of counters: each increment is an event row, and a counter's total is
@@ -70,23 +69,15 @@ func NewLog(session *gocql.Session, opts ...Option) (*Log, error) {
 	if err != nil {
 		return nil, err
 	}
-	var names [5]string
-	for i, t := range []string{cfg.events, cfg.buckets, cfg.rollups, cfg.windowEvents, cfg.windows} {
-		n, err := schema.QualifiedName(cfg.keyspace, t)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrInvalidOption, err)
-		}
-		names[i] = n
-	}
-	ev, bk, ru, we, wi := names[0], names[1], names[2], names[3], names[4]
-	late, err := newLateState(cfg, ev, we, wi)
+	t, err := cfg.qualified()
 	if err != nil {
 		return nil, err
 	}
+	ev, bk, ru, we, wi := t.events, t.buckets, t.rollups, t.windowEvents, t.windows
 	return &Log{
 		session: session,
 		cfg:     cfg,
-		late:    late,
+		late:    newLateState(t),
 		flush:   newFlusher(),
 		sums:    newSumCache(),
 		indexed: make(map[windowKey]struct{}),

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/cassdedup/cassdedup/internal/optcheck"
 )
 
 // DefaultLogRetention is how long a Log keeps its event rows, window index rows and late
@@ -28,13 +30,8 @@ const (
 // the rollup row, carries no TTL and is never lost; a rollup that stalls is reported (see
 // WithMaxRollupLag).
 func WithLogRetention(d time.Duration) Option {
-	return func(c *config) error {
-		if d < MinLogRetention || d > MaxLogRetention {
-			return invalid("WithLogRetention", d, fmt.Sprintf("must be %v..%v", MinLogRetention, MaxLogRetention))
-		}
-		c.logRetention = d
-		return nil
-	}
+	return optcheck.Set(ErrInvalidOption, d < MinLogRetention || d > MaxLogRetention, optcheck.Call("WithLogRetention", d), fmt.Sprintf("must be %v..%v", MinLogRetention, MaxLogRetention),
+		func(c *config) { c.logRetention = d })
 }
 
 // WithMaxRollupLag sets how far behind the clock a counter's rollup may fall before it counts as
@@ -43,13 +40,8 @@ func WithLogRetention(d time.Duration) Option {
 // windows' rows expire: Rollup returns its fold with an error matching ErrRollupStalled, and
 // RunRollups and RollupEvery return one. Watch LogStats.RollupLag well below it.
 func WithMaxRollupLag(d time.Duration) Option {
-	return func(c *config) error {
-		if d <= 0 {
-			return invalid("WithMaxRollupLag", d, "must be positive")
-		}
-		c.maxLag = d
-		return nil
-	}
+	return optcheck.Set(ErrInvalidOption, d <= 0, optcheck.Call("WithMaxRollupLag", d), "must be positive",
+		func(c *config) { c.maxLag = d })
 }
 
 // WithLogger sets where a Log reports a stalled rollup (at level ERROR) and a rollup that
@@ -66,14 +58,14 @@ func WithLogger(l *slog.Logger) Option {
 func (c *config) fitRetention() error {
 	fold := c.width + c.grace + c.settle
 	if least := 4 * (fold + c.skew); c.logRetention < least {
-		return invalid("WithLogRetention", c.logRetention,
-			fmt.Sprintf("must be at least 4 x (window + grace + settle + clock skew) = %v", least))
+		return optcheck.Bad(ErrInvalidOption, optcheck.Call("WithLogRetention", c.logRetention),
+			"must be at least 4 x (window + grace + settle + clock skew) = %v", least)
 	}
 	if c.maxLag == 0 {
 		c.maxLag = c.logRetention / 4
 	}
 	if c.maxLag < fold+time.Minute || c.maxLag > c.logRetention/2 {
-		return invalid("WithMaxRollupLag", c.maxLag, fmt.Sprintf("must be %v..%v (half the retention)", fold+time.Minute, c.logRetention/2))
+		return optcheck.Bad(ErrInvalidOption, optcheck.Call("WithMaxRollupLag", c.maxLag), "must be %v..%v (half the retention)", fold+time.Minute, c.logRetention/2)
 	}
 	return nil
 }
@@ -117,7 +109,7 @@ func (l *Log) noteFold(counter string, wm time.Time, ok bool) {
 	old, known := l.behind[counter]
 	if !ok {
 		if !known && len(l.behind) < activeMax {
-			l.behind[counter] = l.cfg.now()
+			l.behind[counter] = l.cfg.Now()
 		}
 		return
 	}

@@ -29,7 +29,7 @@ func TestRetentionBoundsRowsAndRefusesOlderRetries(t *testing.T) {
 	late := Event{Counter: "c", ID: "late", Delta: 4, Time: t0.Add(time.Second)}
 	require.NoError(t, l.Record(ctx, late), "a late event takes a claim")
 
-	ks := l.cfg.keyspace
+	ks := l.cfg.Keyspace
 	ttl := l.rowTTL()
 	require.Equal(t, int(DefaultLogRetention/time.Second)+184, ttl, "the defaults' TTL, as 017 states it")
 	ttls := func(stmt string) []int {

@@ -53,7 +53,7 @@ func (l *Log) Stats() LogStats {
 		Checks: c.checks.Load(), Totals: c.totals.Load(), TotalReads: c.reads.Load(),
 		LateEvents: c.lateEvents.Load(), LateRounds: c.lateRounds.Load(), Expired: c.expired.Load(),
 		RollupFailures: c.rollupFailures.Load(), Stalled: c.stalled.Load()}
-	if worst, ok := l.laggiest(l.cfg.now()); ok {
+	if worst, ok := l.laggiest(l.cfg.Now()); ok {
 		s.RollupLag, s.RollupLagCounter = worst.Lag, worst.Counter
 	}
 	return s

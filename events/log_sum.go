@@ -181,7 +181,7 @@ func (l *Log) sumRead(ctx context.Context, counter string, r read) (int64, error
 	switch {
 	case r.legacy:
 		var b *big.Int
-		err = l.session.Query(l.q.sumLegacy, counter, r.start).WithContext(ctx).Consistency(l.cfg.consistency).Scan(&b)
+		err = l.session.Query(l.q.sumLegacy, counter, r.start).WithContext(ctx).Consistency(l.cfg.Consistency).Scan(&b)
 		if err == nil {
 			s, err = fromBig(b)
 		}
@@ -201,7 +201,7 @@ func (l *Log) sumRead(ctx context.Context, counter string, r read) (int64, error
 func (l *Log) sumPart(ctx context.Context, counter string, r read) (int64, error) {
 	var b *big.Int
 	var m map[gocql.UUID]int64
-	err := l.session.Query(l.q.sumPart, counter, r.start, r.part).WithContext(ctx).Consistency(l.cfg.consistency).Scan(&b, &m)
+	err := l.session.Query(l.q.sumPart, counter, r.start, r.part).WithContext(ctx).Consistency(l.cfg.Consistency).Scan(&b, &m)
 	if err != nil {
 		return 0, err
 	}
@@ -224,7 +224,7 @@ func (l *Log) sumMixed(ctx context.Context, counter string, start time.Time, par
 	seen := make(map[string]struct{})
 	var total int64
 	for p := range most {
-		iter := l.session.Query(l.q.readPart, counter, start, p).WithContext(ctx).Consistency(l.cfg.consistency).Iter()
+		iter := l.session.Query(l.q.readPart, counter, start, p).WithContext(ctx).Consistency(l.cfg.Consistency).Iter()
 		var id string
 		var delta int64
 		for iter.Scan(&id, &delta) {

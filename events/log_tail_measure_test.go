@@ -39,7 +39,7 @@ func oldTotal(ctx context.Context, l *Log, counter string) (int64, int, error) {
 	if err != nil {
 		return 0, 0, err
 	}
-	legacy, windows, err := l.listTail(ctx, counter, st, l.readEnd(l.cfg.now()))
+	legacy, windows, err := l.listTail(ctx, counter, st, l.readEnd(l.cfg.Now()))
 	if err != nil {
 		return 0, 0, err
 	}

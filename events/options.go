@@ -3,11 +3,12 @@ package events
 import (
 	"fmt"
 	"log/slog"
-	"reflect"
 	"time"
 
 	"github.com/gocql/gocql"
 
+	"github.com/cassdedup/cassdedup/internal/optcheck"
+	"github.com/cassdedup/cassdedup/internal/storeopt"
 	"github.com/cassdedup/cassdedup/lwt"
 	"github.com/cassdedup/cassdedup/schema"
 )
@@ -17,11 +18,7 @@ import (
 type Option func(*config) error
 
 type config struct {
-	keyspace    string
-	consistency gocql.Consistency
-	serial      gocql.SerialConsistency
-	now         func() time.Time
-	observer    lwt.Observer
+	storeopt.Common // keyspace, consistencies, clock, observer: the options guard's share
 
 	events, buckets, rollups   string // 003's layout, still read, and the rollups
 	windowEvents, windows      string // 008's spread layout, written
@@ -52,7 +49,7 @@ const (
 
 func defaultConfig() config {
 	return config{
-		keyspace: schema.DefaultKeyspace, consistency: gocql.Quorum, serial: gocql.Serial, now: time.Now,
+		Common: storeopt.Defaults(),
 		events: "counter_events", buckets: "counter_buckets", rollups: "counter_rollups",
 		windowEvents: "counter_window_events", windows: "counter_windows", lateClaims: "counter_late_claims", lateSlices: "counter_late_slices",
 		width: DefaultWindow, grace: DefaultGracePeriod, settle: DefaultSettleTime, skew: time.Minute,
@@ -64,75 +61,33 @@ func defaultConfig() config {
 // and the rollup lag are checked against the others once all are applied (fitRetention).
 func newConfig(opts []Option) (config, error) {
 	c := defaultConfig()
-	for _, o := range opts {
-		if o == nil {
-			return c, fmt.Errorf("%w: nil Option", ErrInvalidOption)
-		}
-		if err := o(&c); err != nil {
-			return c, err
-		}
+	if err := optcheck.Apply(ErrInvalidOption, &c, opts); err != nil {
+		return c, err
 	}
 	return c, c.fitRetention()
 }
 
-// invalid is the error of a bad option: it names the option and the value it was given.
-func invalid(option string, value any, why string) error {
-	return fmt.Errorf("%w: %s(%v): %s", ErrInvalidOption, option, value, why)
-}
-
 // WithKeyspace names the keyspace of the tables (default "cassdedup").
-func WithKeyspace(name string) Option {
-	return func(c *config) error {
-		c.keyspace = name
-		return nil
-	}
-}
+func WithKeyspace(name string) Option { return storeopt.Keyspace[*config](name) }
 
 // WithConsistency sets the consistency of plain writes, reads and Paxos commits (default
 // QUORUM; LOCAL_QUORUM with LOCAL_SERIAL in one datacenter).
-func WithConsistency(cl gocql.Consistency) Option {
-	return func(c *config) error {
-		c.consistency = cl
-		return nil
-	}
-}
+func WithConsistency(cl gocql.Consistency) Option { return storeopt.Consistency[*config](cl) }
 
 // WithSerialConsistency sets the Paxos consistency of rollup watermarks and late claims
 // (default SERIAL; LOCAL_SERIAL only when each counter is written and rolled up in one
 // datacenter).
 func WithSerialConsistency(sc gocql.SerialConsistency) Option {
-	return func(c *config) error {
-		if sc != gocql.Serial && sc != gocql.LocalSerial {
-			return invalid("WithSerialConsistency", sc, "must be SERIAL or LOCAL_SERIAL")
-		}
-		c.serial = sc
-		return nil
-	}
+	return storeopt.SerialConsistency[*config](ErrInvalidOption, sc)
 }
 
 // WithClock replaces time.Now, for tests and simulations of history: windows, grace, settling.
-func WithClock(now func() time.Time) Option {
-	return func(c *config) error {
-		if now == nil {
-			return invalid("WithClock", "nil", "needs a clock")
-		}
-		c.now = now
-		return nil
-	}
-}
+func WithClock(now func() time.Time) Option { return storeopt.Clock[*config](ErrInvalidOption, now) }
 
 // WithObserver sets a hook called synchronously on every LWT and write, the
 // same lwt.Observer an lwt.Store takes. It must be fast and safe for concurrent use. Default
 // none (nil); a typed nil (a nil pointer in the interface) is refused, as its calls would panic.
-func WithObserver(o lwt.Observer) Option {
-	return func(c *config) error {
-		if o != nil && isNil(o) {
-			return invalid("WithObserver", fmt.Sprintf("%T(nil)", o), "a typed nil: pass nil for none")
-		}
-		c.observer = o
-		return nil
-	}
-}
+func WithObserver(o lwt.Observer) Option { return storeopt.Observer[*config](ErrInvalidOption, o) }
 
 // WithCounterTables names the tables of the first layout, which a Log still reads and folds but
 // no longer writes (defaults "counter_events", "counter_buckets"), and the rollup table
@@ -159,13 +114,8 @@ func WithWindowTables(events, windows string) Option {
 // window is computed from it, so change it only while no event can be retried across the
 // change (a retry would land in another window and count twice).
 func WithBucketWidth(d time.Duration) Option {
-	return func(c *config) error {
-		if d < time.Second || d > time.Hour || (24*time.Hour)%d != 0 || d%time.Millisecond != 0 {
-			return invalid("WithBucketWidth", d, "must be whole milliseconds, 1s..1h and divide 24h")
-		}
-		c.width = d
-		return nil
-	}
+	return optcheck.Set(ErrInvalidOption, d < time.Second || d > time.Hour || (24*time.Hour)%d != 0 || d%time.Millisecond != 0, optcheck.Call("WithBucketWidth", d), "must be whole milliseconds, 1s..1h and divide 24h",
+		func(c *config) { c.width = d })
 }
 
 // WithParts sets how many partitions one window of one counter is spread over (default 4; 1 to
@@ -178,26 +128,16 @@ func WithBucketWidth(d time.Duration) Option {
 // follow every recorded value, and a window written with several values is summed by event id,
 // so an event retried across the change still counts once.
 func WithParts(n int) Option {
-	return func(c *config) error {
-		if n < 1 || n > MaxParts {
-			return invalid("WithParts", n, fmt.Sprintf("must be 1..%d", MaxParts))
-		}
-		c.parts = n
-		return nil
-	}
+	return optcheck.Set(ErrInvalidOption, n < 1 || n > MaxParts, optcheck.Call("WithParts", n), fmt.Sprintf("must be 1..%d", MaxParts),
+		func(c *config) { c.parts = n })
 }
 
 // WithLegacyBucketWidth sets the bucket width that the first layout (counter_events) was
 // written with, before the spread layout (default 1 h, that layout's default; 1 min to 24 h,
 // dividing 24 h). Set it only if that log was made WithBucketWidth.
 func WithLegacyBucketWidth(d time.Duration) Option {
-	return func(c *config) error {
-		if d < time.Minute || d > 24*time.Hour || (24*time.Hour)%d != 0 {
-			return invalid("WithLegacyBucketWidth", d, "must be 1m..24h and divide 24h")
-		}
-		c.legacyWidth = d
-		return nil
-	}
+	return optcheck.Set(ErrInvalidOption, d < time.Minute || d > 24*time.Hour || (24*time.Hour)%d != 0, optcheck.Call("WithLegacyBucketWidth", d), "must be 1m..24h and divide 24h",
+		func(c *config) { c.legacyWidth = d })
 }
 
 // WithGracePeriod sets how long after its window ends an event is still written in its own
@@ -207,13 +147,8 @@ func WithLegacyBucketWidth(d time.Duration) Option {
 // the one-write path; it costs a total the marks of that many more windows (read in one query
 // with the others), and sums only of the windows written meanwhile.
 func WithGracePeriod(d time.Duration) Option {
-	return func(c *config) error {
-		if d < time.Second {
-			return invalid("WithGracePeriod", d, "must be at least 1s")
-		}
-		c.grace = d
-		return nil
-	}
+	return optcheck.Set(ErrInvalidOption, d < time.Second, optcheck.Call("WithGracePeriod", d), "must be at least 1s",
+		func(c *config) { c.grace = d })
 }
 
 // WithSettleTime sets how much longer than the grace period a rollup waits before it folds a
@@ -223,37 +158,32 @@ func WithGracePeriod(d time.Duration) Option {
 // workers. A node that queues writes for longer than that can still apply a write whose writer
 // gave up after the fold: see docs/eventlog.md.
 func WithSettleTime(d time.Duration) Option {
-	return func(c *config) error {
-		if d < time.Second {
-			return invalid("WithSettleTime", d, "must be at least 1s")
-		}
-		c.settle = d
-		return nil
-	}
+	return optcheck.Set(ErrInvalidOption, d < time.Second, optcheck.Call("WithSettleTime", d), "must be at least 1s",
+		func(c *config) { c.settle = d })
 }
 
 // WithMaxClockSkew sets how far ahead of the clock an event time may be (default 1 min; 0 to
 // 1 h). Reads include buckets up to now plus this skew.
 func WithMaxClockSkew(d time.Duration) Option {
-	return func(c *config) error {
-		if d < 0 || d > time.Hour {
-			return invalid("WithMaxClockSkew", d, "must be 0..1h")
+	return optcheck.Set(ErrInvalidOption, d < 0 || d > time.Hour, optcheck.Call("WithMaxClockSkew", d), "must be 0..1h",
+		func(c *config) { c.skew = d })
+}
+
+// tables are the Log's tables, qualified by the keyspace.
+type tables struct {
+	events, buckets, rollups, windowEvents, windows, lateClaims, lateSlices string
+}
+
+// qualified returns the tables the options named, qualified by the keyspace; a bad name is
+// an invalid option.
+func (c *config) qualified() (tables, error) {
+	t := tables{c.events, c.buckets, c.rollups, c.windowEvents, c.windows, c.lateClaims, c.lateSlices}
+	for _, name := range []*string{&t.events, &t.buckets, &t.rollups, &t.windowEvents, &t.windows, &t.lateClaims, &t.lateSlices} {
+		q, err := schema.QualifiedName(c.Keyspace, *name)
+		if err != nil {
+			return tables{}, fmt.Errorf("%w: %w", ErrInvalidOption, err)
 		}
-		c.skew = d
-		return nil
+		*name = q
 	}
+	return t, nil
 }
-
-// isNil reports whether v holds a nil pointer, map, func, channel or slice.
-func isNil(v any) bool {
-	rv := reflect.ValueOf(v)
-	switch rv.Kind() {
-	case reflect.Pointer, reflect.Map, reflect.Func, reflect.Chan, reflect.Slice, reflect.Interface:
-		return rv.IsNil()
-	}
-	return false
-}
-
-// serialRead returns the serial consistency as a read consistency: a SELECT at SERIAL sees
-// every committed Paxos write and completes one in flight.
-func (c *config) serialRead() gocql.Consistency { return gocql.Consistency(c.serial) }

@@ -24,7 +24,7 @@ func TestBadOptionNamesItself(t *testing.T) {
 		"WithMaxClockSkew(2h0m0s)":                       events.WithMaxClockSkew(2 * time.Hour),
 		"WithSerialConsistency(UNKNOWN_SERIAL_CONS_0x4)": events.WithSerialConsistency(gocql.SerialConsistency(gocql.Quorum)),
 		"WithClock(nil)":                                 events.WithClock(nil),
-		"nil Option":                                     nil,
+		"option 0: nil":                                  nil,
 	} {
 		_, err := events.NewLog(&gocql.Session{}, opt)
 		if assert.ErrorIs(t, err, events.ErrInvalidOption, want) {

@@ -45,7 +45,7 @@ func (l *Log) Record(ctx context.Context, e Event) error {
 		return err
 	}
 	// The late path of one event is RecordBatch's, so both claim in the same table.
-	return l.recordItems(ctx, []*lateItem{l.newItem(e, window, l.cfg.now())})
+	return l.recordItems(ctx, []*lateItem{l.newItem(e, window, l.cfg.Now())})
 }
 
 // errMissedWindow says an on-time write was not made, or not acknowledged, while its window
@@ -67,7 +67,7 @@ func (l *Log) store(ctx context.Context, e Event, window time.Time) error {
 	if err := l.ensureIndexed(ctx, e.Counter, window); err != nil {
 		return err
 	}
-	if l.closed(window, l.cfg.now()) || !l.cfg.now().Before(l.landBy(window)) {
+	if l.closed(window, l.cfg.Now()) || !l.cfg.Now().Before(l.landBy(window)) {
 		return errMissedWindow
 	}
 	return wrapRecord(e, l.write(ctx, e, window))
@@ -93,7 +93,7 @@ func (l *Log) check(e Event) (time.Time, error) {
 	if e.Time.IsZero() {
 		return time.Time{}, fmt.Errorf("%w: event %q", ErrMissingEventTime, e.ID)
 	}
-	now := l.cfg.now()
+	now := l.cfg.Now()
 	if e.Time.After(now.Add(l.cfg.skew)) {
 		return time.Time{}, fmt.Errorf("%w: event %q at %v, clock %v", ErrFutureEvent, e.ID, e.Time, now)
 	}
@@ -112,7 +112,7 @@ func (l *Log) ensureIndexed(ctx context.Context, counter string, window time.Tim
 	k := windowKey{counter, window.UnixMilli()}
 	return once(ctx, &l.indexing, k, func() bool { return has(l, l.indexed, k) }, func() error {
 		err := l.session.Query(l.q.insertWindow, counter, dayOf(window), window, l.cfg.parts, l.rowTTL()).
-			WithContext(ctx).Consistency(l.cfg.consistency).Idempotent(true).Exec()
+			WithContext(ctx).Consistency(l.cfg.Consistency).Idempotent(true).Exec()
 		if err != nil {
 			return fmt.Errorf("events: index window %v of %q: %w", window, counter, err)
 		}
@@ -167,13 +167,13 @@ func remember[K comparable](l *Log, m map[K]struct{}, k K, limit int) {
 // row already has one.
 func (l *Log) ensureStarted(ctx context.Context, counter string, window time.Time) error {
 	return once(ctx, &l.starting, counter, func() bool { return has(l, l.started, counter) }, func() error {
-		earliest := l.cfg.now().Add(-l.cfg.width - l.cfg.grace - 2*l.cfg.skew)
+		earliest := l.cfg.Now().Add(-l.cfg.width - l.cfg.grace - 2*l.cfg.skew)
 		since := dayOf(earliest)
 		if w := dayOf(window); w.Before(since) {
 			since = w
 		}
 		q := l.session.Query(l.q.setSince, since, counter).WithContext(ctx).
-			Consistency(l.cfg.consistency).SerialConsistency(l.cfg.serial)
+			Consistency(l.cfg.Consistency).SerialConsistency(l.cfg.Serial)
 		if _, err := q.MapScanCAS(map[string]any{}); err != nil {
 			return fmt.Errorf("events: start counter %q: %w", counter, err)
 		}

@@ -65,7 +65,7 @@ func (l *Log) Rollup(ctx context.Context, counter string) (RollupResult, error) 
 	if res.Lag > l.cfg.maxLag {
 		// Folded, but loud: the windows it found had waited past the limit.
 		l.stats.stalled.Add(1)
-		since := l.cfg.now().Add(-res.Lag)
+		since := l.cfg.Now().Add(-res.Lag)
 		return res, &RollupStalledError{Counter: counter, Since: since, Lag: res.Lag, MaxLag: l.cfg.maxLag,
 			Expires: since.Add(l.cfg.logRetention)}
 	}
@@ -110,7 +110,7 @@ func (l *Log) nextRollup(ctx context.Context, counter string) (rollupState, Roll
 	if err != nil {
 		return st, RollupResult{}, false, err
 	}
-	now := l.cfg.now()
+	now := l.cfg.Now()
 	h := l.horizon(now)
 	if st.marked && !st.watermark.Before(h) {
 		return st, RollupResult{Watermark: st.watermark, Total: st.total, Lag: lagOf(now, st.watermark)}, true, nil
@@ -199,7 +199,7 @@ const rollupPatience = 2 * time.Second
 // worker folding to the same horizon computes the same total; anything else did not apply, and
 // the caller reads again.
 func (l *Log) moveWatermark(ctx context.Context, counter string, st rollupState, res RollupResult) (bool, error) {
-	now := l.cfg.now().UTC()
+	now := l.cfg.Now().UTC()
 	q := l.session.Query(l.q.insertRollup, counter, res.Watermark, res.Total, now)
 	switch {
 	case st.marked:
@@ -213,8 +213,8 @@ func (l *Log) moveWatermark(ctx context.Context, counter string, st rollupState,
 	}
 	applied, _, err := cas.Resolve(ctx, cas.Conditional{
 		Op: "rollup", Write: q, Read: l.session.Query(l.q.readRollup, counter), Applied: reached,
-		Patience: rollupPatience, Observe: lwt.ObserveCAS(l.cfg.observer, lwt.Key{counter}),
-	}, l.cfg.consistency, l.cfg.serial)
+		Patience: rollupPatience, Observe: lwt.ObserveCAS(l.cfg.Observer, lwt.Key{counter}),
+	}, l.cfg.Consistency, l.cfg.Serial)
 	if err != nil {
 		return false, fmt.Errorf("events: move watermark of %q to %v: %w", counter, res.Watermark, err)
 	}

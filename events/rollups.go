@@ -74,7 +74,7 @@ func (l *Log) rollPass(ctx context.Context, cs []string, onError func(string, er
 			return nil // the caller stopped the loop
 		}
 		if err != nil && !errors.Is(err, ErrRollupStalled) {
-			if s := l.stallOf(cs[i], l.cfg.now()); s != nil {
+			if s := l.stallOf(cs[i], l.cfg.Now()); s != nil {
 				l.stats.stalled.Add(1)
 				err = fmt.Errorf("%w (last failure: %w)", s, err)
 			}

@@ -73,7 +73,7 @@ func (l *Log) readMarks(ctx context.Context, counter string, checks []check) (ma
 			parts = append(parts, c.part)
 		}
 	}
-	iter := l.session.Query(l.q.readMarks, counter, buckets, parts).WithContext(ctx).Consistency(l.cfg.consistency).Iter()
+	iter := l.session.Query(l.q.readMarks, counter, buckets, parts).WithContext(ctx).Consistency(l.cfg.Consistency).Iter()
 	out := make(map[partKey]map[gocql.UUID]int64, len(checks))
 	var b time.Time
 	var p int

@@ -69,7 +69,7 @@ func (l *Log) Total(ctx context.Context, counter string) (int64, error) {
 
 // readTotal reads the counter's total once (see Total).
 func (l *Log) readTotal(ctx context.Context, counter string) (int64, error) {
-	now := l.cfg.now()
+	now := l.cfg.Now()
 	end := l.readEnd(now)
 	st, legacy, windows, err := l.tail(ctx, counter, end)
 	if err != nil {
@@ -154,9 +154,9 @@ func (l *Log) partsChanged(ctx context.Context, counter string, windows []window
 // readRollup reads the counter's rollup row, at the serial consistency when serial is set so
 // a rollup worker sees every committed (and finishes every in-flight) watermark move.
 func (l *Log) readRollup(ctx context.Context, counter string, serial bool) (rollupState, error) {
-	q := l.session.Query(l.q.readRollup, counter).WithContext(ctx).Consistency(l.cfg.consistency)
+	q := l.session.Query(l.q.readRollup, counter).WithContext(ctx).Consistency(l.cfg.Consistency)
 	if serial {
-		q = q.Consistency(l.cfg.serialRead())
+		q = q.Consistency(l.cfg.SerialRead())
 	}
 	var st rollupState
 	var wm, since *time.Time
@@ -210,7 +210,7 @@ func (l *Log) legacyAfter(st rollupState) time.Time {
 
 // listLegacy lists the first layout's buckets that start after after and before end.
 func (l *Log) listLegacy(ctx context.Context, counter string, after, end time.Time) ([]time.Time, error) {
-	iter := l.session.Query(l.q.listLegacy, counter, after, end).WithContext(ctx).Consistency(l.cfg.consistency).Iter()
+	iter := l.session.Query(l.q.listLegacy, counter, after, end).WithContext(ctx).Consistency(l.cfg.Consistency).Iter()
 	var out []time.Time
 	var b time.Time
 	for iter.Scan(&b) {
@@ -237,7 +237,7 @@ func (l *Log) listWindows(ctx context.Context, counter string, from, end time.Ti
 	var out []window
 	for day := dayOf(from); day.Before(end); day = day.Add(24 * time.Hour) {
 		iter := l.session.Query(l.q.listWindows, counter, day, from, end).WithContext(ctx).
-			Consistency(l.cfg.consistency).Iter()
+			Consistency(l.cfg.Consistency).Iter()
 		var start time.Time
 		var parts int
 		for iter.Scan(&start, &parts) {

@@ -24,9 +24,5 @@ func ValidateCounter(name string) error {
 // ValidateEventID reports whether id is a usable event id: non-empty UTF-8 of at most
 // MaxEventIDLength bytes. The error wraps ErrInvalidEventID.
 func ValidateEventID(id string) error {
-	return validateText(ErrInvalidEventID, "event id", id, MaxEventIDLength)
-}
-
-func validateText(sentinel error, what, s string, max int) error {
-	return textcheck.Check(sentinel, what, s, max)
+	return textcheck.Check(ErrInvalidEventID, "event id", id, MaxEventIDLength)
 }

@@ -13,9 +13,8 @@ import (
 // services that need it in code. Each delegates to the guard's lwt.Store, so the rules of
 // lwt.Store.Inspect, ReleaseKey, Delete and ScanStuck apply.
 
-// Inspect reads the record of message id in scope at the guard's serial consistency, with
-// the node's remaining TTL. It returns an error matching lwt.ErrNotFound when there is none.
-func (g *Guard) Inspect(ctx context.Context, scope Scope, id string) (*lwt.Inspection, error) {
+// messageKey checks a call on message id in scope and returns the key of its record.
+func (g *Guard) messageKey(ctx context.Context, scope Scope, id string) (lwt.Key, error) {
 	if err := g.checkCall(ctx); err != nil {
 		return nil, err
 	}
@@ -23,35 +22,39 @@ func (g *Guard) Inspect(ctx context.Context, scope Scope, id string) (*lwt.Inspe
 	if err := m.validate(0); err != nil {
 		return nil, err
 	}
-	return g.store.Inspect(ctx, m.key())
+	return m.key(), nil
+}
+
+// Inspect reads the record of message id in scope at the guard's serial consistency, with
+// the node's remaining TTL. It returns an error matching lwt.ErrNotFound when there is none.
+func (g *Guard) Inspect(ctx context.Context, scope Scope, id string) (*lwt.Inspection, error) {
+	key, err := g.messageKey(ctx, scope, id)
+	if err != nil {
+		return nil, err
+	}
+	return g.store.Inspect(ctx, key)
 }
 
 // ReleaseMessage releases the message's record (RELEASED, attempts kept), so its next
 // delivery runs the handler again: a claim whose consumer died, or a poison message to retry
 // after a fix. A live lease is refused with lwt.ErrInProgress unless lwt.Force is given.
 func (g *Guard) ReleaseMessage(ctx context.Context, scope Scope, id string, opts ...lwt.AdminOption) (lwt.AdminResult, error) {
-	if err := g.checkCall(ctx); err != nil {
+	key, err := g.messageKey(ctx, scope, id)
+	if err != nil {
 		return lwt.AdminResult{}, err
 	}
-	m := Message{Scope: scope, ID: id}
-	if err := m.validate(0); err != nil {
-		return lwt.AdminResult{}, err
-	}
-	return g.store.ReleaseKey(ctx, m.key(), opts...)
+	return g.store.ReleaseKey(ctx, key, opts...)
 }
 
 // DeleteMessage removes the message's record, so its next delivery is processed as new (its
 // attempts start again). A live lease is refused with lwt.ErrInProgress unless lwt.Force is
 // given. The by-scope index keeps the id, which only makes a warm-up admit it as maybe seen.
 func (g *Guard) DeleteMessage(ctx context.Context, scope Scope, id string, opts ...lwt.AdminOption) (lwt.AdminResult, error) {
-	if err := g.checkCall(ctx); err != nil {
+	key, err := g.messageKey(ctx, scope, id)
+	if err != nil {
 		return lwt.AdminResult{}, err
 	}
-	m := Message{Scope: scope, ID: id}
-	if err := m.validate(0); err != nil {
-		return lwt.AdminResult{}, err
-	}
-	return g.store.Delete(ctx, m.key(), opts...)
+	return g.store.Delete(ctx, key, opts...)
 }
 
 // ScanStuck scans processed_messages for messages whose claim is STARTED past its lease or

@@ -42,13 +42,22 @@ type BatchResult struct {
 // processed_messages_bucketed, which Process of a message with a Time consults too, so the two
 // see each other's processed messages.
 func (g *Guard) ProcessBatch(ctx context.Context, msgs []Message, handler Handler) ([]BatchResult, error) {
-	if err := g.checkCall(ctx); err != nil {
+	if err := g.checkRun(ctx, handler == nil, "handler"); err != nil {
 		return nil, err
 	}
-	if handler == nil {
-		return nil, fmt.Errorf("%w: nil handler", ErrInvalidOption)
-	}
 	return g.processBatch(ctx, msgs, handler, nil), nil
+}
+
+// checkRun checks a call of ProcessBatch or ProcessPoll: the guard and ctx (checkCall), then
+// that it was given its handler, what names it in the error.
+func (g *Guard) checkRun(ctx context.Context, missing bool, what string) error {
+	if err := g.checkCall(ctx); err != nil {
+		return err
+	}
+	if missing {
+		return fmt.Errorf("%w: nil %s", ErrInvalidOption, what)
+	}
+	return nil
 }
 
 // processBatch is ProcessBatch and ProcessPoll: claims, then runAll, then the ends.
@@ -151,7 +160,7 @@ func (g *Guard) validateBatchMessage(m Message) error {
 	if m.Time.IsZero() {
 		return fmt.Errorf("%w: %q has no time; ProcessBatch groups messages by it", ErrInvalidMessage, m.ID)
 	}
-	if ahead := m.Time.Sub(g.cfg.now()); ahead > lwt.MaxClockSkew {
+	if ahead := m.Time.Sub(g.cfg.Now()); ahead > lwt.MaxClockSkew {
 		// Its partition could still move with a layout change; Process takes such a message.
 		return fmt.Errorf("%w: %w: %q is %v ahead of the clock (the limit is %v)",
 			ErrInvalidMessage, ErrFutureMessage, m.ID, ahead, lwt.MaxClockSkew)

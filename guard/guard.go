@@ -75,7 +75,7 @@ func New(session *gocql.Session, opts ...Option) (*Guard, error) {
 	if err != nil {
 		return nil, err
 	}
-	byScope, err := schema.QualifiedName(cfg.keyspace, cfg.byScope)
+	byScope, err := schema.QualifiedName(cfg.Keyspace, cfg.byScope)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidOption, err)
 	}
@@ -84,16 +84,16 @@ func New(session *gocql.Session, opts ...Option) (*Guard, error) {
 		q    *string
 		name string
 	}{{&bucketed, cfg.bucketed}, {&layouts, cfg.layouts}, {&index, cfg.index}} {
-		if *t.q, err = schema.QualifiedName(cfg.keyspace, t.name); err != nil {
+		if *t.q, err = schema.QualifiedName(cfg.Keyspace, t.name); err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrInvalidOption, err)
 		}
 	}
 	storeOpts := []lwt.Option{lwt.WithRetention(cfg.retention), lwt.WithLease(cfg.lease),
-		lwt.WithSerialConsistency(cfg.serial), lwt.WithConsistency(cfg.consistency), lwt.WithClock(cfg.now)}
-	if cfg.observer != nil {
-		storeOpts = append(storeOpts, lwt.WithObserver(cfg.observer))
+		lwt.WithSerialConsistency(cfg.Serial), lwt.WithConsistency(cfg.Consistency), lwt.WithClock(cfg.Now)}
+	if cfg.Observer != nil {
+		storeOpts = append(storeOpts, lwt.WithObserver(cfg.Observer))
 	}
-	batch, err := lwt.NewBatchStore(session, lwt.BatchTable{Keyspace: cfg.keyspace, Name: cfg.bucketed,
+	batch, err := lwt.NewBatchStore(session, lwt.BatchTable{Keyspace: cfg.Keyspace, Name: cfg.bucketed,
 		PartitionColumns: []string{"consumer_group", "topic", "partition", "window_start", "bucket"}, KeyColumn: "message_id"},
 		storeOpts...)
 	if err != nil {
@@ -113,7 +113,7 @@ func New(session *gocql.Session, opts ...Option) (*Guard, error) {
 			" (consumer_group, since, window_seconds, buckets, recorded_at) VALUES (?, ?, ?, ?, ?) IF NOT EXISTS",
 		layouts: layoutCache{groups: map[string]*groupLayouts{}, proposed: map[string]bool{}},
 	}
-	table := lwt.Table{Keyspace: cfg.keyspace, Name: cfg.records,
+	table := lwt.Table{Keyspace: cfg.Keyspace, Name: cfg.records,
 		KeyColumns: []string{"consumer_group", "topic", "partition", "message_id"}, CompletionColumns: cfg.completionCols}
 	// A fast-path message with a time is recorded in the bucketed table, where its record is
 	// also its scope's index (see recordFast).
@@ -166,7 +166,7 @@ func (g *Guard) Process(ctx context.Context, m Message, handler Handler) (Outcom
 		// A time further ahead than the skew has no layout yet that stays put (see
 		// LayoutSwitchDelay): such a message is not looked up in the bucketed table, which
 		// ProcessBatch and the fast path (both refuse it) have not written it to.
-		timed = !m.Time.After(g.cfg.now().Add(lwt.MaxClockSkew))
+		timed = !m.Time.After(g.cfg.Now().Add(lwt.MaxClockSkew))
 	}
 	// The by-scope index row is written while the claim is in flight rather than after it, so
 	// a new message pays one round trip less, and the handler waits for it: the index holds
@@ -235,14 +235,14 @@ func (w *indexWrite) wait() error {
 // index writes m's row in the by-scope index, in the window and bucket that its group's layout
 // gives it now.
 func (g *Guard) index(ctx context.Context, m Message) error {
-	now := g.cfg.now()
+	now := g.cfg.Now()
 	l, err := g.layoutOf(ctx, m.Group, now)
 	if err != nil {
 		return fmt.Errorf("guard: index %q by scope: %w", m.ID, err)
 	}
 	start, bucket := l.place(now.Unix(), m.ID)
 	err = g.session.Query(g.insertIndex, m.Group, m.Topic, m.Partition, start, bucket, m.ID,
-		int(g.cfg.retention/time.Second)).WithContext(ctx).Consistency(g.cfg.consistency).Idempotent(true).Exec()
+		int(g.cfg.retention/time.Second)).WithContext(ctx).Consistency(g.cfg.Consistency).Idempotent(true).Exec()
 	if err != nil {
 		return fmt.Errorf("guard: index %q by scope: %w", m.ID, err)
 	}

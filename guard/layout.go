@@ -157,7 +157,7 @@ func (g *Guard) layoutsOf(ctx context.Context, group string, t time.Time, write 
 // the legacy and the configured layout for a group that has none, and proposes the configured
 // layout once if the group's latest differs.
 func (g *Guard) loadLayouts(ctx context.Context, group string, write bool) (*groupLayouts, error) {
-	read := g.cfg.now()
+	read := g.cfg.Now()
 	entries, recorded, err := g.readLayouts(ctx, group)
 	if err != nil {
 		return nil, err
@@ -182,7 +182,7 @@ func (g *Guard) loadLayouts(ctx context.Context, group string, write bool) (*gro
 		if err := g.recordLayout(ctx, group, entries, own); err != nil {
 			return nil, err
 		}
-		read = g.cfg.now()
+		read = g.cfg.Now()
 		if entries, recorded, err = g.readLayouts(ctx, group); err != nil {
 			return nil, err
 		}
@@ -208,7 +208,7 @@ func (g *Guard) cache(group string, read time.Time, entries []layoutEntry, recor
 // readLayouts reads the group's rows of guard_layouts, every one valid, and when the first was
 // written (unix seconds).
 func (g *Guard) readLayouts(ctx context.Context, group string) (entries []layoutEntry, recorded int64, err error) {
-	iter := g.session.Query(g.selectLayouts, group).WithContext(ctx).Consistency(g.cfg.serialRead()).Iter()
+	iter := g.session.Query(g.selectLayouts, group).WithContext(ctx).Consistency(g.cfg.SerialRead()).Iter()
 	var e layoutEntry
 	var window int
 	var written time.Time
@@ -239,7 +239,7 @@ func (g *Guard) readLayouts(ctx context.Context, group string) (entries []layout
 func (g *Guard) recordLayout(ctx context.Context, group string, entries []layoutEntry, own layout) error {
 	ctx, cancel := context.WithTimeout(ctx, layoutWriteTimeout)
 	defer cancel()
-	clock := g.cfg.now()
+	clock := g.cfg.Now()
 	now := clock.Unix()
 	b := g.session.NewBatch(gocql.LoggedBatch)
 	legacy := layout{window: int64(g.cfg.legacyWindow / time.Second), buckets: g.cfg.legacyBuckets}
@@ -247,7 +247,7 @@ func (g *Guard) recordLayout(ctx context.Context, group string, entries []layout
 	if len(entries) == 0 {
 		b.Query(g.insertLayout, group, int64(math.MinInt64), int(legacy.window), legacy.buckets, clock)
 		if own == legacy {
-			_, _, err := cas.ExecBatch(ctx, g.session, b, g.cfg.serial)
+			_, _, err := cas.ExecBatch(ctx, g.session, b, g.cfg.Serial)
 			return g.layoutWriteErr(group, err)
 		}
 		since = ceilTo(now+int64(firstSwitchDelay/time.Second), own.window)
@@ -256,7 +256,7 @@ func (g *Guard) recordLayout(ctx context.Context, group string, entries []layout
 		since = ceilTo(max(now+int64(LayoutSwitchDelay/time.Second), last+1), own.window)
 	}
 	b.Query(g.insertLayout, group, since, int(own.window), own.buckets, clock)
-	_, _, err := cas.ExecBatch(ctx, g.session, b, g.cfg.serial)
+	_, _, err := cas.ExecBatch(ctx, g.session, b, g.cfg.Serial)
 	return g.layoutWriteErr(group, err)
 }
 

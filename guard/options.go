@@ -6,8 +6,9 @@ import (
 
 	"github.com/gocql/gocql"
 
+	"github.com/cassdedup/cassdedup/internal/optcheck"
+	"github.com/cassdedup/cassdedup/internal/storeopt"
 	"github.com/cassdedup/cassdedup/lwt"
-	"github.com/cassdedup/cassdedup/schema"
 )
 
 // Option configures a Guard; New applies and validates them. A bad option's error names the
@@ -15,11 +16,7 @@ import (
 type Option func(*config) error
 
 type config struct {
-	keyspace    string
-	consistency gocql.Consistency
-	serial      gocql.SerialConsistency
-	now         func() time.Time
-	observer    lwt.Observer
+	storeopt.Common // keyspace, consistencies, clock, observer: the options events' share
 
 	records, byScope        string // byScope: the hour-bucketed index of earlier releases, read
 	layouts, index          string // guard_layouts and the windowed by-scope index, written
@@ -57,7 +54,7 @@ const (
 
 func defaultConfig() config {
 	return config{
-		keyspace: schema.DefaultKeyspace, consistency: gocql.Quorum, serial: gocql.Serial, now: time.Now,
+		Common:  storeopt.Defaults(),
 		records: "processed_messages", byScope: "processed_messages_by_scope",
 		bucketed: "processed_messages_bucketed", window: DefaultBatchWindow, batchBuckets: DefaultBatchBuckets,
 		layouts: "guard_layouts", index: "processed_messages_by_window", rate: DefaultPartitionRate,
@@ -71,13 +68,8 @@ func defaultConfig() config {
 // within the retention, and the layout's partitions bounded at the declared rate.
 func newConfig(opts []Option) (config, error) {
 	c := defaultConfig()
-	for _, o := range opts {
-		if o == nil {
-			return c, fmt.Errorf("%w: nil Option", ErrInvalidOption)
-		}
-		if err := o(&c); err != nil {
-			return c, err
-		}
+	if err := optcheck.Apply(ErrInvalidOption, &c, opts); err != nil {
+		return c, err
 	}
 	switch {
 	case c.lease > c.retention:
@@ -91,60 +83,26 @@ func newConfig(opts []Option) (config, error) {
 	return c, nil
 }
 
-// invalid is the error of a bad option: it names the option and the value it was given.
-func invalid(option string, value any, why string) error {
-	return fmt.Errorf("%w: %s(%v): %s", ErrInvalidOption, option, value, why)
-}
-
 // WithKeyspace names the keyspace of the tables (default "cassdedup").
-func WithKeyspace(name string) Option {
-	return func(c *config) error {
-		c.keyspace = name
-		return nil
-	}
-}
+func WithKeyspace(name string) Option { return storeopt.Keyspace[*config](name) }
 
 // WithConsistency sets the consistency of plain writes, reads and Paxos commits (default
 // QUORUM; LOCAL_QUORUM with LOCAL_SERIAL in one datacenter).
-func WithConsistency(cl gocql.Consistency) Option {
-	return func(c *config) error {
-		c.consistency = cl
-		return nil
-	}
-}
+func WithConsistency(cl gocql.Consistency) Option { return storeopt.Consistency[*config](cl) }
 
 // WithSerialConsistency sets the Paxos consistency of claims and serial reads (default
 // SERIAL; LOCAL_SERIAL only when each message is handled in one datacenter).
 func WithSerialConsistency(sc gocql.SerialConsistency) Option {
-	return func(c *config) error {
-		if sc != gocql.Serial && sc != gocql.LocalSerial {
-			return invalid("WithSerialConsistency", sc, "must be SERIAL or LOCAL_SERIAL")
-		}
-		c.serial = sc
-		return nil
-	}
+	return storeopt.SerialConsistency[*config](ErrInvalidOption, sc)
 }
 
 // WithClock replaces time.Now, for tests and simulations of history: windows, leases, expiry.
-func WithClock(now func() time.Time) Option {
-	return func(c *config) error {
-		if now == nil {
-			return invalid("WithClock", "nil", "needs a clock")
-		}
-		c.now = now
-		return nil
-	}
-}
+func WithClock(now func() time.Time) Option { return storeopt.Clock[*config](ErrInvalidOption, now) }
 
 // WithObserver sets a hook called synchronously on every LWT, write and state transition, the
 // same lwt.Observer an lwt.Store takes. It must be fast and safe for concurrent use. Default
-// none.
-func WithObserver(o lwt.Observer) Option {
-	return func(c *config) error {
-		c.observer = o
-		return nil
-	}
-}
+// none (nil); a typed nil (a nil pointer in the interface) is refused, as its calls would panic.
+func WithObserver(o lwt.Observer) Option { return storeopt.Observer[*config](ErrInvalidOption, o) }
 
 // WithMessageTables names the record table and the hour-bucketed by-scope index of earlier
 // releases, still read until its rows expire (defaults "processed_messages",
@@ -203,24 +161,14 @@ func WithBatchTable(name string) Option {
 // configured differently from its group's latest layout records its own from a window boundary
 // LayoutSwitchDelay ahead of the clock; earlier times keep the layout they were written with.
 func WithBatchWindow(d time.Duration) Option {
-	return func(c *config) error {
-		if !validWindow(d) {
-			return invalid("WithBatchWindow", d, "must be whole seconds, 1s..24h")
-		}
-		c.window = d
-		return nil
-	}
+	return optcheck.Set(ErrInvalidOption, !validWindow(d), optcheck.Call("WithBatchWindow", d), "must be whole seconds, 1s..24h",
+		func(c *config) { c.window = d })
 }
 
 // WithBatchBuckets sets the buckets per window of a group's partitions; see WithBatchWindow.
 func WithBatchBuckets(n int) Option {
-	return func(c *config) error {
-		if n < 1 || n > MaxBatchBuckets {
-			return invalid("WithBatchBuckets", n, fmt.Sprintf("must be 1..%d", MaxBatchBuckets))
-		}
-		c.batchBuckets = n
-		return nil
-	}
+	return optcheck.Set(ErrInvalidOption, n < 1 || n > MaxBatchBuckets, optcheck.Call("WithBatchBuckets", n), fmt.Sprintf("must be 1..%d", MaxBatchBuckets),
+		func(c *config) { c.batchBuckets = n })
 }
 
 // WithPartitionRate declares the most messages per second one broker partition carries (default
@@ -228,13 +176,8 @@ func WithBatchBuckets(n int) Option {
 // window and buckets that would put more than MaxPartitionRows in one partition at that rate;
 // MinBatchBuckets gives the buckets a rate needs.
 func WithPartitionRate(perSecond int) Option {
-	return func(c *config) error {
-		if perSecond < 1 || perSecond > 10_000_000 {
-			return invalid("WithPartitionRate", perSecond, "must be 1..10000000")
-		}
-		c.rate = perSecond
-		return nil
-	}
+	return optcheck.Set(ErrInvalidOption, perSecond < 1 || perSecond > 10_000_000, optcheck.Call("WithPartitionRate", perSecond), "must be 1..10000000",
+		func(c *config) { c.rate = perSecond })
 }
 
 // WithLegacyBatchLayout sets the window and buckets that an earlier release wrote
@@ -244,65 +187,40 @@ func WithPartitionRate(perSecond int) Option {
 // are still found. Set it only if that release was configured WithBatchWindow or
 // WithBatchBuckets.
 func WithLegacyBatchLayout(window time.Duration, buckets int) Option {
-	return func(c *config) error {
-		if !validWindow(window) || buckets < 1 || buckets > MaxBatchBuckets {
-			return invalid("WithLegacyBatchLayout", fmt.Sprintf("%v, %d", window, buckets),
-				fmt.Sprintf("must be a batch window and 1..%d buckets", MaxBatchBuckets))
-		}
-		c.legacyWindow, c.legacyBuckets = window, buckets
-		return nil
-	}
+	return optcheck.Set(ErrInvalidOption, !validWindow(window) || buckets < 1 || buckets > MaxBatchBuckets,
+		optcheck.Call("WithLegacyBatchLayout", window, buckets), fmt.Sprintf("must be a batch window and 1..%d buckets", MaxBatchBuckets),
+		func(c *config) { c.legacyWindow, c.legacyBuckets = window, buckets })
 }
 
 // WithRetention sets how long a processed message is remembered (default 7 days; 1 min to 90
 // days). A redelivery after it runs the handler again, so keep it longer than the broker can
 // redeliver.
 func WithRetention(d time.Duration) Option {
-	return func(c *config) error {
-		if d < time.Minute || d > 90*24*time.Hour {
-			return invalid("WithRetention", d, "must be 1m..90d")
-		}
-		c.retention = d
-		return nil
-	}
+	return optcheck.Set(ErrInvalidOption, d < time.Minute || d > 90*24*time.Hour, optcheck.Call("WithRetention", d), "must be 1m..90d",
+		func(c *config) { c.retention = d })
 }
 
 // WithLease sets how long a claim lives without renewal (default 30 s; 1 s up to the retention;
 // judged by Cassandra's clock, see lwt.WithLease). It is renewed while the handler runs; a consumer that dies holding it delays
 // redelivered copies by at most the lease.
 func WithLease(d time.Duration) Option {
-	return func(c *config) error {
-		if d < time.Second {
-			return invalid("WithLease", d, "must be at least 1s (and at most the retention)")
-		}
-		c.lease = d
-		return nil
-	}
+	return optcheck.Set(ErrInvalidOption, d < time.Second, optcheck.Call("WithLease", d), "must be at least 1s (and at most the retention)",
+		func(c *config) { c.lease = d })
 }
 
 // WithMaxAttempts sets how many handler runs a message gets (default 5; 1 to 1000). When a run
 // fails and it was the last, or a delivery finds the attempts used up (a consumer crashed in
 // the handler each time), the message is reported as Poison from then on.
 func WithMaxAttempts(n int) Option {
-	return func(c *config) error {
-		if n < 1 || n > 1000 {
-			return invalid("WithMaxAttempts", n, "must be 1..1000")
-		}
-		c.maxAttempts = n
-		return nil
-	}
+	return optcheck.Set(ErrInvalidOption, n < 1 || n > 1000, optcheck.Call("WithMaxAttempts", n), "must be 1..1000",
+		func(c *config) { c.maxAttempts = n })
 }
 
 // WithMaxPayload sets the largest payload accepted (default 4 MiB; 1 byte to 256 MiB). The
 // payload is only hashed, to detect two messages sharing an id.
 func WithMaxPayload(n int) Option {
-	return func(c *config) error {
-		if n < 1 || n > 256<<20 {
-			return invalid("WithMaxPayload", n, "must be 1 byte..256 MiB")
-		}
-		c.maxPayload = n
-		return nil
-	}
+	return optcheck.Set(ErrInvalidOption, n < 1 || n > 256<<20, optcheck.Call("WithMaxPayload", n), "must be 1 byte..256 MiB",
+		func(c *config) { c.maxPayload = n })
 }
 
 // MinBatchBuckets returns the fewest buckets that keep a partition of window under
@@ -316,7 +234,3 @@ func MinBatchBuckets(perSecond int, window time.Duration) int {
 func validWindow(d time.Duration) bool {
 	return d >= time.Second && d <= 24*time.Hour && d%time.Second == 0
 }
-
-// serialRead returns the serial consistency as a read consistency: a SELECT at SERIAL sees
-// every committed Paxos write and completes one in flight.
-func (c *config) serialRead() gocql.Consistency { return gocql.Consistency(c.serial) }

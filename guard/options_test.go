@@ -26,7 +26,7 @@ func TestBadOptionNamesItself(t *testing.T) {
 		"WithLegacyBatchLayout(0s, 1)":                   guard.WithLegacyBatchLayout(0, 1),
 		"WithSerialConsistency(UNKNOWN_SERIAL_CONS_0x4)": guard.WithSerialConsistency(gocql.SerialConsistency(gocql.Quorum)),
 		"WithClock(nil)":                                 guard.WithClock(nil),
-		"nil Option":                                     nil,
+		"option 0: nil":                                  nil,
 		"lease 2h0m0s exceeds retention 1h0m0s":          guard.WithLease(2 * time.Hour),
 	} {
 		opts := []guard.Option{opt}

@@ -61,7 +61,7 @@ func (g *Guard) Disown(scope Scope) {
 // bucketed table is taken as written now, which only keeps it longer.
 func (g *Guard) keySource(scope Scope, horizon time.Duration) lwt.KeySource {
 	return func(ctx context.Context, yield func(string, time.Time) error) error {
-		now := g.cfg.now()
+		now := g.cfg.Now()
 		from := now.Add(-min(horizon+lwt.MaxClockSkew, g.cfg.retention))
 		err := g.walkIndex(ctx, scope, from, func(id string, _, end time.Time) error { return yield(id, end) })
 		if err != nil {

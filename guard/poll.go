@@ -28,11 +28,8 @@ var ErrPollResult = errors.New("guard: poll handler returned the wrong number of
 // ended. ByKey turns a per-message Handler into a PollHandler that runs the handlers of
 // different keys concurrently.
 func (g *Guard) ProcessPoll(ctx context.Context, msgs []Message, apply PollHandler) ([]BatchResult, error) {
-	if err := g.checkCall(ctx); err != nil {
+	if err := g.checkRun(ctx, apply == nil, "poll handler"); err != nil {
 		return nil, err
-	}
-	if apply == nil {
-		return nil, fmt.Errorf("%w: nil poll handler", ErrInvalidOption)
 	}
 	return g.processBatch(ctx, msgs, nil, apply), nil
 }

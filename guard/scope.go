@@ -35,13 +35,13 @@ func (g *Guard) ProcessedIDs(ctx context.Context, scope Scope, yield func(id str
 // retention) on, each with the start and end of the hour or window it was indexed in: first the
 // hour buckets that earlier releases wrote, then the group's windowed layouts.
 func (g *Guard) walkIndex(ctx context.Context, scope Scope, from time.Time, yield func(id string, start, end time.Time) error) error {
-	now := g.cfg.now().UTC()
+	now := g.cfg.Now().UTC()
 	if oldest := now.Add(-g.cfg.retention); from.Before(oldest) {
 		from = oldest
 	}
 	for hour := from.UTC().Truncate(time.Hour); !hour.After(now); hour = hour.Add(time.Hour) {
 		iter := g.session.Query(g.listScope, scope.Group, scope.Topic, scope.Partition, hour).
-			WithContext(ctx).Consistency(g.cfg.consistency).PageSize(scopePageSize).Iter()
+			WithContext(ctx).Consistency(g.cfg.Consistency).PageSize(scopePageSize).Iter()
 		var id string
 		for iter.Scan(&id) {
 			if err := yield(id, hour, hour.Add(time.Hour)); err != nil {

@@ -48,7 +48,7 @@ func (g *Guard) readWindow(ctx context.Context, list string, scope Scope, start 
 		wg.Go(func() {
 			defer func() { <-sem }()
 			iter := g.session.Query(list, scope.Group, scope.Topic, scope.Partition, start, bucket).
-				WithContext(ctx).Consistency(g.cfg.consistency).PageSize(scopePageSize).Iter()
+				WithContext(ctx).Consistency(g.cfg.Consistency).PageSize(scopePageSize).Iter()
 			var id string
 			for iter.Scan(&id) {
 				mu.Lock()

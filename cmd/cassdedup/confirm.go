@@ -70,3 +70,20 @@ func (e *env) plan(w *writeFlags, lines []string, risk string) (bool, error) {
 	}
 	return false, errDeclined
 }
+
+// planned is the plan-then-confirm rule for a write made by a call with a dry-run switch:
+// write(true) reads what the write would touch, describe says it as the plan's line, and
+// write(false) runs only once plan says to go on. It returns the last result, and whether it
+// was written (false for a dry run).
+func planned[T any](e *env, wf *writeFlags, write func(dry bool) (T, error), describe func(T) string, risk string) (T, bool, error) {
+	res, err := write(true)
+	if err != nil {
+		return res, false, err
+	}
+	goOn, err := e.plan(wf, []string{describe(res)}, risk)
+	if err != nil || !goOn {
+		return res, false, err
+	}
+	res, err = write(false)
+	return res, err == nil, err
+}

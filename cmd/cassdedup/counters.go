@@ -48,13 +48,8 @@ var countersUnappliedCommand = &command{
 	flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 		var cf counterFlags
 		cf.register(fs)
-		var l listing
-		l.register(fs, 24*time.Hour, "list claims made from this long ago", 100, "claims")
 		settle := fs.Duration("settle", time.Minute, "leave out claims younger than this (increments still in flight)")
-		return func(ctx context.Context, e *env, _ []string) error {
-			if err := l.check(fs); err != nil {
-				return err
-			}
+		return listed(fs, 24*time.Hour, "list claims made from this long ago", 100, "claims", func(ctx context.Context, e *env, _ []string, l *listing) error {
 			s, err := e.counters(&cf)
 			if err != nil {
 				return err
@@ -82,7 +77,7 @@ var countersUnappliedCommand = &command{
 					row(w, display(c.Counter), display(c.OpID), c.Delta, stampRel(c.ClaimedAt, now), state, c.Owner)
 				}
 			})
-		}
+		})
 	},
 }
 

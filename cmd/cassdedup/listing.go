@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -25,8 +26,12 @@ func (l *listing) register(fs *flag.FlagSet, since time.Duration, sinceUsage str
 
 // check refuses a -limit or -since that is not positive, before anything is read.
 func (l *listing) check(fs *flag.FlagSet) error {
-	if l.limit < 1 || (fs.Lookup("since") != nil && l.since <= 0) {
+	hasSince := fs.Lookup("since") != nil
+	switch {
+	case hasSince && (l.limit < 1 || l.since <= 0):
 		return fmt.Errorf("%w: -limit %d and -since %v must be positive", errUsage, l.limit, l.since)
+	case l.limit < 1:
+		return fmt.Errorf("%w: -limit %d must be positive", errUsage, l.limit)
 	}
 	return nil
 }
@@ -61,5 +66,18 @@ func ended(err error) (truncated bool, _ error) {
 func (l *listing) stopped(w io.Writer, truncated bool) {
 	if truncated {
 		fmt.Fprintf(w, "(stopped at -limit %d)\n", l.limit)
+	}
+}
+
+// listed is the scaffolding of a listing command: it registers the listing's flags (see
+// register) and refuses bad values before run reads anything.
+func listed(fs *flag.FlagSet, since time.Duration, sinceUsage string, limit int, what string, run func(ctx context.Context, e *env, args []string, l *listing) error) func(context.Context, *env, []string) error {
+	var l listing
+	l.register(fs, since, sinceUsage, limit, what)
+	return func(ctx context.Context, e *env, args []string) error {
+		if err := l.check(fs); err != nil {
+			return err
+		}
+		return run(ctx, e, args, &l)
 	}
 }

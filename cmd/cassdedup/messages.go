@@ -27,12 +27,7 @@ var messagesListCommand = &command{
 	flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 		var gf guardFlags
 		gf.register(fs)
-		var l listing
-		l.register(fs, time.Hour, "list the index windows (and earlier releases' hour buckets) from this long ago on", 100, "messages")
-		return func(ctx context.Context, e *env, args []string) error {
-			if err := l.check(fs); err != nil {
-				return err
-			}
+		return listed(fs, time.Hour, "list the index windows (and earlier releases' hour buckets) from this long ago on", 100, "messages", func(ctx context.Context, e *env, args []string, l *listing) error {
 			scope, err := parseScope(args)
 			if err != nil {
 				return err
@@ -42,7 +37,7 @@ var messagesListCommand = &command{
 				return err
 			}
 			var out []messageView
-			truncated, err := ended(g.ListMessages(ctx, scope, l.from(time.Now()), collect(&l, &out, func(m guard.MessageRecord) messageView {
+			truncated, err := ended(g.ListMessages(ctx, scope, l.from(time.Now()), collect(l, &out, func(m guard.MessageRecord) messageView {
 				v := messageView{ID: m.ID, Hour: m.Hour.UTC(), Status: "(no record)"}
 				if r := m.Record; r != nil {
 					v.Status, v.Attempts, v.Fence, v.UpdatedAt = string(r.Status), r.Attempts, r.Fence, tptr(r.UpdatedAt)
@@ -63,6 +58,6 @@ var messagesListCommand = &command{
 				}
 				l.stopped(w, truncated)
 			})
-		}
+		})
 	},
 }

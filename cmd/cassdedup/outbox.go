@@ -79,12 +79,7 @@ var outboxPendingCommand = &command{
 	flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 		var of outboxFlags
 		of.register(fs)
-		var l listing
-		l.register(fs, time.Hour, "read the buckets from this long ago on", 100, "intents")
-		return func(ctx context.Context, e *env, _ []string) error {
-			if err := l.check(fs); err != nil {
-				return err
-			}
+		return listed(fs, time.Hour, "read the buckets from this long ago on", 100, "intents", func(ctx context.Context, e *env, _ []string, l *listing) error {
 			a, err := e.outboxAdmin(&of)
 			if err != nil {
 				return err
@@ -98,7 +93,7 @@ var outboxPendingCommand = &command{
 				return err
 			}
 			var out []pendingView
-			truncated, err := ended(a.ListPending(ctx, l.from(time.Now()), collect(&l, &out, func(p outbox.Pending) pendingView {
+			truncated, err := ended(a.ListPending(ctx, l.from(time.Now()), collect(l, &out, func(p outbox.Pending) pendingView {
 				v := pendingView{Namespace: p.Namespace, Key: p.Key, Record: p.Record, Fence: p.Fence, Verdict: p.Verdict, Events: p.Events,
 					StagedAt: p.StagedAt.UTC(), Bucket: p.Bucket, Shard: p.Shard, Attempts: p.Attempts, LastError: p.LastError,
 					Expires: tptr(p.RecordExpires)}
@@ -147,55 +142,42 @@ var outboxPendingCommand = &command{
 					row(w, c.Shard, holder, c.Fence, stampRel(deref(c.Frontier), now), len(c.Pending))
 				}
 			})
-		}
+		})
 	},
 }
 
-var outboxReplayCommand = &command{
-	name: "outbox replay", args: []string{"NAMESPACE", "KEY"},
-	summary: "have the relay publish a committed operation's events again, with the same ids (consumers that applied them drop them); needs -yes, or -dry-run to only show them",
-	flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
-		var of outboxFlags
-		of.register(fs)
-		var wf writeFlags
-		wf.register(fs)
-		return func(ctx context.Context, e *env, args []string) error {
-			a, err := e.outboxAdmin(&of)
-			if err != nil {
-				return err
-			}
-			// Read what a replay would publish, show it, and write only once confirmed: the
-			// same plan-then-confirm rule as every other command that writes.
-			res, err := a.Replay(ctx, args[0], args[1], true)
-			if err != nil {
-				return err
-			}
-			lines := []string{fmt.Sprintf("replay %d events of %s %s (the relay publishes them again, with the same ids)", len(res.Messages), display(args[0]), display(args[1]))}
-			goOn, err := e.plan(&wf, lines, "the events reach every consumer again; consumers that applied them drop them by id")
-			if err != nil {
-				return err
-			}
-			dry := !goOn
-			if goOn {
-				if res, err = a.Replay(ctx, args[0], args[1], false); err != nil {
+var outboxReplayCommand = requeueCommand("outbox replay",
+	"have the relay publish a committed operation's events again, with the same ids (consumers that applied them drop them); needs -yes, or -dry-run to only show them",
+	(*outbox.Admin).Replay, "replay %d events of %s %s (the relay publishes them again, with the same ids)",
+	"the events reach every consumer again; consumers that applied them drop them by id",
+	func(res outbox.Replayed, wrote bool) string {
+		switch {
+		case !wrote:
+			return "would replay (dry run: nothing written)"
+		case !res.Changed:
+			return "already pending: the relay publishes it on its next pass"
+		}
+		return "replayed"
+	})
+
+// requeueCommand is a command that hands an operation's events to the relay again (replay,
+// unpark): requeue is the admin's call, plan the format of its plan's line (the count of
+// events, the namespace and the key), risk its warning, and action what it did.
+func requeueCommand(name, summary string, requeue func(a *outbox.Admin, ctx context.Context, ns, key string, dry bool) (outbox.Replayed, error),
+	plan, risk string, action func(res outbox.Replayed, wrote bool) string) *command {
+	return &command{name: name, args: []string{"NAMESPACE", "KEY"}, summary: summary,
+		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
+			return outboxWrite(fs, func(ctx context.Context, e *env, a *outbox.Admin, wf *writeFlags, ns, key string) error {
+				res, wrote, err := planned(e, wf, func(dry bool) (outbox.Replayed, error) { return requeue(a, ctx, ns, key, dry) },
+					func(r outbox.Replayed) string { return fmt.Sprintf(plan, len(r.Messages), display(ns), display(key)) }, risk)
+				if err != nil {
 					return err
 				}
-			}
-			action := "replayed"
-			switch {
-			case dry:
-				action = "would replay (dry run: nothing written)"
-			case !res.Changed:
-				action = "already pending: the relay publishes it on its next pass"
-			}
-			evs := eventViews(res.Messages)
-			return e.emit(map[string]any{"action": action, "dry_run": dry, "changed": res.Changed, "namespace": args[0], "key": args[1],
-				"bucket": res.Bucket, "shard": res.Shard, "events": evs}, func(w io.Writer) {
-				row(w, action, strconv.Quote(args[0]), strconv.Quote(args[1]))
-				eventTable(w, evs)
+				return emitEvents(e, action(res, wrote), !wrote, ns, key, res.Messages,
+					map[string]any{"changed": res.Changed, "bucket": res.Bucket, "shard": res.Shard})
 			})
-		}
-	},
+		},
+	}
 }
 
 func deref(t *time.Time) time.Time {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -59,25 +58,14 @@ var outboxParkedCommand = &command{
 	flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 		var of outboxFlags
 		of.register(fs)
-		limit := fs.Int("limit", 100, "stop after this many parked operations")
-		return func(ctx context.Context, e *env, _ []string) error {
-			if *limit < 1 {
-				return fmt.Errorf("%w: -limit must be positive", errUsage)
-			}
+		return listed(fs, 0, "", 100, "parked operations", func(ctx context.Context, e *env, _ []string, l *listing) error {
 			a, err := e.outboxAdmin(&of)
 			if err != nil {
 				return err
 			}
 			var out []parkedView
-			err = a.ListParked(ctx, func(p outbox.Parked) error {
-				out = append(out, parkedViewOf(p))
-				if len(out) >= *limit {
-					return errEnough
-				}
-				return nil
-			})
-			truncated := errors.Is(err, errEnough)
-			if err != nil && !truncated {
+			truncated, err := ended(a.ListParked(ctx, collect(l, &out, parkedViewOf)))
+			if err != nil {
 				return err
 			}
 			now := time.Now()
@@ -90,9 +78,7 @@ var outboxParkedCommand = &command{
 				if len(out) == 0 {
 					fmt.Fprintln(w, "no parked events")
 				}
-				if truncated {
-					fmt.Fprintf(w, "(stopped at -limit %d)\n", *limit)
-				}
+				l.stopped(w, truncated)
 			}); err != nil {
 				return err
 			}
@@ -101,89 +87,76 @@ var outboxParkedCommand = &command{
 				return fmt.Errorf("%d operations have parked events: replay them (outbox unpark) or discard them (outbox discard)", len(out))
 			}
 			return nil
-		}
+		})
 	},
 }
 
-var outboxUnparkCommand = &command{
-	name: "outbox unpark", args: []string{"NAMESPACE", "KEY"},
-	summary: "hand an operation's parked events back to the relay, which publishes them with the same ids (for an expired one: the decision that its run committed); needs -yes, or -dry-run to only show them",
-	flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
-		var of outboxFlags
-		of.register(fs)
-		var wf writeFlags
-		wf.register(fs)
-		return func(ctx context.Context, e *env, args []string) error {
-			a, err := e.outboxAdmin(&of)
-			if err != nil {
-				return err
-			}
-			res, err := a.Unpark(ctx, args[0], args[1], true)
-			if err != nil {
-				return err
-			}
-			lines := []string{fmt.Sprintf("unpark %d events of %s %s (the relay publishes them, with the same ids)", len(res.Messages), display(args[0]), display(args[1]))}
-			goOn, err := e.plan(&wf, lines, "the events reach every consumer; if their publication failed for good it fails again and they are parked again")
-			if err != nil {
-				return err
-			}
-			action := "would unpark (dry run: nothing written)"
-			if goOn {
-				if res, err = a.Unpark(ctx, args[0], args[1], false); err != nil {
-					return err
-				}
-				action = "unparked: the relay publishes them on its next pass"
-			}
-			evs := eventViews(res.Messages)
-			return e.emit(map[string]any{"action": action, "dry_run": !goOn, "namespace": args[0], "key": args[1],
-				"bucket": res.Bucket, "shard": res.Shard, "events": evs}, func(w io.Writer) {
-				row(w, action, strconv.Quote(args[0]), strconv.Quote(args[1]))
-				eventTable(w, evs)
-			})
+var outboxUnparkCommand = requeueCommand("outbox unpark",
+	"hand an operation's parked events back to the relay, which publishes them with the same ids (for an expired one: the decision that its run committed); needs -yes, or -dry-run to only show them",
+	(*outbox.Admin).Unpark, "unpark %d events of %s %s (the relay publishes them, with the same ids)",
+	"the events reach every consumer; if their publication failed for good it fails again and they are parked again",
+	func(_ outbox.Replayed, wrote bool) string {
+		if wrote {
+			return "unparked: the relay publishes them on its next pass"
 		}
-	},
-}
+		return "would unpark (dry run: nothing written)"
+	})
 
 var outboxDiscardCommand = &command{
 	name: "outbox discard", args: []string{"NAMESPACE", "KEY"},
 	summary: "delete an operation's parked events for good: they are never published; needs -yes, or -dry-run to only show them",
 	flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
-		var of outboxFlags
-		of.register(fs)
-		var wf writeFlags
-		wf.register(fs)
-		return func(ctx context.Context, e *env, args []string) error {
-			a, err := e.outboxAdmin(&of)
-			if err != nil {
-				return err
-			}
-			ps, err := a.Discard(ctx, args[0], args[1], true)
-			if err != nil {
-				return err
-			}
-			var msgs []outbox.Message
-			for _, p := range ps {
-				msgs = append(msgs, p.Messages...)
-			}
-			lines := []string{fmt.Sprintf("discard %d parked events of %s %s", len(msgs), display(args[0]), display(args[1]))}
-			goOn, err := e.plan(&wf, lines, "the events are never published: no consumer will see them")
+		return outboxWrite(fs, func(ctx context.Context, e *env, a *outbox.Admin, wf *writeFlags, ns, key string) error {
+			msgs, wrote, err := planned(e, wf, func(dry bool) ([]outbox.Message, error) {
+				ps, err := a.Discard(ctx, ns, key, dry)
+				var msgs []outbox.Message
+				for _, p := range ps {
+					msgs = append(msgs, p.Messages...)
+				}
+				return msgs, err
+			}, func(msgs []outbox.Message) string {
+				return fmt.Sprintf("discard %d parked events of %s %s", len(msgs), display(ns), display(key))
+			}, "the events are never published: no consumer will see them")
 			if err != nil {
 				return err
 			}
 			action := "would discard (dry run: nothing written)"
-			if goOn {
-				if _, err = a.Discard(ctx, args[0], args[1], false); err != nil {
-					return err
-				}
+			if wrote {
 				action = "discarded"
 			}
-			evs := eventViews(msgs)
-			return e.emit(map[string]any{"action": action, "dry_run": !goOn, "namespace": args[0], "key": args[1], "events": evs}, func(w io.Writer) {
-				row(w, action, strconv.Quote(args[0]), strconv.Quote(args[1]))
-				eventTable(w, evs)
-			})
-		}
+			return emitEvents(e, action, !wrote, ns, key, msgs, nil)
+		})
 	},
+}
+
+// outboxWrite is the scaffolding of the commands that change one operation's events: the
+// outbox's flags and the write flags, and the admin to run them with.
+func outboxWrite(fs *flag.FlagSet, run func(ctx context.Context, e *env, a *outbox.Admin, wf *writeFlags, ns, key string) error) func(context.Context, *env, []string) error {
+	var of outboxFlags
+	of.register(fs)
+	var wf writeFlags
+	wf.register(fs)
+	return func(ctx context.Context, e *env, args []string) error {
+		a, err := e.outboxAdmin(&of)
+		if err != nil {
+			return err
+		}
+		return run(ctx, e, a, &wf, args[0], args[1])
+	}
+}
+
+// emitEvents prints the outcome of a change to one operation's events: the action, the
+// operation and its events; fields adds to the JSON document.
+func emitEvents(e *env, action string, dry bool, ns, key string, msgs []outbox.Message, fields map[string]any) error {
+	evs := eventViews(msgs)
+	doc := map[string]any{"action": action, "dry_run": dry, "namespace": ns, "key": key, "events": evs}
+	for k, v := range fields {
+		doc[k] = v
+	}
+	return e.emit(doc, func(w io.Writer) {
+		row(w, action, strconv.Quote(ns), strconv.Quote(key))
+		eventTable(w, evs)
+	})
 }
 
 func eventTable(w io.Writer, evs []eventView) {

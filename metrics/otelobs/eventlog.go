@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/cassdedup/cassdedup/events"
+	"github.com/cassdedup/cassdedup/internal/optcheck"
 )
 
 // ObserveLog reports an events.Log's Stats, read at every collection, with the attribute
@@ -31,13 +32,8 @@ func ObserveLog(name string, log *events.Log, opts ...Option) (metric.Registrati
 		return nil, fmt.Errorf("%w: nil *events.Log", ErrInvalidOption)
 	}
 	s := settings{meters: otel.GetMeterProvider()}
-	for _, o := range opts {
-		if o == nil {
-			return nil, fmt.Errorf("%w: nil Option", ErrInvalidOption)
-		}
-		if err := o(&s); err != nil {
-			return nil, err
-		}
+	if err := optcheck.Apply(ErrInvalidOption, &s, opts); err != nil {
+		return nil, err
 	}
 	meter := s.meters.Meter(ScopeName)
 	lag, err := meter.Float64ObservableGauge("cassdedup.eventlog.rollup.lag", metric.WithUnit("s"),
@@ -45,16 +41,14 @@ func ObserveLog(name string, log *events.Log, opts ...Option) (metric.Registrati
 	if err != nil {
 		return nil, err
 	}
-	counters := make([]metric.Int64ObservableCounter, 4)
-	for i, def := range [][3]string{
+	counters, err := newInstruments(meter.Int64ObservableCounter, [][3]string{
 		{"cassdedup.eventlog.late", "{event}", "Events recorded through the late path: their window had closed."},
 		{"cassdedup.eventlog.expired", "{event}", "Events refused as older than the event log's retention."},
 		{"cassdedup.eventlog.rollup.failures", "{rollup}", "Rollups of the event log that failed."},
 		{"cassdedup.eventlog.rollup.stalls", "{rollup}", "Rollups found further behind than the maximum lag."},
-	} {
-		if counters[i], err = meter.Int64ObservableCounter(def[0], metric.WithUnit(def[1]), metric.WithDescription(def[2])); err != nil {
-			return nil, err
-		}
+	})
+	if err != nil {
+		return nil, err
 	}
 	store := metric.WithAttributes(attribute.String("store", name))
 	return meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {

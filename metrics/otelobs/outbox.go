@@ -67,20 +67,16 @@ func observeRelay(name string, now func() time.Time, opts []Option) (*Relay, err
 	}
 	meter := s.meters.Meter(ScopeName)
 	r := &Relay{now: now, started: now()}
-	gauges := make([]metric.Float64ObservableGauge, 4)
-	var err error
-	for i, def := range [][3]string{
+	gauges, err := newInstruments(meter.Float64ObservableGauge, [][3]string{
 		{"cassdedup.outbox.pending", "{intent}", "Outbox intents the relay's last pass left pending."},
 		{"cassdedup.outbox.leases", "{shard}", "Shards the relay holds under its lease."},
 		{"cassdedup.outbox.publish.lag", "s", "Time since the relay's last pass that ended without error."},
 		{"cassdedup.outbox.oldest_pending", "s", "The age of the oldest pending outbox intent the relay's last pass read."},
-	} {
-		if gauges[i], err = meter.Float64ObservableGauge(def[0], metric.WithUnit(def[1]), metric.WithDescription(def[2])); err != nil {
-			return nil, err
-		}
+	})
+	if err != nil {
+		return nil, err
 	}
-	counters := make([]metric.Int64ObservableCounter, 10)
-	for i, def := range [][3]string{
+	counters, err := newInstruments(meter.Int64ObservableCounter, [][3]string{
 		{"cassdedup.outbox.published", "{message}", "Messages the relay published."},
 		{"cassdedup.outbox.dropped", "{intent}", "Intents the relay dropped because their run did not commit."},
 		{"cassdedup.outbox.failed_passes", "{pass}", "Relay passes that ended in an error."},
@@ -91,10 +87,9 @@ func observeRelay(name string, now func() time.Time, opts []Option) (*Relay, err
 		{"cassdedup.outbox.slow_publishes", "{call}", "Publish calls slower than the relay's WithSlowPublish."},
 		{"cassdedup.outbox.leases_lost", "{shard}", "Shards the relay lost because its own lease ran out or was lost."},
 		{"cassdedup.outbox.transient_failures", "{publication}", "Failed publications that count nothing toward parking: timeouts, an unreachable broker."},
-	} {
-		if counters[i], err = meter.Int64ObservableCounter(def[0], metric.WithUnit(def[1]), metric.WithDescription(def[2])); err != nil {
-			return nil, err
-		}
+	})
+	if err != nil {
+		return nil, err
 	}
 	attrs := metric.WithAttributes(attribute.String("relay", name))
 	r.reg, err = meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
@@ -130,29 +125,7 @@ func (r *Relay) OnPass(st outbox.Stats, err error) {
 		r.lastOK = r.now()
 	}
 	r.last = st
-	addCounts(&r.totals, st)
-}
-
-// addCounts adds a pass's counts to the totals; its gauges (Shards, Waiting, Oldest) are the
-// last pass's.
-func addCounts(t *outbox.Stats, st outbox.Stats) {
-	t.Published += st.Published
-	t.Dropped += st.Dropped
-	t.Attempts += st.Attempts
-	t.Transient += st.Transient
-	t.Parked += st.Parked
-	t.Expired += st.Expired
-	t.SlowPublishes += st.SlowPublishes
-	t.Fenced += st.Fenced
-	t.LeasesLost += st.LeasesLost
-}
-
-func observables[T metric.Observable](in []T) []metric.Observable {
-	out := make([]metric.Observable, len(in))
-	for i, o := range in {
-		out[i] = o
-	}
-	return out
+	r.totals.Add(st)
 }
 
 // Unregister stops reporting the relay's metrics.

@@ -35,24 +35,9 @@ func NewLogCollector(name string, log *events.Log, opts ...Option) (*LogCollecto
 	if log == nil {
 		return nil, fmt.Errorf("%w: nil *events.Log", ErrInvalidOption)
 	}
-	var s settings
-	for _, o := range opts {
-		if o == nil {
-			return nil, fmt.Errorf("%w: nil Option", ErrInvalidOption)
-		}
-		if err := o(&s); err != nil {
-			return nil, err
-		}
-	}
-	if s.buckets != nil {
-		return nil, fmt.Errorf("%w: WithBuckets does not apply to a LogCollector", ErrInvalidOption)
-	}
-	labels := prometheus.Labels{"store": name}
-	for k, v := range s.constants {
-		labels[k] = v
-	}
-	desc := func(metric, help string) *prometheus.Desc {
-		return prometheus.NewDesc(metric, help, nil, labels)
+	desc, err := collectorDesc("LogCollector", "store", name, opts)
+	if err != nil {
+		return nil, err
 	}
 	return &LogCollector{
 		log: log,

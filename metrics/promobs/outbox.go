@@ -1,7 +1,6 @@
 package promobs
 
 import (
-	"fmt"
 	"sync"
 	"time"
 
@@ -65,26 +64,10 @@ func NewRelayCollector(name string, opts ...Option) (*RelayCollector, error) {
 }
 
 func newRelayCollector(name string, now func() time.Time, opts []Option) (*RelayCollector, error) {
-	var s settings
-	for _, o := range opts {
-		if o == nil {
-			return nil, fmt.Errorf("%w: nil Option", ErrInvalidOption)
-		}
-		if err := o(&s); err != nil {
-			return nil, err
-		}
+	desc, err := collectorDesc("RelayCollector", "relay", name, opts)
+	if err != nil {
+		return nil, err
 	}
-	if s.buckets != nil {
-		return nil, fmt.Errorf("%w: WithBuckets does not apply to a RelayCollector", ErrInvalidOption)
-	}
-	labels := prometheus.Labels{"relay": name}
-	for k, v := range s.constants {
-		if k == "relay" {
-			return nil, fmt.Errorf("%w: WithConstLabels: \"relay\" is the RelayCollector's own label", ErrInvalidOption)
-		}
-		labels[k] = v
-	}
-	desc := func(metric, help string) *prometheus.Desc { return prometheus.NewDesc(metric, help, nil, labels) }
 	return &RelayCollector{now: now, started: now(),
 		pending: desc("cassdedup_outbox_pending_intents", "Outbox intents the relay's last pass left pending."),
 		oldest: desc("cassdedup_outbox_oldest_pending_seconds",
@@ -120,21 +103,7 @@ func (c *RelayCollector) OnPass(st outbox.Stats, err error) {
 		c.lastOK = c.lastPass
 	}
 	c.last = st
-	addCounts(&c.totals, st)
-}
-
-// addCounts adds a pass's counts to the totals; its gauges (Shards, Waiting, Oldest) are the
-// last pass's.
-func addCounts(t *outbox.Stats, st outbox.Stats) {
-	t.Published += st.Published
-	t.Dropped += st.Dropped
-	t.Attempts += st.Attempts
-	t.Transient += st.Transient
-	t.Parked += st.Parked
-	t.Expired += st.Expired
-	t.SlowPublishes += st.SlowPublishes
-	t.Fenced += st.Fenced
-	t.LeasesLost += st.LeasesLost
+	c.totals.Add(st)
 }
 
 // Describe sends the descriptors.

@@ -35,11 +35,7 @@ func WritePeersTable(w io.Writer, r *Report) error {
 		"Redis: go-redis pool; timeout %s, no retries\n", c.Driver, c.Session, c.Consistency, c.Serial, c.RequestTimeout)
 	for _, p := range r.Phases {
 		fmt.Fprintf(w, "\n%s, latency from %s\n", p.Label(), p.LatencyFrom)
-		width := len("op")
-		for _, s := range p.Operations {
-			width = max(width, len(s.Op))
-		}
-		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		tw, width := opTable(w, p.Operations)
 		fmt.Fprintf(tw, "%-*s\tok\treq/s\tp50\tp90\tp99\tp99.9\tmax\tp50 ×\tp99 ×\terrors\ttimeouts\t\n", width, "op")
 		for _, s := range p.Operations {
 			fmt.Fprintf(tw, "%-*s\t%d\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t\n",

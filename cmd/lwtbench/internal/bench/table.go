@@ -22,12 +22,7 @@ func WriteTable(w io.Writer, r *Report) error {
 		c.Driver, c.Session, c.HostPolicy, c.WriteCoalesce, c.Consistency, c.Serial, c.RequestTimeout, r.Keyspace)
 	for _, p := range r.Phases {
 		fmt.Fprintf(w, "\n%s: %.0f req/s over %.1fs, latency from %s\n", p.Label(), p.Throughput, p.ElapsedS, p.LatencyFrom)
-		// Numbers align right; names are padded to one width so they read left-aligned.
-		width := len("op")
-		for _, s := range p.Operations {
-			width = max(width, len(s.Op))
-		}
-		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		tw, width := opTable(w, p.Operations)
 		fmt.Fprintf(tw, "%-*s\tok\treq/s\tmsg/s\tp50\tp90\tp99\tp99.9\tmax\tp50 ×\tp99 ×\terrors\ttimeouts\tunsent\t\n", width, "op")
 		for _, s := range p.Operations {
 			fmt.Fprintf(tw, "%-*s\t%d\t%.0f\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t\n",
@@ -98,3 +93,13 @@ func ratio(v float64) string {
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// opTable starts a phase's table of operations: numbers align right, and names are padded to
+// the returned width so they read left-aligned.
+func opTable(w io.Writer, ops []Summary) (*tabwriter.Writer, int) {
+	width := len("op")
+	for _, s := range ops {
+		width = max(width, len(s.Op))
+	}
+	return tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight), width
+}

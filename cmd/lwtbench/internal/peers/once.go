@@ -5,16 +5,19 @@ import (
 	"encoding/hex"
 	"errors"
 	"time"
+
+	"github.com/cassdedup/cassdedup/lwt"
 )
 
-// Errors of the exactly-once designs, for errors.Is.
+// Errors of the exactly-once designs, for errors.Is: the designs over other stores fail with
+// the executor's own errors (lwt's), so one outcome is one error whichever store ran it.
 var (
 	// ErrInProgress: another attempt holds the key's claim and its lease has not expired.
-	ErrInProgress = errors.New("peers: the key is claimed by a run in progress")
+	ErrInProgress = lwt.ErrInProgress
 	// ErrKeyReuse: the key was first used for another request (another fingerprint).
-	ErrKeyReuse = errors.New("peers: the key was used for another request")
+	ErrKeyReuse = lwt.ErrKeyReuse
 	// ErrLeaseLost: the run's claim expired and was taken over before its result was stored.
-	ErrLeaseLost = errors.New("peers: the claim was lost before the result was stored")
+	ErrLeaseLost = lwt.ErrLeaseLost
 	// ErrInvalid: a bad argument (an empty key, a fingerprint of the wrong size).
 	ErrInvalid = errors.New("peers: invalid argument")
 )
