@@ -31,7 +31,8 @@ type config struct {
 	rate                    int // messages per second per broker partition the layout must hold
 	legacyWindow            time.Duration
 	legacyBuckets           int
-	completionCols          []string // of the record table: cells a Process handler's run may set
+	completionCols          []string     // of the record table: cells a Process handler's run may set
+	ownership               []lwt.Option // WithOwnership's, for the store's Own
 }
 
 // Defaults of the options.
@@ -276,6 +277,21 @@ func WithLease(d time.Duration) Option {
 			return invalid("WithLease", d, "must be at least 1s (and at most the retention)")
 		}
 		c.lease = d
+		return nil
+	}
+}
+
+// WithOwnership sets the server lease by which Own holds a scope and the margin by which the
+// owner's fast path stops before that lease could expire (default 10 s and 3 s; the margin at
+// least 1.5 s, the lease whole seconds and at least twice the margin; see lwt.WithOwnership and
+// docs/fastpath.md).
+func WithOwnership(lease, margin time.Duration) Option {
+	return func(c *config) error {
+		if margin < 1500*time.Millisecond || lease < 2*margin || lease%time.Second != 0 {
+			return invalid("WithOwnership", fmt.Sprintf("%v, %v", lease, margin),
+				"the margin must be at least 1.5s and the lease whole seconds, at least twice the margin")
+		}
+		c.ownership = append(c.ownership, lwt.WithOwnership(lease, margin))
 		return nil
 	}
 }

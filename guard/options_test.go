@@ -26,6 +26,7 @@ func TestBadOptionNamesItself(t *testing.T) {
 		"WithLegacyBatchLayout(0s, 1)":                   guard.WithLegacyBatchLayout(0, 1),
 		"WithSerialConsistency(UNKNOWN_SERIAL_CONS_0x4)": guard.WithSerialConsistency(gocql.SerialConsistency(gocql.Quorum)),
 		"WithClock(nil)":                                 guard.WithClock(nil),
+		"WithOwnership(10s, 1s)":                         guard.WithOwnership(10*time.Second, time.Second),
 		"nil Option":                                     nil,
 		"lease 2h0m0s exceeds retention 1h0m0s":          guard.WithLease(2 * time.Hour),
 	} {

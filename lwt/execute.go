@@ -176,6 +176,9 @@ func (s *Store) executeOnce(ctx context.Context, key Key, fn func(context.Contex
 	if !ok {
 		return Result{}, &KeyError{Column: s.keyCols[len(s.keyCols)-1], Reason: fmt.Sprintf("the fast path needs a string key, not %T", last)}
 	}
+	if !s.live(o.lease) {
+		return Result{}, s.noLease(key)
+	}
 	clearlyNew, maybeSeen, epoch := s.admit(o, k, c.at)
 	if clearlyNew {
 		return s.fastRun(ctx, c, scope, o, epoch)
