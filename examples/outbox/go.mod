@@ -7,6 +7,7 @@ toolchain go1.27.3
 require (
 	github.com/cassdedup/cassdedup v0.0.0
 	github.com/cassdedup/cassdedup/outbox/kafkapub v0.0.0
+	github.com/cassdedup/cassdedup/outbox/kafkasub v0.0.0
 	github.com/gocql/gocql v1.7.0
 	github.com/stretchr/testify v1.12.1
 	github.com/twmb/franz-go v1.22.2
@@ -28,4 +29,5 @@ require (
 replace (
 	github.com/cassdedup/cassdedup => ../..
 	github.com/cassdedup/cassdedup/outbox/kafkapub => ../../outbox/kafkapub
+	github.com/cassdedup/cassdedup/outbox/kafkasub => ../../outbox/kafkasub
 )

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -443,4 +442,3 @@ func (c *chain) summary(ctx context.Context, logc *events.Log, start time.Time) 
 	return s
 }
 
-var errNoID = errors.New("record without an event id")

@@ -207,6 +207,9 @@ func (c *Consumer) partition(ctx context.Context, p kgo.FetchTopicPartition) pol
 		if err, ok := bad[i]; ok {
 			res = events.BatchResult{Outcome: events.Poison, Err: err}
 		}
+		if c.cfg.results != nil {
+			c.cfg.results(recs[i], res)
+		}
 		switch res.Outcome {
 		case events.Processed, events.Duplicate:
 		case events.Poison:

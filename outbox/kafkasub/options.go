@@ -20,6 +20,7 @@ type config struct {
 	message  func(group string, r *kgo.Record) (events.Message, error)
 	preCheck PreCheck
 	poison   func(ctx context.Context, r *kgo.Record, err error) error
+	results  func(r *kgo.Record, res events.BatchResult)
 	maxPoll  int
 	backoff  time.Duration
 	log      *slog.Logger
@@ -106,6 +107,20 @@ func WithPoison(fn func(ctx context.Context, r *kgo.Record, err error) error) Op
 			return fmt.Errorf("%w: WithPoison(nil)", ErrInvalidOption)
 		}
 		c.poison = fn
+		return nil
+	}
+}
+
+// WithResults calls fn with what the guard did with every record (for metrics and tallies):
+// Processed and Duplicate are committed past, Poison goes to WithPoison, anything else is
+// delivered again. A record WithMessage refused is reported Poison with its error. fn runs on
+// the goroutine of the record's partition, concurrently for different partitions.
+func WithResults(fn func(r *kgo.Record, res events.BatchResult)) Option {
+	return func(c *config) error {
+		if fn == nil {
+			return fmt.Errorf("%w: WithResults(nil)", ErrInvalidOption)
+		}
+		c.results = fn
 		return nil
 	}
 }
