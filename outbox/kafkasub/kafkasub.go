@@ -210,24 +210,27 @@ func (c *Consumer) partition(ctx context.Context, p kgo.FetchTopicPartition) pol
 		if c.cfg.results != nil {
 			c.cfg.results(recs[i], res)
 		}
+		if out.seek != nil {
+			continue // delivered again after the first record to redeliver
+		}
 		switch res.Outcome {
 		case events.Processed, events.Duplicate:
+			out.done = recs[i]
 		case events.Poison:
 			if err := c.cfg.poison(ctx, recs[i], res.Err); err != nil {
 				c.cfg.log.Error("kafkasub: dead-letter", "group", c.group, "topic", p.Topic, "partition", p.Partition,
 					"offset", recs[i].Offset, "err", err)
 				out.seek = recs[i]
-				return out
+				continue
 			}
+			out.done = recs[i]
 		default:
 			if ctx.Err() == nil {
 				c.cfg.log.Debug("kafkasub: redeliver", "group", c.group, "topic", p.Topic, "partition", p.Partition,
 					"offset", recs[i].Offset, "outcome", res.Outcome, "err", res.Err)
 			}
 			out.seek = recs[i]
-			return out
 		}
-		out.done = recs[i]
 	}
 	return out
 }

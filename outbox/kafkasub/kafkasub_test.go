@@ -100,7 +100,7 @@ func (f *fixture) consumer(g *events.Guard, h events.Handler, opts ...kafkasub.O
 		kafkasub.WithClient(kgo.SeedBrokers(f.seeds...), kgo.ConsumerGroup(f.group), kgo.ConsumeTopics(f.topic),
 			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(100*time.Millisecond),
 			kgo.SessionTimeout(6*time.Second), kgo.HeartbeatInterval(500*time.Millisecond)),
-		kafkasub.WithMaxPollRecords(20), kafkasub.WithRetryBackoff(20*time.Millisecond),
+		kafkasub.WithMaxPollRecords(20), kafkasub.WithRetryBackoff(20 * time.Millisecond),
 		kafkasub.WithFastPath(func(s events.Scope) (lwt.PreCheck, error) {
 			return bloom.NewPreCheck(fmt.Sprintf("%s/%s/%d", s.Group, s.Topic, s.Partition), bloom.WithExpectedItems(10_000))
 		})}, opts...)...)
