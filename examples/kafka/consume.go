@@ -156,4 +156,3 @@ func (c *consumer) handle(ctx context.Context, m events.Message) error {
 	}
 	return c.fx.apply(ctx, m.Topic, m.ID, c.cfg.name, fence)
 }
-

@@ -441,4 +441,3 @@ func (c *chain) summary(ctx context.Context, logc *events.Log, start time.Time) 
 	}
 	return s
 }
-
