@@ -2,6 +2,8 @@ module github.com/cassdedup/cassdedup/outbox/kafkasub
 
 go 1.26.0
 
+toolchain go1.27.3
+
 require (
 	github.com/cassdedup/cassdedup v0.0.0
 	github.com/cassdedup/cassdedup/outbox/kafkapub v0.0.0
