@@ -86,8 +86,19 @@ func scopeOf(key Key) (scope string, last any, ok bool) {
 // again. A horizon of 2*MaxClockSkew or less vouches for nothing and is refused with
 // ErrInvalidArgument. Own first waits
 // for the scope's calls already running here, so src need not know keys they are adding. The
-// last key value must be a string. On a warm-up error the scope takes the LWT path; call Own
-// again to retry. Call Disown as soon as the scope is reassigned or its assignment is in doubt.
+// last key value must be a string.
+//
+// Ownership is recorded and fenced on the server (table scope_owners, WithOwnersTable): Own
+// takes the scope with a conditional write of epoch (an epoch at or below the server's gives
+// ErrSuperseded), then waits until the previous owner's lease cell has expired by Cassandra's
+// clock (at most the previous owner's lease, WithOwnership; at once after its Disown) and sets
+// its own, which a goroutine renews every third of the lease until Disown. The fast path admits
+// only until a local monotonic deadline a margin before the lease could expire; past it, or once
+// a renewal finds the scope taken at a newer epoch, every call of the scope gets ErrNoLease,
+// since even the LWT path could meet the new owner's fast path. So do not process the scope
+// before Own returns (its calls get ErrNoLease meanwhile). On an error the scope is not owned:
+// call Own again before processing it. Call Disown as soon as the scope is reassigned or its
+// assignment is in doubt.
 func (s *Store) Own(ctx context.Context, scope Key, epoch uint64, pre PreCheck, src KeySource) error {
 	if err := s.checkCall(ctx); err != nil {
 		return err
@@ -156,9 +167,10 @@ func (s *Store) Own(ctx context.Context, scope Key, epoch uint64, pre PreCheck, 
 	return nil
 }
 
-// Disown turns the fast path off for scope and makes its pre-check cold. A fast-path fn still
-// running finds the ownership gone when it returns and records its key with
-// PutCompletedIfNotExists instead.
+// Disown turns the fast path off for scope and makes its pre-check cold, waits for the fast-path
+// writes that passed their ownership check, stops the lease's renewal and releases the lease on
+// the server, so the next owner need not wait for it. A fast-path fn still running finds the
+// ownership gone when it returns and records its key with PutCompletedIfNotExists instead.
 func (s *Store) Disown(scope Key) {
 	if s == nil {
 		return
