@@ -66,7 +66,7 @@ func consume(ctx context.Context, c *consumer) error {
 		kafkasub.WithClient(kgo.SeedBrokers(c.cfg.brokers...), kgo.ConsumerGroup(c.cfg.group), kgo.ConsumeTopics(c.cfg.topic),
 			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.SessionTimeout(6*time.Second),
 			kgo.HeartbeatInterval(500*time.Millisecond), kgo.FetchMaxWait(200*time.Millisecond), kgo.ClientID(c.cfg.name)),
-		kafkasub.WithMaxPollRecords(c.cfg.maxPoll), kafkasub.WithMessage(c.message), kafkasub.WithResults(c.tally),
+		kafkasub.WithMaxPollRecords(c.cfg.maxPoll), kafkasub.WithMessage(c.polledMessage), kafkasub.WithResults(c.tally),
 	}
 	if c.cfg.bloom {
 		opts = append(opts, kafkasub.WithFastPath(newPreCheck))
@@ -104,9 +104,14 @@ func (c *consumer) message(group string, r *kgo.Record) (events.Message, error) 
 	return m, nil
 }
 
+// polledMessage counts a record delivered to the consumer and reads it.
+func (c *consumer) polledMessage(group string, r *kgo.Record) (events.Message, error) {
+	c.t.polled.Add(1)
+	return c.message(group, r)
+}
+
 // tally counts what the guard did with a record.
 func (c *consumer) tally(r *kgo.Record, res events.BatchResult) {
-	c.t.polled.Add(1)
 	switch res.Outcome {
 	case events.Processed:
 		c.t.processed.Add(1)
