@@ -205,6 +205,7 @@ func TestFastPathInFlightRedeliveryGetsInProgress(t *testing.T) {
 	scope := guard.Scope{Group: "g", Topic: "t", Partition: 1}
 	pre := newPreCheck(t, scope)
 	require.NoError(t, g.Own(ctx, scope, 1, pre))
+	defer g.Disown(scope)
 	m := guard.Message{Scope: scope, ID: "m1", Payload: []byte("x")}
 	started, release := make(chan struct{}), make(chan struct{})
 	var runs atomic.Int32

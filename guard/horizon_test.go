@@ -27,6 +27,7 @@ func defaultOwner(t *testing.T, session *gocql.Session, ks string, clock *testno
 	pre, err := bloom.NewPreCheck(fmt.Sprint(scope), bloom.WithClock(clock.Now))
 	require.NoError(t, err)
 	require.NoError(t, g.Own(context.Background(), scope, epoch, pre))
+	t.Cleanup(func() { g.Disown(scope) })
 	return g
 }
 

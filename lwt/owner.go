@@ -118,6 +118,10 @@ func (s *Store) acquire(ctx context.Context, l *lease) error {
 func (s *Store) renewEvery(l *lease, superseded func()) func() {
 	rt, ttl := s.ownerTable(), int(s.cfg.ownerLease/time.Second)
 	return loop.Every(s.cfg.ownerLease/3, func() bool {
+		if s.session.Closed() {
+			l.deadline.Store(0) // nothing can renew it any more: the fast path stops
+			return false
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.ownerLease/3)
 		defer cancel()
 		sent := s.mono()
