@@ -176,13 +176,25 @@ func (f *fixture) exactlyOnce() {
 }
 
 // TestFailedRecordIsRedelivered: a record whose handler fails is sought back to and delivered
-// again until it succeeds; the offsets never pass it before, and every event applies once.
+// again until it succeeds; the offsets never pass it before, and every event applies once. A
+// record without an event id goes to the poison hook once, and the offsets move past it.
 func TestFailedRecordIsRedelivered(t *testing.T) {
 	t.Parallel()
+	var mu sync.Mutex
 	f := newFixture(t, 2, 60)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(f.seeds...))
+	require.NoError(t, err)
+	require.NoError(t, cl.ProduceSync(context.Background(), &kgo.Record{Topic: f.topic, Value: []byte("no id")}).FirstErr())
+	cl.Close()
+	var poisoned []error
+	poison := kafkasub.WithPoison(func(_ context.Context, _ *kgo.Record, err error) error {
+		mu.Lock()
+		defer mu.Unlock()
+		poisoned = append(poisoned, err)
+		return nil
+	})
 	var failures atomic.Int64
 	failing := map[string]int{f.ids[3]: 2, f.ids[40]: 1}
-	var mu sync.Mutex
 	fail := func(id string) bool {
 		mu.Lock()
 		defer mu.Unlock()
@@ -193,10 +205,14 @@ func TestFailedRecordIsRedelivered(t *testing.T) {
 		}
 		return false
 	}
-	stop := run(t, f.consumer(f.guard(), f.handler(0, fail)))
+	stop := run(t, f.consumer(f.guard(), f.handler(0, fail), poison))
 	f.waitFor("every event and its commit", func() bool { return f.count() == len(f.ids) && f.committedAll() })
 	stop()
 	require.Equal(t, int64(3), failures.Load(), "each failing record was delivered again")
+	mu.Lock()
+	require.Len(t, poisoned, 1, "the record without an id was handed to the poison hook once")
+	require.ErrorIs(t, poisoned[0], kafkasub.ErrNoID)
+	mu.Unlock()
 	f.exactlyOnce()
 }
 
