@@ -83,7 +83,7 @@ func (o *Outbox) Stage(ctx context.Context, events ...Event) error {
 	if err != nil {
 		// The usual cause: the store was built on lwt.IdempotencyKeys, which lacks the column.
 		return fmt.Errorf("%w: %w: build the store with lwt.NewStore(session, outbox.Table(keyspace)) "+
-			"(a guard: events.WithCompletionColumns(outbox.ColumnName))", ErrNoRun, err)
+			"(a guard: guard.WithCompletionColumns(outbox.ColumnName))", ErrNoRun, err)
 	}
 	s := v.(*staged)
 	for i, e := range events {

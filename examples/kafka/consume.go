@@ -10,7 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/cassdedup/cassdedup/bloom"
-	"github.com/cassdedup/cassdedup/events"
+	"github.com/cassdedup/cassdedup/guard"
 	"github.com/cassdedup/cassdedup/lwt"
 	"github.com/cassdedup/cassdedup/outbox/kafkasub"
 )
@@ -47,7 +47,7 @@ func (c *consumer) line() string {
 // consumer is one member of the group.
 type consumer struct {
 	cfg    consumerConfig
-	guard  *events.Guard
+	guard  *guard.Guard
 	fx     effects
 	out    io.Writer
 	t      tally
@@ -83,15 +83,15 @@ func consume(ctx context.Context, c *consumer) error {
 // newPreCheck is the pre-check of a partition assigned with the fast path on. The default
 // horizon (1 h): Kafka's record timestamps let the pre-check vouch for messages within it;
 // older ones take the LWT path.
-func newPreCheck(scope events.Scope) (lwt.PreCheck, error) {
+func newPreCheck(scope guard.Scope) (lwt.PreCheck, error) {
 	return bloom.NewPreCheck(fmt.Sprintf("%s/%s/%d", scope.Group, scope.Topic, scope.Partition),
 		bloom.WithExpectedItems(100_000), bloom.WithFalsePositiveRate(0.001))
 }
 
 // message turns a record into the guard's message: the id from the producer's header, the
 // time the producer set.
-func (c *consumer) message(group string, r *kgo.Record) (events.Message, error) {
-	m := events.Message{Scope: events.Scope{Group: group, Topic: r.Topic, Partition: r.Partition},
+func (c *consumer) message(group string, r *kgo.Record) (guard.Message, error) {
+	m := guard.Message{Scope: guard.Scope{Group: group, Topic: r.Topic, Partition: r.Partition},
 		Payload: r.Value, Time: r.Timestamp}
 	for _, h := range r.Headers {
 		if h.Key == idHeader {
@@ -105,24 +105,24 @@ func (c *consumer) message(group string, r *kgo.Record) (events.Message, error) 
 }
 
 // polledMessage counts a record delivered to the consumer and reads it.
-func (c *consumer) polledMessage(group string, r *kgo.Record) (events.Message, error) {
+func (c *consumer) polledMessage(group string, r *kgo.Record) (guard.Message, error) {
 	c.t.polled.Add(1)
 	return c.message(group, r)
 }
 
 // tally counts what the guard did with a record.
-func (c *consumer) tally(r *kgo.Record, res events.BatchResult) {
+func (c *consumer) tally(r *kgo.Record, res guard.BatchResult) {
 	switch res.Outcome {
-	case events.Processed:
+	case guard.Processed:
 		c.t.processed.Add(1)
-	case events.Duplicate:
+	case guard.Duplicate:
 		c.t.duplicate.Add(1)
 		if m, err := c.message(c.cfg.group, r); err == nil && !isProducerDuplicate(m.ID, c.cfg.dupEvery) {
 			c.t.redelivered.Add(1) // only a redelivery can find this id processed
 		}
-	case events.Poison:
+	case guard.Poison:
 		c.t.poison.Add(1) // kafkasub logs it and moves on; a real consumer would dead-letter it
-	case events.InProgress:
+	case guard.InProgress:
 		c.t.inProgress.Add(1)
 	}
 }
@@ -149,7 +149,7 @@ func loopEvery(ctx context.Context, d time.Duration, fn func()) (stop func()) {
 
 // handle is the side effect: the effect row, fenced by the claim's token (0 on the fast path,
 // which has no claim), and the run counter.
-func (c *consumer) handle(ctx context.Context, m events.Message) error {
+func (c *consumer) handle(ctx context.Context, m guard.Message) error {
 	if c.cfg.stallAfter > 0 && c.t.processed.Load() >= c.cfg.stallAfter && c.stalls.Add(1) == 4 {
 		fmt.Fprintf(c.out, "stalled %s in the handler of %s\n", c.cfg.name, m.ID)
 		<-ctx.Done() // run kills this process now, with three handlers of the poll done

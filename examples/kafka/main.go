@@ -33,8 +33,8 @@ import (
 
 	"github.com/gocql/gocql"
 
-	"github.com/cassdedup/cassdedup/events"
 	"github.com/cassdedup/cassdedup/examples/internal/exampledb"
+	"github.com/cassdedup/cassdedup/guard"
 )
 
 // consumerEnv marks a process started by run as one of its consumers.
@@ -95,11 +95,11 @@ func consumeWith(ctx context.Context, hosts, keyspace string, c consumerConfig) 
 		return err
 	}
 	defer session.Close()
-	guard, err := events.NewGuard(session, events.WithKeyspace(keyspace), events.WithLease(c.lease))
+	g, err := guard.New(session, guard.WithKeyspace(keyspace), guard.WithLease(c.lease))
 	if err != nil {
 		return err
 	}
-	con := &consumer{cfg: c, guard: guard, fx: effects{session: session, keyspace: keyspace}, out: os.Stdout}
+	con := &consumer{cfg: c, guard: g, fx: effects{session: session, keyspace: keyspace}, out: os.Stdout}
 	err = consume(ctx, con)
 	fmt.Fprintln(os.Stdout, "final "+con.line()[len("progress "):])
 	return err

@@ -13,6 +13,7 @@ import (
 
 	"github.com/cassdedup/cassdedup/bloom"
 	"github.com/cassdedup/cassdedup/events"
+	"github.com/cassdedup/cassdedup/guard"
 	"github.com/cassdedup/cassdedup/lwt"
 	"github.com/cassdedup/cassdedup/outbox/kafkasub"
 )
@@ -20,7 +21,7 @@ import (
 // consume reads the topic as one member of group until ctx ends: kafkasub runs each partition's
 // records of a poll through the batched guard, keyed by the event id, and commits offsets only
 // past records that were processed or found duplicates.
-func (c *chain) consume(ctx context.Context, topic, group string, guard *events.Guard, logc *events.Log) error {
+func (c *chain) consume(ctx context.Context, topic, group string, g *guard.Guard, logc *events.Log) error {
 	kopts := []kgo.Opt{kgo.SeedBrokers(c.cfg.brokers...), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(100 * time.Millisecond)}
 	if c.cfg.instance != "" {
@@ -31,11 +32,11 @@ func (c *chain) consume(ctx context.Context, topic, group string, guard *events.
 	}
 	opts := []kafkasub.Option{kafkasub.WithClient(kopts...), kafkasub.WithMessage(c.sawRecord)}
 	if c.cfg.fastPath {
-		opts = append(opts, kafkasub.WithFastPath(func(s events.Scope) (lwt.PreCheck, error) {
+		opts = append(opts, kafkasub.WithFastPath(func(s guard.Scope) (lwt.PreCheck, error) {
 			return bloom.NewPreCheck(fmt.Sprintf("%s/%s/%d", s.Group, s.Topic, s.Partition), bloom.WithExpectedItems(1_000_000))
 		}))
 	}
-	consumer, err := kafkasub.New(guard, func(ctx context.Context, m events.Message) error {
+	consumer, err := kafkasub.New(g, func(ctx context.Context, m guard.Message) error {
 		var o order
 		if err := json.Unmarshal(m.Payload, &o); err != nil {
 			return err
@@ -54,7 +55,7 @@ func (c *chain) consume(ctx context.Context, topic, group string, guard *events.
 }
 
 // sawRecord counts a delivered record and reads it as the default does.
-func (c *chain) sawRecord(group string, r *kgo.Record) (events.Message, error) {
+func (c *chain) sawRecord(group string, r *kgo.Record) (guard.Message, error) {
 	if n := c.consumed.Add(1); c.cfg.holdAfter > 0 && n > c.cfg.holdAfter {
 		// Every partition's goroutine that meets a record from here on waits with the first (a
 		// Once's callers wait for its f): the crash tests freeze the process with its poll in flight.

@@ -9,7 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/cassdedup/cassdedup/bloom"
-	"github.com/cassdedup/cassdedup/events"
+	"github.com/cassdedup/cassdedup/guard"
 	"github.com/cassdedup/cassdedup/lwt"
 	"github.com/cassdedup/cassdedup/outbox/kafkasub"
 )
@@ -19,16 +19,16 @@ import (
 func ExampleNew() {
 	var session *gocql.Session // cqlsession.NewCluster(...).CreateSession()
 	ctx := context.Background()
-	guard, err := events.NewGuard(session)
+	g, err := guard.New(session)
 	if err != nil {
 		log.Fatal(err)
 	}
-	apply := func(ctx context.Context, m events.Message) error {
+	apply := func(ctx context.Context, m guard.Message) error {
 		return nil // the effect of event m.ID; an error delivers the record again
 	}
-	consumer, err := kafkasub.New(guard, apply,
+	consumer, err := kafkasub.New(g, apply,
 		kafkasub.WithClient(kgo.SeedBrokers("127.0.0.1:19092"), kgo.ConsumerGroup("billing"), kgo.ConsumeTopics("orders")),
-		kafkasub.WithFastPath(func(s events.Scope) (lwt.PreCheck, error) {
+		kafkasub.WithFastPath(func(s guard.Scope) (lwt.PreCheck, error) {
 			return bloom.NewPreCheck(fmt.Sprintf("%s/%s/%d", s.Group, s.Topic, s.Partition), bloom.WithExpectedItems(3_600_000))
 		}))
 	if err != nil {

@@ -1,6 +1,6 @@
 // Package kafkasub consumes a Kafka topic through the consumer guard with franz-go: the
 // consumer side of kafkapub. A Consumer is a member of a consumer group that turns every
-// record into an events.Message (the id from kafkapub.IDHeader, or a function of yours; the
+// record into a guard.Message (the id from kafkapub.IDHeader, or a function of yours; the
 // record's timestamp as its Time; the group, topic and partition as its scope), runs each
 // partition's records of a poll through Guard.ProcessBatch, commits a partition's offset only
 // past records that are done (processed, a duplicate, or dead-lettered), and seeks a partition
@@ -24,7 +24,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/cassdedup/cassdedup/events"
+	"github.com/cassdedup/cassdedup/guard"
 	"github.com/cassdedup/cassdedup/lwt"
 	"github.com/cassdedup/cassdedup/outbox/kafkapub"
 )
@@ -41,8 +41,8 @@ var (
 
 // Consumer is one member of a consumer group whose records go through a guard. Run it once.
 type Consumer struct {
-	guard   *events.Guard
-	handler events.Handler
+	g       *guard.Guard
+	handler guard.Handler
 	cfg     config
 	client  *kgo.Client
 	group   string
@@ -68,20 +68,20 @@ type ownership struct {
 	owned bool   // Own succeeded at epoch
 }
 
-// New returns a consumer that runs handler through guard for the records of the franz-go
+// New returns a consumer that runs handler through the guard g for the records of the franz-go
 // client it makes from WithClient's options, which must name the consumer group
 // (kgo.ConsumerGroup) and what to consume (kgo.ConsumeTopics). The consumer sets what its
 // guarantees need on top: no autocommit, rebalances only between polls (kgo.BlockRebalanceOnPoll;
 // keep handlers well within the group's rebalance timeout) and its assignment callbacks.
-func New(guard *events.Guard, handler events.Handler, opts ...Option) (*Consumer, error) {
-	if guard == nil || handler == nil {
+func New(g *guard.Guard, handler guard.Handler, opts ...Option) (*Consumer, error) {
+	if g == nil || handler == nil {
 		return nil, fmt.Errorf("%w: nil guard or handler", ErrInvalidOption)
 	}
 	cfg, err := newConfig(opts)
 	if err != nil {
 		return nil, err
 	}
-	c := &Consumer{guard: guard, handler: handler, cfg: cfg, parts: map[partition]*ownership{}}
+	c := &Consumer{g: g, handler: handler, cfg: cfg, parts: map[partition]*ownership{}}
 	kopts := append(append([]kgo.Opt{}, cfg.client...), kgo.DisableAutoCommit(), kgo.BlockRebalanceOnPoll(),
 		kgo.OnPartitionsAssigned(c.assigned), kgo.OnPartitionsRevoked(c.revoked), kgo.OnPartitionsLost(c.revoked))
 	if c.client, err = kgo.NewClient(kopts...); err != nil {
@@ -187,17 +187,17 @@ func (c *Consumer) partition(ctx context.Context, p kgo.FetchTopicPartition) pol
 	if !c.own(ctx, p.Topic, p.Partition) {
 		return pollOutcome{seek: recs[0]}
 	}
-	msgs := make([]events.Message, 0, len(recs))
+	msgs := make([]guard.Message, 0, len(recs))
 	bad := map[int]error{}
 	for i, r := range recs {
 		m, err := c.cfg.message(c.group, r)
 		if err != nil {
 			bad[i] = err
-			m = events.Message{} // invalid: ProcessBatch stores nothing for it
+			m = guard.Message{} // invalid: ProcessBatch stores nothing for it
 		}
 		msgs = append(msgs, m)
 	}
-	results, err := c.guard.ProcessBatch(ctx, msgs, c.handler)
+	results, err := c.g.ProcessBatch(ctx, msgs, c.handler)
 	if err != nil {
 		c.cfg.log.Error("kafkasub: process", "group", c.group, "topic", p.Topic, "partition", p.Partition, "err", err)
 		return pollOutcome{seek: recs[0]}
@@ -205,7 +205,7 @@ func (c *Consumer) partition(ctx context.Context, p kgo.FetchTopicPartition) pol
 	var out pollOutcome
 	for i, res := range results {
 		if err, ok := bad[i]; ok {
-			res = events.BatchResult{Outcome: events.Poison, Err: err}
+			res = guard.BatchResult{Outcome: guard.Poison, Err: err}
 		}
 		if c.cfg.results != nil {
 			c.cfg.results(recs[i], res)
@@ -214,9 +214,9 @@ func (c *Consumer) partition(ctx context.Context, p kgo.FetchTopicPartition) pol
 			continue // delivered again after the first record to redeliver
 		}
 		switch res.Outcome {
-		case events.Processed, events.Duplicate:
+		case guard.Processed, guard.Duplicate:
 			out.done = recs[i]
-		case events.Poison:
+		case guard.Poison:
 			if err := c.cfg.poison(ctx, recs[i], res.Err); err != nil {
 				c.cfg.log.Error("kafkasub: dead-letter", "group", c.group, "topic", p.Topic, "partition", p.Partition,
 					"offset", recs[i].Offset, "err", err)
@@ -251,16 +251,16 @@ func (c *Consumer) own(ctx context.Context, topic string, num int32) bool {
 	if o.owned {
 		return true
 	}
-	scope := events.Scope{Group: c.group, Topic: topic, Partition: num}
+	scope := guard.Scope{Group: c.group, Topic: topic, Partition: num}
 	pre, err := c.cfg.preCheck(scope)
 	if err == nil {
-		err = c.guard.Own(ctx, scope, o.epoch, pre)
+		err = c.g.Own(ctx, scope, o.epoch, pre)
 	}
 	if err != nil {
 		if ctx.Err() == nil {
 			c.cfg.log.Warn("kafkasub: own", "group", c.group, "topic", topic, "partition", num, "epoch", o.epoch, "err", err)
 		}
-		c.guard.Disown(scope)
+		c.g.Disown(scope)
 		return false
 	}
 	c.mu.Lock()
@@ -293,7 +293,7 @@ func (c *Consumer) revoked(_ context.Context, _ *kgo.Client, gone map[string][]i
 	for topic, nums := range gone {
 		for _, n := range nums {
 			if o := c.parts[partition{topic, n}]; o != nil && o.owned {
-				c.guard.Disown(events.Scope{Group: c.group, Topic: topic, Partition: n})
+				c.g.Disown(guard.Scope{Group: c.group, Topic: topic, Partition: n})
 			}
 			delete(c.parts, partition{topic, n})
 		}
@@ -310,7 +310,7 @@ func (c *Consumer) close() {
 	}
 	for p, o := range c.parts {
 		if o.owned {
-			c.guard.Disown(events.Scope{Group: c.group, Topic: p.topic, Partition: p.num})
+			c.g.Disown(guard.Scope{Group: c.group, Topic: p.topic, Partition: p.num})
 		}
 		delete(c.parts, p)
 	}
@@ -321,8 +321,8 @@ func (c *Consumer) close() {
 // timestamp as the time (kafkapub sets the event's staging time, the same on every
 // republication), and the group, topic and partition as the scope. A record without the header
 // gives ErrNoID.
-func Message(group string, r *kgo.Record) (events.Message, error) {
-	m := events.Message{Scope: events.Scope{Group: group, Topic: r.Topic, Partition: r.Partition},
+func Message(group string, r *kgo.Record) (guard.Message, error) {
+	m := guard.Message{Scope: guard.Scope{Group: group, Topic: r.Topic, Partition: r.Partition},
 		Payload: r.Value, Time: r.Timestamp}
 	for _, h := range r.Headers {
 		if h.Key == kafkapub.IDHeader {
@@ -349,4 +349,4 @@ func sleep(ctx context.Context, d time.Duration) error {
 
 // PreCheck makes the pre-check of a partition the consumer was assigned (WithFastPath):
 // typically bloom.NewPreCheck sized for the partition's rate over the pre-check's horizon.
-type PreCheck = func(scope events.Scope) (lwt.PreCheck, error)
+type PreCheck = func(scope guard.Scope) (lwt.PreCheck, error)

@@ -16,7 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/cassdedup/cassdedup/bloom"
-	"github.com/cassdedup/cassdedup/events"
+	"github.com/cassdedup/cassdedup/guard"
 	"github.com/cassdedup/cassdedup/internal/leakcheck"
 	"github.com/cassdedup/cassdedup/internal/testnode"
 	"github.com/cassdedup/cassdedup/lwt"
@@ -70,17 +70,17 @@ func newFixture(t *testing.T, partitions int32, n int) *fixture {
 
 // guard is a guard of one consumer process, with a short ownership lease so a fenced owner's
 // successor waits seconds, not ten.
-func (f *fixture) guard() *events.Guard {
-	g, err := events.NewGuard(f.session, events.WithKeyspace(f.ks), events.WithLease(5*time.Second),
-		events.WithOwnership(3*time.Second, 1500*time.Millisecond))
+func (f *fixture) guard() *guard.Guard {
+	g, err := guard.New(f.session, guard.WithKeyspace(f.ks), guard.WithLease(5*time.Second),
+		guard.WithOwnership(3*time.Second, 1500*time.Millisecond))
 	require.NoError(f.t, err)
 	return g
 }
 
 // handler applies an event's effect once per successful run, after fail says it should not
 // fail, and takes delay.
-func (f *fixture) handler(delay time.Duration, fail func(id string) bool) events.Handler {
-	return func(ctx context.Context, m events.Message) error {
+func (f *fixture) handler(delay time.Duration, fail func(id string) bool) guard.Handler {
+	return func(ctx context.Context, m guard.Message) error {
 		time.Sleep(delay)
 		if fail != nil && fail(m.ID) {
 			return errors.New("the payment provider is down")
@@ -95,13 +95,13 @@ func (f *fixture) handler(delay time.Duration, fail func(id string) bool) events
 	}
 }
 
-func (f *fixture) consumer(g *events.Guard, h events.Handler, opts ...kafkasub.Option) *kafkasub.Consumer {
+func (f *fixture) consumer(g *guard.Guard, h guard.Handler, opts ...kafkasub.Option) *kafkasub.Consumer {
 	c, err := kafkasub.New(g, h, append([]kafkasub.Option{
 		kafkasub.WithClient(kgo.SeedBrokers(f.seeds...), kgo.ConsumerGroup(f.group), kgo.ConsumeTopics(f.topic),
 			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(100*time.Millisecond),
 			kgo.SessionTimeout(6*time.Second), kgo.HeartbeatInterval(500*time.Millisecond)),
 		kafkasub.WithMaxPollRecords(20), kafkasub.WithRetryBackoff(20 * time.Millisecond),
-		kafkasub.WithFastPath(func(s events.Scope) (lwt.PreCheck, error) {
+		kafkasub.WithFastPath(func(s guard.Scope) (lwt.PreCheck, error) {
 			return bloom.NewPreCheck(fmt.Sprintf("%s/%s/%d", s.Group, s.Topic, s.Partition), bloom.WithExpectedItems(10_000))
 		})}, opts...)...)
 	require.NoError(f.t, err)
@@ -257,8 +257,8 @@ func TestConsumerKilledBeforeItsCommit(t *testing.T) {
 
 // TestBadOptionsAreRefused: each bad option names itself.
 func TestBadOptionsAreRefused(t *testing.T) {
-	g := &events.Guard{}
-	h := func(context.Context, events.Message) error { return nil }
+	g := &guard.Guard{}
+	h := func(context.Context, guard.Message) error { return nil }
 	for _, tc := range []struct {
 		name string
 		opts []kafkasub.Option

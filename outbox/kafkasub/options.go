@@ -8,7 +8,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/cassdedup/cassdedup/events"
+	"github.com/cassdedup/cassdedup/guard"
 )
 
 // Option configures a Consumer (New). A bad option names itself in the error, which matches
@@ -17,10 +17,10 @@ type Option func(*config) error
 
 type config struct {
 	client   []kgo.Opt
-	message  func(group string, r *kgo.Record) (events.Message, error)
+	message  func(group string, r *kgo.Record) (guard.Message, error)
 	preCheck PreCheck
 	poison   func(ctx context.Context, r *kgo.Record, err error) error
-	results  func(r *kgo.Record, res events.BatchResult)
+	results  func(r *kgo.Record, res guard.BatchResult)
 	maxPoll  int
 	backoff  time.Duration
 	log      *slog.Logger
@@ -73,7 +73,7 @@ func WithClient(opts ...kgo.Opt) Option {
 // record of group into the guard's message. The id must be the same on every delivery and every
 // producer duplicate of the record, and so must the time (ProcessBatch places records by it). A
 // record fn refuses is a poison record (WithPoison).
-func WithMessage(fn func(group string, r *kgo.Record) (events.Message, error)) Option {
+func WithMessage(fn func(group string, r *kgo.Record) (guard.Message, error)) Option {
 	return func(c *config) error {
 		if fn == nil {
 			return fmt.Errorf("%w: WithMessage(nil)", ErrInvalidOption)
@@ -98,7 +98,7 @@ func WithFastPath(newPreCheck PreCheck) Option {
 }
 
 // WithPoison sets what happens to a poison record: one whose message used up its attempts
-// (events.Poison, err is an *events.PoisonError) or that WithMessage refused. The default logs
+// (guard.Poison, err is an *guard.PoisonError) or that WithMessage refused. The default logs
 // it and goes on. A hook that returns nil lets the offset move past the record (send it to a
 // dead-letter topic first); an error delivers the record again.
 func WithPoison(fn func(ctx context.Context, r *kgo.Record, err error) error) Option {
@@ -115,7 +115,7 @@ func WithPoison(fn func(ctx context.Context, r *kgo.Record, err error) error) Op
 // Processed and Duplicate are committed past, Poison goes to WithPoison, anything else is
 // delivered again. A record WithMessage refused is reported Poison with its error. fn runs on
 // the goroutine of the record's partition, concurrently for different partitions.
-func WithResults(fn func(r *kgo.Record, res events.BatchResult)) Option {
+func WithResults(fn func(r *kgo.Record, res guard.BatchResult)) Option {
 	return func(c *config) error {
 		if fn == nil {
 			return fmt.Errorf("%w: WithResults(nil)", ErrInvalidOption)
