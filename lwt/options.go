@@ -262,7 +262,7 @@ func WithOwnership(lease, margin time.Duration) Option {
 }
 
 // WithOwnersTable names the table, in the record table's keyspace, where Own records who owns a
-// scope (schema/cql/016_scope_owners.cql). Default scope_owners.
+// scope (schema/cql/018_scope_owners.cql). Default scope_owners.
 func WithOwnersTable(name string) Option {
 	return func(c *config) error {
 		if _, err := schema.QuoteIdentifier(name); err != nil {
