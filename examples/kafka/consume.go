@@ -55,8 +55,10 @@ type consumer struct {
 }
 
 // consume runs one consumer until ctx ends, on kafkasub: each partition's records of a poll go
-// through the guard's ProcessBatch, offsets are committed only past records processed (or found
-// duplicates, or dead-lettered), a record to deliver again is sought back to, and rebalances
+// through the guard's ProcessPoll, whose handlers of different payments run concurrently (each
+// payment's deliveries in order, guard.ByKey), offsets are committed only past records
+// processed (or found duplicates, or dead-lettered), a record to deliver again is sought back
+// to, and rebalances
 // wait for all that (kgo.BlockRebalanceOnPoll), so a partition moves only between polls of a
 // live consumer; a dead one's uncommitted records are redelivered to the member that takes its
 // partitions. With bloom, the fast path is on for the partitions assigned (Own at the group's
@@ -71,7 +73,7 @@ func consume(ctx context.Context, c *consumer) error {
 	if c.cfg.bloom {
 		opts = append(opts, kafkasub.WithFastPath(newPreCheck))
 	}
-	sub, err := kafkasub.New(c.guard, c.handle, opts...)
+	sub, err := kafkasub.NewPoll(c.guard, guard.ByKey(paymentOf, handlersAtOnce, c.handle), opts...)
 	if err != nil {
 		return fmt.Errorf("%s: kafka consumer: %w", c.cfg.name, err)
 	}
@@ -147,13 +149,26 @@ func loopEvery(ctx context.Context, d time.Duration, fn func()) (stop func()) {
 	return func() { cancel(); <-done }
 }
 
+// handlersAtOnce bounds the handlers of one poll that run at once.
+const handlersAtOnce = 16
+
+// paymentOf is the key whose deliveries must apply in order: the payment (the message id).
+func paymentOf(m guard.Message) string { return m.ID }
+
 // handle is the side effect: the effect row, fenced by the claim's token (0 on the fast path,
 // which has no claim), and the run counter.
 func (c *consumer) handle(ctx context.Context, m guard.Message) error {
-	if c.cfg.stallAfter > 0 && c.t.processed.Load() >= c.cfg.stallAfter && c.stalls.Add(1) == 4 {
-		fmt.Fprintf(c.out, "stalled %s in the handler of %s\n", c.cfg.name, m.ID)
-		<-ctx.Done() // run kills this process now, with three handlers of the poll done
-		return ctx.Err()
+	if c.cfg.stallAfter > 0 && c.t.processed.Load() >= c.cfg.stallAfter {
+		// The fourth handler from here on stalls, and every one after it: run kills this
+		// process now, with three handlers of the poll done and at most handlersAtOnce-1
+		// others that were running beside the stalled one.
+		if n := c.stalls.Add(1); n >= 4 {
+			if n == 4 {
+				fmt.Fprintf(c.out, "stalled %s in the handler of %s\n", c.cfg.name, m.ID)
+			}
+			<-ctx.Done()
+			return ctx.Err()
+		}
 	}
 	var fence int64
 	if claim, ok := lwt.ClaimFromContext(ctx); ok {

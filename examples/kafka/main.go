@@ -1,6 +1,6 @@
 // Command kafka runs the batched consumer guard of package events against a real Kafka broker:
 // it produces payments (some of them twice, as a retrying producer would), starts a consumer
-// group of two consumer processes that process each poll with Guard.ProcessBatch and record a
+// group of two consumer processes that process each poll with Guard.ProcessPoll and record a
 // side effect in Cassandra, kills one consumer with SIGKILL in the middle of a poll, lets the
 // group rebalance, and checks that every payment took effect exactly once.
 //

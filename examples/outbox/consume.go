@@ -18,9 +18,10 @@ import (
 	"github.com/cassdedup/cassdedup/outbox/kafkasub"
 )
 
-// consume reads the topic as one member of group until ctx ends: kafkasub runs each partition's
-// records of a poll through the batched guard, keyed by the event id, and commits offsets only
-// past records that were processed or found duplicates.
+// consume reads the topic as one member of group until ctx ends: kafkasub applies each
+// partition's records of a poll with one ProcessPoll (batched claims, one RecordBatch of their
+// effects, batched ends), keyed by the event id, and commits offsets only past records that were
+// processed or found duplicates.
 func (c *chain) consume(ctx context.Context, topic, group string, g *guard.Guard, logc *events.Log) error {
 	kopts := []kgo.Opt{kgo.SeedBrokers(c.cfg.brokers...), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(100 * time.Millisecond)}
@@ -36,17 +37,30 @@ func (c *chain) consume(ctx context.Context, topic, group string, g *guard.Guard
 			return bloom.NewPreCheck(fmt.Sprintf("%s/%s/%d", s.Group, s.Topic, s.Partition), bloom.WithExpectedItems(1_000_000))
 		}))
 	}
-	consumer, err := kafkasub.New(g, func(ctx context.Context, m guard.Message) error {
-		var o order
-		if err := json.Unmarshal(m.Payload, &o); err != nil {
-			return err
+	// apply is the effect of a partition's claimed records of a poll: each order's amount on an
+	// event-log counter, under the event's id, all recorded with one RecordBatch, so a consumer
+	// that catches up pays Paxos rounds per poll and window, not per order.
+	consumer, err := kafkasub.NewPoll(g, func(ctx context.Context, msgs []guard.Message) []error {
+		errs := make([]error, len(msgs))
+		orders := make([]order, len(msgs))
+		evs := make([]events.Event, 0, len(msgs))
+		for i, m := range msgs {
+			if errs[i] = json.Unmarshal(m.Payload, &orders[i]); errs[i] == nil {
+				evs = append(evs, events.Event{Counter: c.counter, ID: m.ID, Delta: orders[i].Amount, Time: m.Time})
+			}
 		}
-		// The effect: the order's amount on an event-log counter, under the event's id.
-		if err := logc.Record(ctx, events.Event{Counter: c.counter, ID: m.ID, Delta: o.Amount, Time: m.Time}); err != nil {
-			return err
+		if err := logc.RecordBatch(ctx, evs); err != nil {
+			for i := range errs {
+				errs[i] = err
+			}
+			return errs
 		}
-		c.sawApplied(o.ID)
-		return nil
+		for i, o := range orders {
+			if errs[i] == nil {
+				c.sawApplied(o.ID)
+			}
+		}
+		return errs
 	}, opts...)
 	if err != nil {
 		return err

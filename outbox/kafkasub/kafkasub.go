@@ -2,9 +2,10 @@
 // consumer side of kafkapub. A Consumer is a member of a consumer group that turns every
 // record into a guard.Message (the id from kafkapub.IDHeader, or a function of yours; the
 // record's timestamp as its Time; the group, topic and partition as its scope), runs each
-// partition's records of a poll through Guard.ProcessBatch, commits a partition's offset only
-// past records that are done (processed, a duplicate, or dead-lettered), and seeks a partition
-// back to its first record that is not, so Kafka delivers it again: Kafka has no nack.
+// partition's records of a poll through Guard.ProcessBatch (Guard.ProcessPoll with NewPoll),
+// commits a partition's offset only past records that are done (processed, a duplicate, or
+// dead-lettered), and seeks a partition back to its first record that is not, so Kafka
+// delivers it again: Kafka has no nack.
 //
 // With WithFastPath, the consumer declares each assigned partition with Guard.Own, at the
 // group's generation as the epoch, before it processes anything of it, and calls Disown when the
@@ -42,7 +43,8 @@ var (
 // Consumer is one member of a consumer group whose records go through a guard. Run it once.
 type Consumer struct {
 	g       *guard.Guard
-	handler guard.Handler
+	handler guard.Handler     // New's; nil with NewPoll
+	apply   guard.PollHandler // NewPoll's; nil with New
 	cfg     config
 	client  *kgo.Client
 	group   string
@@ -77,11 +79,27 @@ func New(g *guard.Guard, handler guard.Handler, opts ...Option) (*Consumer, erro
 	if g == nil || handler == nil {
 		return nil, fmt.Errorf("%w: nil guard or handler", ErrInvalidOption)
 	}
+	return newConsumer(&Consumer{g: g, handler: handler}, opts)
+}
+
+// NewPoll is New with one call of apply for each partition's claimed records of a poll
+// (Guard.ProcessPoll) instead of a handler call per record, so apply can write a poll's effects
+// together (events.Log.RecordBatch), or run the handlers of different keys at once
+// (guard.ByKey). Offsets, redelivery and ownership are New's.
+func NewPoll(g *guard.Guard, apply guard.PollHandler, opts ...Option) (*Consumer, error) {
+	if g == nil || apply == nil {
+		return nil, fmt.Errorf("%w: nil guard or poll handler", ErrInvalidOption)
+	}
+	return newConsumer(&Consumer{g: g, apply: apply}, opts)
+}
+
+// newConsumer applies opts to c and makes its client.
+func newConsumer(c *Consumer, opts []Option) (*Consumer, error) {
 	cfg, err := newConfig(opts)
 	if err != nil {
 		return nil, err
 	}
-	c := &Consumer{g: g, handler: handler, cfg: cfg, parts: map[partition]*ownership{}}
+	c.cfg, c.parts = cfg, map[partition]*ownership{}
 	kopts := append(append([]kgo.Opt{}, cfg.client...), kgo.DisableAutoCommit(), kgo.BlockRebalanceOnPoll(),
 		kgo.OnPartitionsAssigned(c.assigned), kgo.OnPartitionsRevoked(c.revoked), kgo.OnPartitionsLost(c.revoked))
 	if c.client, err = kgo.NewClient(kopts...); err != nil {
@@ -193,11 +211,17 @@ func (c *Consumer) partition(ctx context.Context, p kgo.FetchTopicPartition) pol
 		m, err := c.cfg.message(c.group, r)
 		if err != nil {
 			bad[i] = err
-			m = guard.Message{} // invalid: ProcessBatch stores nothing for it
+			m = guard.Message{} // invalid: the guard stores nothing for it
 		}
 		msgs = append(msgs, m)
 	}
-	results, err := c.g.ProcessBatch(ctx, msgs, c.handler)
+	var results []guard.BatchResult
+	var err error
+	if c.apply != nil {
+		results, err = c.g.ProcessPoll(ctx, msgs, c.apply)
+	} else {
+		results, err = c.g.ProcessBatch(ctx, msgs, c.handler)
+	}
 	if err != nil {
 		c.cfg.log.Error("kafkasub: process", "group", c.group, "topic", p.Topic, "partition", p.Partition, "err", err)
 		return pollOutcome{seek: recs[0]}

@@ -96,16 +96,21 @@ func (f *fixture) handler(delay time.Duration, fail func(id string) bool) guard.
 }
 
 func (f *fixture) consumer(g *guard.Guard, h guard.Handler, opts ...kafkasub.Option) *kafkasub.Consumer {
-	c, err := kafkasub.New(g, h, append([]kafkasub.Option{
+	c, err := kafkasub.New(g, h, f.options(opts)...)
+	require.NoError(f.t, err)
+	return c
+}
+
+// options are the tests' consumer options, then opts.
+func (f *fixture) options(opts []kafkasub.Option) []kafkasub.Option {
+	return append([]kafkasub.Option{
 		kafkasub.WithClient(kgo.SeedBrokers(f.seeds...), kgo.ConsumerGroup(f.group), kgo.ConsumeTopics(f.topic),
 			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(100*time.Millisecond),
 			kgo.SessionTimeout(6*time.Second), kgo.HeartbeatInterval(500*time.Millisecond)),
 		kafkasub.WithMaxPollRecords(20), kafkasub.WithRetryBackoff(20 * time.Millisecond),
 		kafkasub.WithFastPath(func(s guard.Scope) (lwt.PreCheck, error) {
 			return bloom.NewPreCheck(fmt.Sprintf("%s/%s/%d", s.Group, s.Topic, s.Partition), bloom.WithExpectedItems(10_000))
-		})}, opts...)...)
-	require.NoError(f.t, err)
-	return c
+		})}, opts...)
 }
 
 // run runs c until stop is called, which waits for Run to return.
@@ -216,6 +221,49 @@ func TestFailedRecordIsRedelivered(t *testing.T) {
 	f.exactlyOnce()
 }
 
+// TestNewPollAppliesAPollAtOnce: with NewPoll, each partition's claimed records of a poll reach
+// one call of apply; a record whose error apply reports is sought back to and delivered again,
+// and every event applies once, its offsets committed.
+func TestNewPollAppliesAPollAtOnce(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, 2, 60)
+	var calls, most, failures atomic.Int64
+	failing := map[string]bool{f.ids[7]: true, f.ids[51]: true}
+	var mu sync.Mutex
+	h := f.handler(0, func(id string) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		if failing[id] {
+			delete(failing, id)
+			failures.Add(1)
+			return true
+		}
+		return false
+	})
+	apply := func(ctx context.Context, msgs []guard.Message) []error {
+		calls.Add(1)
+		for n := int64(len(msgs)); ; {
+			if m := most.Load(); n <= m || most.CompareAndSwap(m, n) {
+				break
+			}
+		}
+		errs := make([]error, len(msgs))
+		for i, m := range msgs {
+			errs[i] = h(ctx, m)
+		}
+		return errs
+	}
+	c, err := kafkasub.NewPoll(f.guard(), apply, f.options(nil)...)
+	require.NoError(t, err)
+	stop := run(t, c)
+	f.waitFor("every event and its commit", func() bool { return f.count() == len(f.ids) && f.committedAll() })
+	stop()
+	require.Equal(t, int64(2), failures.Load(), "each failing record was delivered again")
+	require.Greater(t, most.Load(), int64(1), "apply was given a poll's records at once")
+	require.Less(t, calls.Load(), int64(len(f.ids)), "fewer calls than records")
+	f.exactlyOnce()
+}
+
 // TestRebalanceWhileRecordsInFlight: a second consumer joins while the first has records in
 // flight, then the first leaves: partitions move twice mid-stream (Disown on revocation, Own at
 // the new generation on assignment, the fast path on throughout), and every event applies once.
@@ -273,5 +321,7 @@ func TestBadOptionsAreRefused(t *testing.T) {
 		require.ErrorContains(t, err, tc.name)
 	}
 	_, err := kafkasub.New(nil, h)
+	require.ErrorIs(t, err, kafkasub.ErrInvalidOption)
+	_, err = kafkasub.NewPoll(g, nil)
 	require.ErrorIs(t, err, kafkasub.ErrInvalidOption)
 }
