@@ -22,19 +22,19 @@ import (
 // the fast path, never told; owner b is assigned the scope at epoch 2 and is delivered the
 // same messages. The server fences a (its renewal fails, its fast path stops at its local
 // deadline), and b's Own returns only once a's lease cannot admit anything more; b's warm-up
-// then knows every message a recorded. Every message runs exactly once, through Process and
-// ProcessBatch alike.
+// then knows every message a recorded. Every message runs exactly once, through Process,
+// ProcessBatch and ProcessPoll alike.
 func TestTwoOwnersOldNeverToldRunEachOnce(t *testing.T) {
 	t.Parallel()
-	for _, batch := range []bool{false, true} {
-		t.Run(fmt.Sprint("batch=", batch), func(t *testing.T) {
+	for _, via := range []string{"Process", "ProcessBatch", "ProcessPoll"} {
+		t.Run(via, func(t *testing.T) {
 			t.Parallel()
-			twoOwners(t, batch)
+			twoOwners(t, via)
 		})
 	}
 }
 
-func twoOwners(t *testing.T, batch bool) {
+func twoOwners(t *testing.T, via string) {
 	const n = 200
 	session, ks := testnode.NewSession(t)
 	ctx := context.Background()
@@ -66,11 +66,11 @@ func twoOwners(t *testing.T, batch bool) {
 	}
 	aCtx, stopA := context.WithCancel(ctx)
 	var wg sync.WaitGroup
-	wg.Go(func() { consumeAll(t, aCtx, a, msgs, handler(&byA), batch) })
+	wg.Go(func() { consumeAll(t, aCtx, a, msgs, handler(&byA), via) })
 	time.Sleep(300 * time.Millisecond) // a has records in flight
 	require.NoError(t, b.Own(ctx, scope, 2, newPreCheck(t, scope)))
 	defer b.Disown(scope)
-	consumeAll(t, ctx, b, msgs, handler(&byB), batch)
+	consumeAll(t, ctx, b, msgs, handler(&byB), via)
 	stopA()
 	wg.Wait()
 
@@ -80,8 +80,9 @@ func twoOwners(t *testing.T, batch bool) {
 			twice++
 		}
 	}
-	t.Logf("batch=%v: %d messages, %d run by the old owner, %d by the new one, %d twice; old owner superseded %d, refused %d",
-		batch, n, byA.Load(), byB.Load(), twice, a.Stats().Superseded+a.BatchStats().Superseded, a.Stats().NoLease)
+	t.Logf("%s: %d messages, %d run by the old owner, %d by the new one, %d twice; old owner superseded %d, refused %d, recorded after its ownership ended %d",
+		via, n, byA.Load(), byB.Load(), twice, a.Stats().Superseded+a.BatchStats().Superseded, a.Stats().NoLease,
+		a.Stats().StaleEpoch+a.BatchStats().StaleEpoch)
 	require.Zero(t, twice, "a message ran twice")
 	require.Len(t, runs, n, "every message ran")
 	require.Positive(t, byA.Load(), "the old owner ran messages before it was fenced")
@@ -89,23 +90,30 @@ func twoOwners(t *testing.T, batch bool) {
 	require.Equal(t, int64(1), a.Stats().Superseded, "the old owner's renewal found the scope taken")
 }
 
-// consumeAll delivers msgs to g, in polls of 10 with ProcessBatch or one by one with Process,
+// consumeAll delivers msgs to g, in polls of 10 with ProcessBatch or ProcessPoll (its handlers
+// one at a time, so the old owner is still busy when the new one starts) or one by one with
+// Process,
 // each until it is processed or a duplicate, or until ctx ends. Refusals for want of a lease
 // (lwt.ErrNoLease) and messages in progress elsewhere are delivered again.
-func consumeAll(t *testing.T, ctx context.Context, g *guard.Guard, msgs []guard.Message, h guard.Handler, batch bool) {
+func consumeAll(t *testing.T, ctx context.Context, g *guard.Guard, msgs []guard.Message, h guard.Handler, via string) {
 	retryable := func(err error) bool {
 		return err == nil || errors.Is(err, lwt.ErrNoLease) || errors.Is(err, lwt.ErrInProgress) || errors.Is(err, context.DeadlineExceeded)
 	}
 	for len(msgs) > 0 && ctx.Err() == nil {
 		poll := msgs[:min(10, len(msgs))]
 		var results []guard.BatchResult
-		if batch {
+		switch via {
+		case "ProcessBatch", "ProcessPoll":
 			var err error
-			results, err = g.ProcessBatch(ctx, poll, h)
+			if via == "ProcessBatch" {
+				results, err = g.ProcessBatch(ctx, poll, h)
+			} else {
+				results, err = g.ProcessPoll(ctx, poll, guard.ByKey(func(m guard.Message) string { return m.ID }, 1, h))
+			}
 			if !assert.NoError(t, err) {
 				return
 			}
-		} else {
+		default:
 			for _, m := range poll {
 				out, err := g.Process(ctx, m, h)
 				results = append(results, guard.BatchResult{Outcome: out, Err: err})

@@ -297,6 +297,15 @@ func (s *Store) fastRun(ctx context.Context, call *call, scope string, o *owner,
 			}
 			return Result{}, &InProgressError{LeaseUntil: existing.LeaseUntil, Attempts: existing.Attempts}
 		}
+		// The conditional write settled who ran the key first, but only the Recorder's table
+		// is read by a later owner's warm-up for a timed call (no index row was written for
+		// it): without this write, the next owner would find the key clearly new and run it
+		// again.
+		if !call.at.IsZero() && s.cfg.recorder != nil {
+			if err := s.cfg.recorder(wctx, call.key, call.fingerprint, value, epoch, call.at); err != nil {
+				return Result{}, err
+			}
+		}
 		rec = &Record{Status: StatusCompleted, Fingerprint: call.fingerprint, Result: value, Attempts: 1,
 			ExpiresAt: s.now().Add(s.cfg.retention)}
 	}

@@ -2,6 +2,7 @@ package lwt
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -71,4 +72,45 @@ func TestWithOwnershipRefusesBadSettings(t *testing.T) {
 	}
 	_, err := newConfig([]Option{WithOwnersTable("bad name")})
 	require.ErrorContains(t, err, "WithOwnersTable")
+}
+
+// TestStaleTimedFastPathIsRecorded: a timed call admitted on the fast path whose ownership ended
+// while its function ran is recorded with a conditional write and through the Recorder too, whose
+// table is what the next owner's warm-up reads: without it, the next owner finds the key clearly
+// new and runs it again.
+func TestStaleTimedFastPathIsRecorded(t *testing.T) {
+	t.Parallel()
+	ctx := ctxT(t)
+	_, session, ks := newTestStore(t)
+	var mu sync.Mutex
+	var recorded []Key
+	s, err := NewStore(session, IdempotencyKeys(ks), WithOwnership(3*time.Second, 1500*time.Millisecond),
+		WithRecorder(func(_ context.Context, key Key, _, _ []byte, _ uint64, _ time.Time) error {
+			mu.Lock()
+			defer mu.Unlock()
+			recorded = append(recorded, key)
+			return nil
+		}))
+	require.NoError(t, err)
+	scope := Key{"tenant-stale"}
+	nothing := func(context.Context, func(string, time.Time) error) error { return nil }
+	require.NoError(t, s.Own(ctx, scope, 1, newNamespacePreCheck(t, "stale"), nothing))
+	defer s.Disown(scope)
+	key := IdempotencyKey("tenant-stale", "k1")
+	res, err := s.ExecuteOnce(ctx, key, func(context.Context) ([]byte, error) {
+		s.ownerOf(cacheKey(scope)).lease.deadline.Store(0) // the lease ends while fn runs
+		return []byte("ok"), nil
+	}, WithTime(time.Now()))
+	require.NoError(t, err)
+	require.True(t, res.Created)
+	st := s.Stats()
+	require.Equal(t, int64(1), st.FastPath)
+	require.Equal(t, int64(1), st.StaleEpoch, "recorded with a conditional write")
+	require.Zero(t, st.StaleConflicts)
+	rec, err := s.Get(ctx, key)
+	require.NoError(t, err)
+	require.Equal(t, StatusCompleted, rec.Status)
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, []Key{key}, recorded, "and through the Recorder")
 }
