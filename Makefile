@@ -26,8 +26,8 @@ OUT          := out
 # The repository's Go modules: the library (what a service imports), the exported test helper
 # (Docker through testcontainers), the benchmark (plots, progress bar), the Kafka example (a Kafka
 # client), the metrics adapters (the Prometheus client, OpenTelemetry), the outbox's Kafka
-# publisher (franz-go) and the outbox example. Every check, test and fuzz target runs over all of them.
-MODULES      := . cassandratest cmd/lwtbench examples/kafka metrics/promobs metrics/otelobs outbox/kafkapub examples/outbox
+# publisher and the Kafka consumer adapter (franz-go) and the outbox example. Every check, test and fuzz target runs over all of them.
+MODULES      := . cassandratest cmd/lwtbench examples/kafka metrics/promobs metrics/otelobs outbox/kafkapub outbox/kafkasub examples/outbox
 # The library module's direct requirements: the driver, the filter, the hash, and two test
 # libraries. A new one must earn its place: every importer of the library downloads it.
 LIB_REQUIRES := github.com/bits-and-blooms/bloom/v3 github.com/cespare/xxhash/v2 github.com/gocql/gocql \

@@ -42,6 +42,9 @@ func (grp *batchGroup) fast(j int) bool { return grp.passes[j] != nil && grp.pas
 // succeeded. A failure writes nothing: the redelivery takes the LWT path (the pre-check
 // remembers the id) and runs the handler again.
 func (g *Guard) runFast(ctx context.Context, grp *batchGroup, j int, handler Handler) {
+	// The handler may not outlive the lease the message was admitted under.
+	ctx, cancel := context.WithDeadline(ctx, grp.passes[j].Deadline())
+	defer cancel()
 	if err := handler(ctx, grp.msgs[j]); err != nil {
 		grp.passes[j].Failed()
 		grp.results[j] = BatchResult{Outcome: Failed, Err: err}
@@ -58,9 +61,15 @@ func (g *Guard) runFast(ctx context.Context, grp *batchGroup, j int, handler Han
 func (grp *batchGroup) recordFast(ctx context.Context, g *Guard) {
 	var owned, stale []int
 	for _, j := range grp.fastDone {
-		if grp.passes[j].Owned() && grp.passes[j].Epoch() == grp.passes[grp.fastDone[0]].Epoch() {
+		// Held until the write ends, so Disown does not release the scope's server lease
+		// while the record is on its way.
+		if done, ok := grp.passes[j].Hold(); ok && grp.passes[j].Epoch() == grp.passes[grp.fastDone[0]].Epoch() {
+			defer done()
 			owned = append(owned, j)
 		} else {
+			if ok {
+				done()
+			}
 			stale = append(stale, j)
 		}
 	}

@@ -32,6 +32,7 @@ func BenchmarkFastPath(b *testing.B) {
 	if err := g.Own(ctx, owned, 1, pre); err != nil {
 		b.Fatal(err)
 	}
+	defer g.Disown(owned)
 	insert := `INSERT INTO processed_messages (consumer_group, topic, partition, message_id, fingerprint, status, owner, fence, lease_until, attempts, result, created_at, updated_at, expires_at) VALUES (?, ?, ?, ?, ?, 'COMPLETED', ?, 1, ?, 1, ?, ?, ?, ?) USING TTL ?`
 	noop := func(context.Context, guard.Message) error { return nil }
 	payload := []byte("payload")
@@ -95,6 +96,7 @@ func BenchmarkWarmUp(b *testing.B) {
 	if err := g.Own(ctx, scope, 1, pre); err != nil {
 		b.Fatal(err)
 	}
+	defer g.Disown(scope)
 	now := clock.Now()
 	for p := range warmUpKeys / lwt.MaxBatchRows {
 		msgs := make([]guard.Message, lwt.MaxBatchRows)

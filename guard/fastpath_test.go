@@ -205,6 +205,7 @@ func TestFastPathInFlightRedeliveryGetsInProgress(t *testing.T) {
 	scope := guard.Scope{Group: "g", Topic: "t", Partition: 1}
 	pre := newPreCheck(t, scope)
 	require.NoError(t, g.Own(ctx, scope, 1, pre))
+	defer g.Disown(scope)
 	m := guard.Message{Scope: scope, ID: "m1", Payload: []byte("x")}
 	started, release := make(chan struct{}), make(chan struct{})
 	var runs atomic.Int32
@@ -278,11 +279,10 @@ func violation(t *testing.T, ctx context.Context, a, b *guard.Guard, scope guard
 	return int(r.Load()), int(p.Load())
 }
 
-// TestFastPathOwnershipViolatedDuplicates gives one scope to two guards (two processes) and
-// delivers every message to both at once. With the fast path forced on in both, each warm
-// filter says new and both handlers run: the duplicate rate is measured and logged. With the
-// fast path on in one of them only, the other's LWTs meet plain writes. With the default
-// settings (no Own), the LWT path admits no duplicate and no fast path is taken.
+// TestFastPathOwnershipViolatedDuplicates: a second owner at the same epoch is refused by the
+// server (ErrSuperseded). A fast-path owner beside a strict consumer that ignores ownership is
+// still a violation, whose duplicate rate is measured and logged. With the default settings (no
+// Own), the LWT path admits no duplicate and no fast path is taken.
 func TestFastPathOwnershipViolatedDuplicates(t *testing.T) {
 	t.Parallel()
 	const n = 300
@@ -290,36 +290,20 @@ func TestFastPathOwnershipViolatedDuplicates(t *testing.T) {
 	ctx := context.Background()
 	scope := guard.Scope{Group: "g", Topic: "violated", Partition: 0}
 
+	// Two owners at one epoch cannot both hold the scope: the server has it at 1 already.
 	a, b := guardOn(t, session, ks), guardOn(t, session, ks)
 	require.NoError(t, a.Own(ctx, scope, 1, newPreCheck(t, scope)))
-	require.NoError(t, b.Own(ctx, scope, 1, newPreCheck(t, scope)))
-	runs, processed := violation(t, ctx, a, b, scope, "both-", n)
-	dups := runs - n
-	t.Logf("both on the fast path: %d messages, %d handler runs, %d duplicates (%.1f%%); fast paths a=%d b=%d",
-		n, runs, dups, 100*float64(dups)/n, a.Stats().FastPath, b.Stats().FastPath)
-	require.Positive(t, dups)
-	require.Equal(t, runs, processed, "every handler run the test counted was reported processed")
-	require.Equal(t, int64(runs), a.Stats().FastPath+b.Stats().FastPath, "every run was a fast path")
-
-	// Redelivered later to the other process: its filter, warmed before, never saw the ids.
-	var seq atomic.Int64
-	h := func(context.Context, guard.Message) error { seq.Add(1); return nil }
-	for i := range n / 3 {
-		m := guard.Message{Scope: scope, ID: fmt.Sprint("seq-", i), Payload: []byte("x")}
-		deliver(t, ctx, a, m, h)
-		deliver(t, ctx, b, m, h)
-	}
-	t.Logf("redelivered to the other process after the first finished: %d messages, %d duplicates (%.1f%%)",
-		n/3, seq.Load()-n/3, 100*float64(seq.Load()-n/3)/float64(n/3))
-	require.Positive(t, seq.Load()-n/3)
+	require.ErrorIs(t, b.Own(ctx, scope, 1, newPreCheck(t, scope)), lwt.ErrSuperseded)
+	b.Disown(scope)
 
 	c := guardOn(t, session, ks) // strict: the LWT path for every message
-	runs, processed = violation(t, ctx, a, c, scope, "mixed-", n)
+	runs, processed := violation(t, ctx, a, c, scope, "mixed-", n)
 	cs := c.Stats()
 	t.Logf("one fast path, one strict consumer: %d messages, %d handler runs, %d duplicates (%.1f%%); strict claims %d, lease lost %d",
 		n, runs, runs-n, 100*float64(runs-n)/n, cs.Claims, cs.LeaseLost)
 	require.Equal(t, runs, processed+int(cs.LeaseLost), "a run is reported processed or, when the plain write beat the Complete, lease lost")
 
+	a.Disown(scope)
 	d, e := guardOn(t, session, ks), guardOn(t, session, ks) // the defaults: no Own
 	runs, _ = violation(t, ctx, d, e, scope, "strict-", n)
 	t.Logf("default settings: %d messages, %d handler runs, fast paths %d", n, runs, d.Stats().FastPath+e.Stats().FastPath)

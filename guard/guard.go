@@ -93,6 +93,7 @@ func New(session *gocql.Session, opts ...Option) (*Guard, error) {
 	if cfg.Observer != nil {
 		storeOpts = append(storeOpts, lwt.WithObserver(cfg.Observer))
 	}
+	storeOpts = append(storeOpts, cfg.ownership...)
 	batch, err := lwt.NewBatchStore(session, lwt.BatchTable{Keyspace: cfg.Keyspace, Name: cfg.bucketed,
 		PartitionColumns: []string{"consumer_group", "topic", "partition", "window_start", "bucket"}, KeyColumn: "message_id"},
 		storeOpts...)

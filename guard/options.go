@@ -28,7 +28,8 @@ type config struct {
 	rate                    int // messages per second per broker partition the layout must hold
 	legacyWindow            time.Duration
 	legacyBuckets           int
-	completionCols          []string // of the record table: cells a Process handler's run may set
+	completionCols          []string     // of the record table: cells a Process handler's run may set
+	ownership               []lwt.Option // WithOwnership's, for the store's Own
 }
 
 // Defaults of the options.
@@ -206,6 +207,16 @@ func WithRetention(d time.Duration) Option {
 func WithLease(d time.Duration) Option {
 	return optcheck.Set(ErrInvalidOption, d < time.Second, optcheck.Call("WithLease", d), "must be at least 1s (and at most the retention)",
 		func(c *config) { c.lease = d })
+}
+
+// WithOwnership sets the server lease by which Own holds a scope and the margin by which the
+// owner's fast path stops before that lease could expire (default 10 s and 3 s; the margin at
+// least 1.5 s, the lease whole seconds and at least twice the margin; see lwt.WithOwnership and
+// docs/fastpath.md).
+func WithOwnership(lease, margin time.Duration) Option {
+	return optcheck.Set(ErrInvalidOption, margin < 1500*time.Millisecond || lease < 2*margin || lease%time.Second != 0,
+		optcheck.Call("WithOwnership", lease, margin), "the margin must be at least 1.5s and the lease whole seconds, at least twice the margin",
+		func(c *config) { c.ownership = append(c.ownership, lwt.WithOwnership(lease, margin)) })
 }
 
 // WithMaxAttempts sets how many handler runs a message gets (default 5; 1 to 1000). When a run

@@ -27,6 +27,7 @@ func TestBadOptionNamesItself(t *testing.T) {
 		"WithSerialConsistency(UNKNOWN_SERIAL_CONS_0x4)": guard.WithSerialConsistency(gocql.SerialConsistency(gocql.Quorum)),
 		"WithClock(nil)":                                 guard.WithClock(nil),
 		"option 0: nil":                                  nil,
+		"WithOwnership(10s, 1s)":                         guard.WithOwnership(10*time.Second, time.Second),
 		"lease 2h0m0s exceeds retention 1h0m0s":          guard.WithLease(2 * time.Hour),
 	} {
 		opts := []guard.Option{opt}

@@ -18,8 +18,13 @@ import (
 // A guard built WithCompletionColumns refuses Own (ErrInvalidOption): its handlers' cells ride
 // on the conditional write that a fast-path run does not make.
 //
-// Call Disown as soon as the assignment is revoked or in doubt: if two processes own one scope
-// at once, a message delivered to both is processed by both.
+// Ownership is recorded and fenced on the server (lwt.Store.Own): Own takes the scope at epoch
+// (lwt.ErrSuperseded for an epoch at or below the server's) and waits until the previous owner's
+// lease cannot admit anything more; an owner whose lease is not live, or that was superseded
+// without being told, gets lwt.ErrNoLease (outcome Failed) for the scope's messages, so a zombie
+// consumer stops before the partition's new owner starts. Process nothing of the scope before
+// Own returns, and on an error call Own again before processing it. Call Disown as soon as the
+// assignment is revoked or in doubt: it releases the lease for the next owner.
 func (g *Guard) Own(ctx context.Context, scope Scope, epoch uint64, pre lwt.PreCheck) error {
 	if err := g.checkCall(ctx); err != nil {
 		return err

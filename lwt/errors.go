@@ -39,6 +39,16 @@ var (
 	// is out of range; the error names it. Nothing was written.
 	ErrInvalidOption = errors.New("lwt: invalid option")
 
+	// ErrSuperseded: the scope that Own was asked to take is held on the server at an epoch at
+	// least as great (another process was assigned it later), or was taken from this store
+	// while Own waited for the previous owner's lease. Nothing is fast-pathed for the scope.
+	ErrSuperseded = errors.New("lwt: scope owned at a newer epoch")
+
+	// ErrNoLease: the call's scope is owned by this store (Own) but its server lease is not live
+	// (Own is still waiting for the previous owner's lease, a renewal is overdue, or another
+	// process took the scope). Nothing ran: leave the message for redelivery.
+	ErrNoLease = errors.New("lwt: the scope's ownership lease is not live")
+
 	// ErrInvalidArgument: a required argument is missing (a nil function, codec, claim, session,
 	// CallOption or AdminOption). Nothing was read or written.
 	ErrInvalidArgument = errors.New("lwt: invalid argument")

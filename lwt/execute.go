@@ -111,8 +111,20 @@ type call struct {
 	endCommit   func(error) // ends the commit span that began when fn returned (see traced)
 }
 
-// ExecuteOnce runs fn at most once per key within the retention window and returns its stored
-// result to every call with the key, flagged as a replay after the first.
+// ExecuteOnce runs fn to completion at most once per key within the retention window and
+// returns its stored result to every call with the key, flagged as a replay after the first.
+//
+// fn MAY START AGAIN after a crash. "At most once" is about completions: if the process dies
+// (or loses its lease) after fn began and before its result was stored, the next call with the
+// key claims it again once the lease has passed and runs fn again, so fn's external effects
+// (a card charge, a row in another table, a message to another service) can happen twice
+// unless they are themselves idempotent. Make them so: derive every external id from the key
+// (a charge id, a payment provider's idempotency key, a row's primary key), so a second attempt
+// repeats the first instead of adding to it; and fence downstream writes with the claim's token
+// (ClaimFromContext: a store that keeps the highest Fence it saw refuses a stale attempt's
+// write). Writes that must commit with the result belong in the result or in the store's
+// completion (package outbox's Stage), which are written only by the conditional write that
+// completes the claim.
 //
 // fn runs under a lease that is renewed while it runs and while its result is stored; its ctx
 // is canceled with cause ErrLeaseLost if the lease cannot be kept. fn's result is stored even if
@@ -175,6 +187,9 @@ func (s *Store) executeOnce(ctx context.Context, key Key, fn func(context.Contex
 	k, ok := last.(string)
 	if !ok {
 		return Result{}, &KeyError{Column: s.keyCols[len(s.keyCols)-1], Reason: fmt.Sprintf("the fast path needs a string key, not %T", last)}
+	}
+	if !s.live(o.lease) {
+		return Result{}, s.noLease(key)
 	}
 	clearlyNew, maybeSeen, epoch := s.admit(o, k, c.at)
 	if clearlyNew {

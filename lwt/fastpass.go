@@ -43,6 +43,10 @@ func (s *Store) Enter(ctx context.Context, key Key, at time.Time) (*Pass, error)
 		s.fast.flights.Leave(c.cacheKey)
 		return nil, &KeyError{Column: s.keyCols[len(s.keyCols)-1], Reason: fmt.Sprintf("the fast path needs a string key, not %T", last)}
 	}
+	if !s.live(o.lease) {
+		s.fast.flights.Leave(c.cacheKey)
+		return nil, s.noLease(key)
+	}
 	p.o = o
 	p.clearlyNew, p.maybeSeen, p.epoch = s.admit(o, k, at)
 	if p.clearlyNew {
@@ -58,13 +62,34 @@ func (s *Store) Enter(ctx context.Context, key Key, at time.Time) (*Pass, error)
 // recorded by a plain write that carries Epoch, while Owned still holds.
 func (p *Pass) ClearlyNew() bool { return p.clearlyNew }
 
+// Deadline is when the lease the key was admitted under stops being provably this store's:
+// the operation of a fast-path key must not take effect after it (give it a context with this
+// deadline).
+func (p *Pass) Deadline() time.Time {
+	if p.o == nil {
+		return time.Time{}
+	}
+	return p.s.wallDeadline(p.o.lease)
+}
+
 // Epoch is the ownership epoch the pre-check answered under.
 func (p *Pass) Epoch() uint64 { return p.epoch }
 
-// Owned reports whether the store still owns the key's scope at Epoch: check it after the
-// operation ran and before the plain write. When it is false, record the key with a
-// conditional write instead (another owner may have run it meanwhile).
+// Owned reports whether the store still owns the key's scope at Epoch under a live lease.
 func (p *Pass) Owned() bool { return p.o != nil && p.s.owns(p.scope, p.o, p.epoch) }
+
+// Hold is Owned for the plain write that records the key: call it after the operation ran and
+// right before the write, and call done once the write has ended, so that Disown does not
+// release the scope's lease on the server while the write is on its way. When ok is false,
+// record the key with a conditional write instead (another owner may have run it meanwhile).
+// The time from Hold to the write's arrival must stay under the ownership margin
+// (WithOwnership).
+func (p *Pass) Hold() (done func(), ok bool) {
+	if p.o == nil {
+		return nil, false
+	}
+	return p.s.hold(p.scope, p.o, p.epoch)
+}
 
 // Failed counts a fast-path operation that failed and wrote nothing; the key's next call takes
 // the LWT path, since the pre-check remembers it.

@@ -3,6 +3,7 @@ package lwt
 import (
 	"context"
 	"fmt"
+	"math"
 	"sync"
 	"time"
 
@@ -49,6 +50,7 @@ type KeySource = func(ctx context.Context, yield func(key string, written time.T
 type owner struct {
 	pre   PreCheck
 	epoch uint64
+	lease *lease // its hold on the scope in scope_owners
 }
 
 // fastState is the store's fast-path state: owned scopes and the calls running here.
@@ -84,8 +86,19 @@ func scopeOf(key Key) (scope string, last any, ok bool) {
 // again. A horizon of 2*MaxClockSkew or less vouches for nothing and is refused with
 // ErrInvalidArgument. Own first waits
 // for the scope's calls already running here, so src need not know keys they are adding. The
-// last key value must be a string. On a warm-up error the scope takes the LWT path; call Own
-// again to retry. Call Disown as soon as the scope is reassigned or its assignment is in doubt.
+// last key value must be a string.
+//
+// Ownership is recorded and fenced on the server (table scope_owners, WithOwnersTable): Own
+// takes the scope with a conditional write of epoch (an epoch at or below the server's gives
+// ErrSuperseded), then waits until the previous owner's lease cell has expired by Cassandra's
+// clock (at most the previous owner's lease, WithOwnership; at once after its Disown) and sets
+// its own, which a goroutine renews every third of the lease until Disown. The fast path admits
+// only until a local monotonic deadline a margin before the lease could expire; past it, or once
+// a renewal finds the scope taken at a newer epoch, every call of the scope gets ErrNoLease,
+// since even the LWT path could meet the new owner's fast path. So do not process the scope
+// before Own returns (its calls get ErrNoLease meanwhile). On an error the scope is not owned:
+// call Own again before processing it. Call Disown as soon as the scope is reassigned or its
+// assignment is in doubt.
 func (s *Store) Own(ctx context.Context, scope Key, epoch uint64, pre PreCheck, src KeySource) error {
 	if err := s.checkCall(ctx); err != nil {
 		return err
@@ -103,19 +116,44 @@ func (s *Store) Own(ctx context.Context, scope Key, epoch uint64, pre PreCheck, 
 		return fmt.Errorf("%w: own %v: a pre-check horizon of %v vouches for nothing; it must exceed %v",
 			ErrInvalidArgument, scope, h, 2*MaxClockSkew)
 	}
+	if epoch > math.MaxInt64 {
+		return fmt.Errorf("%w: own %v: epoch %d exceeds a bigint", ErrInvalidArgument, scope, epoch)
+	}
 	sk := cacheKey(scope)
 	// Cold at once: an answer from an earlier warm-up of pre must not be acted on now.
 	pre.Invalidate()
-	o := &owner{pre: pre, epoch: epoch}
+	o := &owner{pre: pre, epoch: epoch, lease: &lease{scope: []byte(sk), epoch: int64(epoch)}}
 	s.fast.mu.Lock()
-	if old := s.fast.owned[sk]; old != nil && old.pre != pre {
-		old.pre.Invalidate()
-	}
+	old := s.fast.owned[sk]
 	if s.fast.owned == nil {
 		s.fast.owned = map[string]*owner{}
 	}
 	s.fast.owned[sk] = o
 	s.fast.mu.Unlock()
+	if old != nil {
+		if old.pre != pre {
+			old.pre.Invalidate()
+		}
+		s.release(old.lease)
+	}
+	fail := func(err error) error {
+		s.fast.mu.Lock()
+		if s.fast.owned[sk] == o {
+			delete(s.fast.owned, sk)
+		}
+		s.fast.mu.Unlock()
+		s.release(o.lease)
+		return fmt.Errorf("lwt: own %v at epoch %d: %w", scope, epoch, err)
+	}
+	// The server first: the epoch, which fences every older owner's renewal, then the lease,
+	// which waits until the previous owner's fast path cannot admit anything more.
+	if err := s.take(ctx, o.lease); err != nil {
+		return fail(err)
+	}
+	if err := s.acquire(ctx, o.lease); err != nil {
+		return fail(err)
+	}
+	o.lease.stop = s.renewEvery(o.lease, pre.Invalidate)
 	// The wait runs inside the warm-up, after pre began recording every key it is asked about.
 	err := pre.WarmUp(ctx, epoch, func(ctx context.Context, yield func(string, time.Time) error) error {
 		if err := s.fast.flights.Wait(ctx, sk); err != nil {
@@ -124,19 +162,15 @@ func (s *Store) Own(ctx context.Context, scope Key, epoch uint64, pre PreCheck, 
 		return src(ctx, yield)
 	})
 	if err != nil {
-		s.fast.mu.Lock()
-		if s.fast.owned[sk] == o {
-			delete(s.fast.owned, sk)
-		}
-		s.fast.mu.Unlock()
-		return fmt.Errorf("lwt: own %v at epoch %d: %w", scope, epoch, err)
+		return fail(err)
 	}
 	return nil
 }
 
-// Disown turns the fast path off for scope and makes its pre-check cold. A fast-path fn still
-// running finds the ownership gone when it returns and records its key with
-// PutCompletedIfNotExists instead.
+// Disown turns the fast path off for scope and makes its pre-check cold, waits for the fast-path
+// writes that passed their ownership check, stops the lease's renewal and releases the lease on
+// the server, so the next owner need not wait for it. A fast-path fn still running finds the
+// ownership gone when it returns and records its key with PutCompletedIfNotExists instead.
 func (s *Store) Disown(scope Key) {
 	if s == nil {
 		return
@@ -148,6 +182,7 @@ func (s *Store) Disown(scope Key) {
 	s.fast.mu.Unlock()
 	if o != nil {
 		o.pre.Invalidate()
+		s.release(o.lease)
 	}
 }
 
@@ -159,7 +194,21 @@ func (s *Store) ownerOf(scope string) *owner {
 }
 
 func (s *Store) owns(scope string, o *owner, epoch uint64) bool {
-	return s.ownerOf(scope) == o && o.pre.Owns(epoch)
+	return s.ownerOf(scope) == o && o.pre.Owns(epoch) && s.live(o.lease)
+}
+
+// hold reports whether the store still owns scope at epoch under a live lease and, if so, holds
+// the lease for one fast-path write: Disown waits for the write (done) before it releases the
+// lease on the server. The remaining assumption of the fast path is the time from this check to
+// the write's arrival at the replicas: it must stay under the lease margin (WithOwnership).
+func (s *Store) hold(scope string, o *owner, epoch uint64) (done func(), ok bool) {
+	s.fast.mu.Lock()
+	defer s.fast.mu.Unlock()
+	if s.fast.owned[scope] != o || !o.pre.Owns(epoch) || !s.live(o.lease) {
+		return nil, false
+	}
+	o.lease.writes.Add(1)
+	return o.lease.writes.Done, true
 }
 
 // Owns reports whether the store holds the fast path of scope (see Own): its calls may skip
@@ -184,7 +233,7 @@ func (s *Store) vouches(o *owner, at time.Time) bool {
 // admit asks o's pre-check about key k of a call of time at; an operation it cannot vouch
 // for is neither clearly new nor maybe seen, and takes the LWT path.
 func (s *Store) admit(o *owner, k string, at time.Time) (clearlyNew, maybeSeen bool, epoch uint64) {
-	if !s.vouches(o, at) {
+	if !s.live(o.lease) || !s.vouches(o, at) {
 		return false, false, 0
 	}
 	return o.pre.Admit(k)
@@ -202,7 +251,10 @@ func (s *Store) admit(o *owner, k string, at time.Time) (clearlyNew, maybeSeen b
 func (s *Store) fastRun(ctx context.Context, call *call, scope string, o *owner, epoch uint64) (Result, error) {
 	s.stats.fastPath.Add(1)
 	s.record(Observation{Kind: ObservedFastPath, Key: call.key})
-	value, err := call.fn(ctx)
+	// fn may not outlive the lease it was admitted under: past it, another owner may run the key.
+	fctx, cancel := context.WithDeadline(ctx, s.wallDeadline(o.lease))
+	value, err := call.fn(fctx)
+	cancel()
 	if err == nil && len(value) > s.cfg.maxResult {
 		err = fmt.Errorf("%w: %d bytes, limit %d", ErrResultTooLarge, len(value), s.cfg.maxResult)
 	}
@@ -213,14 +265,18 @@ func (s *Store) fastRun(ctx context.Context, call *call, scope string, o *owner,
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.commitTimeout)
 	defer cancel()
 	var rec *Record
+	done, owned := s.hold(scope, o, epoch)
+	if owned {
+		defer done()
+	}
 	switch {
-	case s.owns(scope, o, epoch) && !call.at.IsZero() && s.cfg.recorder != nil:
+	case owned && !call.at.IsZero() && s.cfg.recorder != nil:
 		if err = s.cfg.recorder(wctx, call.key, call.fingerprint, value, epoch, call.at); err != nil {
 			return Result{}, err
 		}
 		rec = &Record{Status: StatusCompleted, Fingerprint: call.fingerprint, Result: value, Attempts: 1,
 			ExpiresAt: s.now().Add(s.cfg.retention), Epoch: int64(epoch)}
-	case s.owns(scope, o, epoch):
+	case owned:
 		if rec, err = s.PutCompleted(wctx, call.key, call.fingerprint, value, epoch); err != nil {
 			return Result{}, err
 		}
@@ -240,6 +296,15 @@ func (s *Store) fastRun(ctx context.Context, call *call, scope string, o *owner,
 				return res, err
 			}
 			return Result{}, &InProgressError{LeaseUntil: existing.LeaseUntil, Attempts: existing.Attempts}
+		}
+		// The conditional write settled who ran the key first, but only the Recorder's table
+		// is read by a later owner's warm-up for a timed call (no index row was written for
+		// it): without this write, the next owner would find the key clearly new and run it
+		// again.
+		if !call.at.IsZero() && s.cfg.recorder != nil {
+			if err := s.cfg.recorder(wctx, call.key, call.fingerprint, value, epoch, call.at); err != nil {
+				return Result{}, err
+			}
 		}
 		rec = &Record{Status: StatusCompleted, Fingerprint: call.fingerprint, Result: value, Attempts: 1,
 			ExpiresAt: s.now().Add(s.cfg.retention)}

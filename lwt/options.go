@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/gocql/gocql"
+
+	"github.com/cassdedup/cassdedup/schema"
 )
 
 // Defaults of the store's options.
@@ -34,6 +36,9 @@ type config struct {
 	now           func() time.Time
 	clockSet      bool // WithClock replaced time.Now
 	recorder      Recorder
+	ownerLease    time.Duration
+	ownerMargin   time.Duration
+	ownersTable   string
 }
 
 // newConfig applies opts to the defaults and checks what no single option can: the lease may
@@ -70,6 +75,9 @@ func defaultConfig() config {
 		maxKey:        DefaultMaxKeyLength,
 		commitTimeout: DefaultCommitTimeout,
 		now:           time.Now,
+		ownerLease:    DefaultOwnerLease,
+		ownerMargin:   DefaultOwnerMargin,
+		ownersTable:   "scope_owners",
 	}
 }
 
@@ -222,6 +230,45 @@ func WithRecorder(r Recorder) Option {
 			return invalidOption("WithRecorder", "nil recorder")
 		}
 		c.recorder = r
+		return nil
+	}
+}
+
+// DefaultOwnerLease and DefaultOwnerMargin are the fast path's ownership lease (see
+// WithOwnership): the server keeps an owner's lease cell this long after each renewal, and the
+// owner stops admitting on the fast path this much earlier by its own monotonic clock.
+const (
+	DefaultOwnerLease  = 10 * time.Second
+	DefaultOwnerMargin = 3 * time.Second
+)
+
+// WithOwnership sets the lease by which Own holds a scope on the server (a cell of the
+// scope_owners table with a TTL of lease, in whole seconds, renewed every third of it) and the
+// margin by which the owner's fast path stops before the server could expire that cell: an
+// owner admits on the fast path only until its last successful renewal's send time plus lease
+// minus margin. The margin must cover Cassandra's one-second TTL resolution, the drift of the
+// two clocks over a lease, and the longest pause between a fast-path record's ownership check
+// and that write's arrival at the replicas (docs/fastpath.md). Defaults 10s and 3s; margin at
+// least 1.5s, lease a whole number of seconds and at least twice the margin.
+func WithOwnership(lease, margin time.Duration) Option {
+	return func(c *config) error {
+		if margin < 1500*time.Millisecond || lease < 2*margin || lease%time.Second != 0 {
+			return fmt.Errorf("%w: WithOwnership(%v, %v): the margin must be at least 1.5s and the lease whole seconds, at least twice the margin",
+				ErrInvalidOption, lease, margin)
+		}
+		c.ownerLease, c.ownerMargin = lease, margin
+		return nil
+	}
+}
+
+// WithOwnersTable names the table, in the record table's keyspace, where Own records who owns a
+// scope (schema/cql/018_scope_owners.cql). Default scope_owners.
+func WithOwnersTable(name string) Option {
+	return func(c *config) error {
+		if _, err := schema.QuoteIdentifier(name); err != nil {
+			return fmt.Errorf("%w: WithOwnersTable(%q): %w", ErrInvalidOption, name, err)
+		}
+		c.ownersTable = name
 		return nil
 	}
 }

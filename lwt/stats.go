@@ -32,6 +32,11 @@ type Stats struct {
 	// ErrInProgress because the key was running in this process.
 	FastPath, FastPathFailed, FastPathLWT, FalsePositives int64
 	StaleEpoch, StaleConflicts, InFlight                  int64
+	// Owned scopes whose server lease renewal found them taken at a newer epoch: their fast
+	// path stopped there.
+	Superseded int64
+	// Calls of an owned scope refused because its lease was not live (ErrNoLease).
+	NoLease int64
 }
 
 // LWTLatencyMean is the mean latency of the LWTs counted.
@@ -46,7 +51,7 @@ type counters struct {
 	claims, takeovers, replays, cacheHits, conflicts, keyReuses, completions, failures, releases,
 	leaseLost, unknown, resolved, lwts, rejected, latTotal, latMax atomic.Int64
 
-	fastPath, fastFailed, fastLWT, falsePositives, staleEpoch, staleConflicts, inFlight atomic.Int64
+	fastPath, fastFailed, fastLWT, falsePositives, staleEpoch, staleConflicts, inFlight, superseded, noLease atomic.Int64
 }
 
 func (c *counters) snapshot() Stats {
@@ -59,7 +64,7 @@ func (c *counters) snapshot() Stats {
 		LWTLatencyTotal: time.Duration(c.latTotal.Load()), LWTLatencyMax: time.Duration(c.latMax.Load()),
 		FastPath: c.fastPath.Load(), FastPathFailed: c.fastFailed.Load(), FastPathLWT: c.fastLWT.Load(),
 		FalsePositives: c.falsePositives.Load(), StaleEpoch: c.staleEpoch.Load(),
-		StaleConflicts: c.staleConflicts.Load(), InFlight: c.inFlight.Load(),
+		StaleConflicts: c.staleConflicts.Load(), InFlight: c.inFlight.Load(), Superseded: c.superseded.Load(), NoLease: c.noLease.Load(),
 	}
 }
 

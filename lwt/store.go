@@ -31,6 +31,9 @@ type Store struct {
 	completionCols   map[string]bool
 	completionQuoted map[string]string
 	table            Table // as given to NewStore, for a run's Completion.Table
+	own              ownerStatements
+	holder           gocql.UUID // this store's identity in scope_owners
+	born             time.Time  // the origin of the monotonic clock of ownership deadlines
 }
 
 type statements struct {
@@ -64,6 +67,10 @@ func NewStore(session *gocql.Session, table Table, opts ...Option) (*Store, erro
 		s.stmt.takeover = strings.Replace(s.stmt.takeover, "result = null,", "result = null, "+q+" = null,", 1)
 		s.stmt.reclaim = strings.Replace(s.stmt.reclaim, "result = null,", "result = null, "+q+" = null,", 1)
 	}
+	if s.own, err = buildOwnerStatements(table.Keyspace, cfg.ownersTable); err != nil {
+		return nil, err
+	}
+	s.holder, s.born = newHolder(), time.Now()
 	s.adm = buildAdminStatements(qualified, keyCols, s.stmt.read)
 	if cfg.cacheSize > 0 {
 		var clock func() time.Time // nil: the cache times entries on the monotonic clock

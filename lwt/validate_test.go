@@ -244,6 +244,7 @@ func TestBadArgumentsNeverPanicOrWrite(t *testing.T) {
 
 	pre := newNamespacePreCheck(t, "owned")
 	require.NoError(t, s.Own(ctx, Key{"owned"}, 1, pre, func(context.Context, func(string, time.Time) error) error { return nil }))
+	defer s.Disown(Key{"owned"})
 	assert.NotPanics(t, func() {
 		_, err = s.ExecuteOnce(ctx, Key{"owned", 42}, func(context.Context) ([]byte, error) { return nil, nil })
 	})

@@ -23,9 +23,11 @@ func TestVouchesOnlyWithinTheHorizon(t *testing.T) {
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	cfg := defaultConfig()
 	cfg.now = func() time.Time { return now }
-	s := &Store{cfg: cfg}
-	hour := &owner{pre: horizonOnly{time.Hour}}
-	full := &owner{pre: horizonOnly{cfg.retention + cfg.commitTimeout}}
+	s := &Store{cfg: cfg, born: time.Now()}
+	live := &lease{}
+	live.deadline.Store(int64(time.Hour)) // a lease held for the test's duration
+	hour := &owner{pre: horizonOnly{time.Hour}, lease: live}
+	full := &owner{pre: horizonOnly{cfg.retention + cfg.commitTimeout}, lease: live}
 	for _, tc := range []struct {
 		name string
 		o    *owner

@@ -81,7 +81,9 @@ func (o *Outbox) Stage(ctx context.Context, events ...Event) error {
 	}
 	v, err := comp.LoadOrStore(ColumnName, &staged{o: o, rec: rec, claim: *claim})
 	if err != nil {
-		return fmt.Errorf("%w: %w", ErrNoRun, err)
+		// The usual cause: the store was built on lwt.IdempotencyKeys, which lacks the column.
+		return fmt.Errorf("%w: %w: build the store with lwt.NewStore(session, outbox.Table(keyspace)) "+
+			"(a guard: guard.WithCompletionColumns(outbox.ColumnName))", ErrNoRun, err)
 	}
 	s := v.(*staged)
 	for i, e := range events {

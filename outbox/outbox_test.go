@@ -269,6 +269,7 @@ func TestStageOutsideRun(t *testing.T) {
 		return nil, e.box.Stage(ctx, Event{Type: "x"})
 	})
 	require.ErrorIs(t, err, ErrNoRun)
+	require.ErrorContains(t, err, "outbox.Table(keyspace)", "the error says which table to build the store on")
 	_, err = e.store.ExecuteOnce(ctx, lwt.IdempotencyKey("orders", "bad"), func(ctx context.Context) ([]byte, error) {
 		return nil, e.box.Stage(ctx, Event{Type: ""})
 	})

@@ -150,6 +150,7 @@ var documentedTTL = map[string]int{
 	"outbox_parked":                0,
 	"guard_layouts":                0,
 	"processed_messages_by_window": 7 * 86400,
+	"scope_owners":                 7 * 86400,
 	schema.MigrationsTable:         0,
 }
 

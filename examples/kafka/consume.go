@@ -2,10 +2,8 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -14,6 +12,7 @@ import (
 	"github.com/cassdedup/cassdedup/bloom"
 	"github.com/cassdedup/cassdedup/guard"
 	"github.com/cassdedup/cassdedup/lwt"
+	"github.com/cassdedup/cassdedup/outbox/kafkasub"
 )
 
 // consumerConfig is one consumer process's settings.
@@ -23,8 +22,8 @@ type consumerConfig struct {
 	lease              time.Duration
 	dupEvery           int
 	maxPoll            int
-	// bloom processes messages one at a time through Guard.Process with the Bloom fast path
-	// on for the partitions this consumer is assigned, instead of ProcessPoll.
+	// bloom turns the Bloom fast path on for the partitions this consumer is assigned
+	// (kafkasub.WithFastPath).
 	bloom bool
 	// stallAfter, when positive, makes the consumer stop inside a handler once it has
 	// processed that many messages, after a few handlers of the poll ran: run kills it there,
@@ -32,7 +31,7 @@ type consumerConfig struct {
 	stallAfter int64
 }
 
-// tally is what one consumer saw, printed as a progress line after every poll.
+// tally is what one consumer saw, printed as a progress line twice a second.
 type tally struct {
 	polled, processed, duplicate, redelivered, inProgress, poison atomic.Int64
 }
@@ -52,69 +51,49 @@ type consumer struct {
 	fx     effects
 	out    io.Writer
 	t      tally
-	cl     *kgo.Client
-	mu     sync.Mutex
-	owned  map[int32]*bloom.PreCheck
 	stalls atomic.Int64
 }
 
-// consume runs one consumer until ctx ends: poll, process each partition's records through
-// the guard, commit, repeat. Offsets are committed only after every record of the poll was
-// processed (or found a duplicate, or dead-lettered), and rebalances wait for that
-// (BlockRebalanceOnPoll), so a partition moves only between polls of a live consumer; a dead
-// one's uncommitted records are redelivered to the member that takes its partitions.
+// consume runs one consumer until ctx ends, on kafkasub: each partition's records of a poll go
+// through the guard's ProcessPoll, whose handlers of different payments run concurrently (each
+// payment's deliveries in order, guard.ByKey), offsets are committed only past records
+// processed (or found duplicates, or dead-lettered), a record to deliver again is sought back
+// to, and rebalances
+// wait for all that (kgo.BlockRebalanceOnPoll), so a partition moves only between polls of a
+// live consumer; a dead one's uncommitted records are redelivered to the member that takes its
+// partitions. With bloom, the fast path is on for the partitions assigned (Own at the group's
+// generation, Disown on revocation), fenced on the server.
 func consume(ctx context.Context, c *consumer) error {
-	opts := []kgo.Opt{
-		kgo.SeedBrokers(c.cfg.brokers...), kgo.ConsumerGroup(c.cfg.group), kgo.ConsumeTopics(c.cfg.topic),
-		kgo.DisableAutoCommit(), kgo.BlockRebalanceOnPoll(), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		kgo.SessionTimeout(6 * time.Second), kgo.HeartbeatInterval(500 * time.Millisecond),
-		kgo.FetchMaxWait(200 * time.Millisecond), kgo.ClientID(c.cfg.name),
+	opts := []kafkasub.Option{
+		kafkasub.WithClient(kgo.SeedBrokers(c.cfg.brokers...), kgo.ConsumerGroup(c.cfg.group), kgo.ConsumeTopics(c.cfg.topic),
+			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.SessionTimeout(6*time.Second),
+			kgo.HeartbeatInterval(500*time.Millisecond), kgo.FetchMaxWait(200*time.Millisecond), kgo.ClientID(c.cfg.name)),
+		kafkasub.WithMaxPollRecords(c.cfg.maxPoll), kafkasub.WithMessage(c.polledMessage), kafkasub.WithResults(c.tally),
 	}
 	if c.cfg.bloom {
-		opts = append(opts, kgo.OnPartitionsAssigned(c.assigned), kgo.OnPartitionsRevoked(c.revoked), kgo.OnPartitionsLost(c.revoked))
+		opts = append(opts, kafkasub.WithFastPath(newPreCheck))
 	}
-	cl, err := kgo.NewClient(opts...)
+	sub, err := kafkasub.NewPoll(c.guard, guard.ByKey(paymentOf, handlersAtOnce, c.handle), opts...)
 	if err != nil {
-		return fmt.Errorf("%s: kafka client: %w", c.cfg.name, err)
+		return fmt.Errorf("%s: kafka consumer: %w", c.cfg.name, err)
 	}
-	c.cl = cl
-	defer cl.CloseAllowingRebalance() // a poll cut short by ctx has not allowed the rebalance yet
-	for ctx.Err() == nil {
-		fetches := cl.PollRecords(ctx, c.cfg.maxPoll)
-		if fetches.IsClientClosed() || ctx.Err() != nil {
-			break
-		}
-		var ferr error
-		fetches.EachError(func(topic string, p int32, err error) {
-			if !errors.Is(err, context.Canceled) {
-				ferr = errors.Join(ferr, fmt.Errorf("fetch %s/%d: %w", topic, p, err))
-			}
-		})
-		if ferr != nil {
-			return ferr
-		}
-		var perr error
-		fetches.EachPartition(func(p kgo.FetchTopicPartition) {
-			if perr == nil && len(p.Records) > 0 {
-				perr = c.process(ctx, p.Partition, p.Records)
-			}
-		})
-		if perr != nil {
-			return perr
-		}
-		if err := cl.CommitUncommittedOffsets(ctx); err != nil && ctx.Err() == nil {
-			return fmt.Errorf("%s: commit: %w", c.cfg.name, err)
-		}
-		cl.AllowRebalance()
-		fmt.Fprintln(c.out, c.line())
-	}
-	return nil
+	stop := loopEvery(ctx, 500*time.Millisecond, func() { fmt.Fprintln(c.out, c.line()) })
+	defer stop()
+	return sub.Run(ctx)
+}
+
+// newPreCheck is the pre-check of a partition assigned with the fast path on. The default
+// horizon (1 h): Kafka's record timestamps let the pre-check vouch for messages within it;
+// older ones take the LWT path.
+func newPreCheck(scope guard.Scope) (lwt.PreCheck, error) {
+	return bloom.NewPreCheck(fmt.Sprintf("%s/%s/%d", scope.Group, scope.Topic, scope.Partition),
+		bloom.WithExpectedItems(100_000), bloom.WithFalsePositiveRate(0.001))
 }
 
 // message turns a record into the guard's message: the id from the producer's header, the
 // time the producer set.
-func (c *consumer) message(r *kgo.Record) (guard.Message, error) {
-	m := guard.Message{Scope: guard.Scope{Group: c.cfg.group, Topic: r.Topic, Partition: r.Partition},
+func (c *consumer) message(group string, r *kgo.Record) (guard.Message, error) {
+	m := guard.Message{Scope: guard.Scope{Group: group, Topic: r.Topic, Partition: r.Partition},
 		Payload: r.Value, Time: r.Timestamp}
 	for _, h := range r.Headers {
 		if h.Key == idHeader {
@@ -127,65 +106,47 @@ func (c *consumer) message(r *kgo.Record) (guard.Message, error) {
 	return m, nil
 }
 
-// process runs the records of one partition of one poll through the guard until each can be
-// acknowledged, redelivering in place those another consumer holds or whose handler failed.
-func (c *consumer) process(ctx context.Context, partition int32, records []*kgo.Record) error {
-	c.t.polled.Add(int64(len(records)))
-	msgs := make([]guard.Message, len(records))
-	for i, r := range records {
-		m, err := c.message(r)
-		if err != nil {
-			return err
-		}
-		msgs[i] = m
-	}
-	for len(msgs) > 0 {
-		outcomes, err := c.deliver(ctx, msgs)
-		if err != nil {
-			return err
-		}
-		var again []guard.Message
-		for i, o := range outcomes {
-			switch o.Outcome {
-			case guard.Processed:
-				c.t.processed.Add(1)
-			case guard.Duplicate:
-				c.t.duplicate.Add(1)
-				if !isProducerDuplicate(msgs[i].ID, c.cfg.dupEvery) {
-					c.t.redelivered.Add(1) // only a redelivery can find this id processed
-				}
-			case guard.Poison:
-				c.t.poison.Add(1) // a real consumer would dead-letter it here
-			case guard.InProgress:
-				c.t.inProgress.Add(1)
-				again = append(again, msgs[i])
-			default:
-				again = append(again, msgs[i])
-			}
-		}
-		msgs = again
-		if len(msgs) > 0 {
-			if err := pause(ctx, 200*time.Millisecond); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
+// polledMessage counts a record delivered to the consumer and reads it.
+func (c *consumer) polledMessage(group string, r *kgo.Record) (guard.Message, error) {
+	c.t.polled.Add(1)
+	return c.message(group, r)
 }
 
-// deliver hands msgs to the guard: one ProcessPoll, whose handlers of different payments run
-// concurrently (each payment's deliveries in order), or, with the Bloom fast path, one Process
-// per message.
-func (c *consumer) deliver(ctx context.Context, msgs []guard.Message) ([]guard.BatchResult, error) {
-	if !c.cfg.bloom {
-		return c.guard.ProcessPoll(ctx, msgs, guard.ByKey(paymentOf, handlersAtOnce, c.handle))
+// tally counts what the guard did with a record.
+func (c *consumer) tally(r *kgo.Record, res guard.BatchResult) {
+	switch res.Outcome {
+	case guard.Processed:
+		c.t.processed.Add(1)
+	case guard.Duplicate:
+		c.t.duplicate.Add(1)
+		if m, err := c.message(c.cfg.group, r); err == nil && !isProducerDuplicate(m.ID, c.cfg.dupEvery) {
+			c.t.redelivered.Add(1) // only a redelivery can find this id processed
+		}
+	case guard.Poison:
+		c.t.poison.Add(1) // kafkasub logs it and moves on; a real consumer would dead-letter it
+	case guard.InProgress:
+		c.t.inProgress.Add(1)
 	}
-	out := make([]guard.BatchResult, len(msgs))
-	for i, m := range msgs {
-		o, err := c.guard.Process(ctx, m, c.handle)
-		out[i] = guard.BatchResult{Outcome: o, Err: err}
-	}
-	return out, nil
+}
+
+// loopEvery calls fn every d until ctx ends or stop is called, and once more at the end.
+func loopEvery(ctx context.Context, d time.Duration, fn func()) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(d)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				fn()
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
 }
 
 // handlersAtOnce bounds the handlers of one poll that run at once.
@@ -214,47 +175,4 @@ func (c *consumer) handle(ctx context.Context, m guard.Message) error {
 		fence = claim.Fence
 	}
 	return c.fx.apply(ctx, m.Topic, m.ID, c.cfg.name, fence)
-}
-
-// assigned turns the fast path on for each partition assigned, at the group's generation:
-// from now until revocation this consumer alone receives the partition's messages.
-func (c *consumer) assigned(ctx context.Context, cl *kgo.Client, parts map[string][]int32) {
-	_, generation := cl.GroupMetadata()
-	for _, p := range parts[c.cfg.topic] {
-		scope := guard.Scope{Group: c.cfg.group, Topic: c.cfg.topic, Partition: p}
-		pre, err := bloom.NewPreCheck(fmt.Sprintf("%s/%s/%d", scope.Group, scope.Topic, p),
-			// The default horizon (1 h): Kafka's record timestamps let the pre-check vouch for
-			// messages within it; older ones take the LWT path.
-			bloom.WithExpectedItems(100_000), bloom.WithFalsePositiveRate(0.001))
-		if err == nil {
-			err = c.guard.Own(ctx, scope, uint64(generation), pre)
-		}
-		if err != nil {
-			fmt.Fprintf(c.out, "%s: partition %d stays on the LWT path: %v\n", c.cfg.name, p, err)
-			continue
-		}
-		c.mu.Lock()
-		c.owned[p] = pre
-		c.mu.Unlock()
-	}
-}
-
-// revoked turns the fast path off before the partitions can reach another member.
-func (c *consumer) revoked(_ context.Context, _ *kgo.Client, parts map[string][]int32) {
-	for _, p := range parts[c.cfg.topic] {
-		c.guard.Disown(guard.Scope{Group: c.cfg.group, Topic: c.cfg.topic, Partition: p})
-		c.mu.Lock()
-		delete(c.owned, p)
-		c.mu.Unlock()
-	}
-}
-
-// pause waits d, or returns ctx's error if ctx ends first.
-func pause(ctx context.Context, d time.Duration) error {
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-time.After(d):
-		return nil
-	}
 }

@@ -1,6 +1,6 @@
 // Command kafka runs the batched consumer guard of package events against a real Kafka broker:
 // it produces payments (some of them twice, as a retrying producer would), starts a consumer
-// group of two consumer processes that process each poll with Guard.ProcessBatch and record a
+// group of two consumer processes that process each poll with Guard.ProcessPoll and record a
 // side effect in Cassandra, kills one consumer with SIGKILL in the middle of a poll, lets the
 // group rebalance, and checks that every payment took effect exactly once.
 //
@@ -13,12 +13,11 @@
 // neither depends on the offset, so a redelivery of an offset and a producer duplicate at
 // another offset both meet the same record.
 //
-// With -bloom the consumers process one message at a time with the Bloom fast path: each turns
-// it on (Guard.Own, epoch = the group generation) for the partitions it is assigned and off
-// (Disown) when they are revoked or lost. That is exact only while the group's assignment
-// holds: a consumer that has been replaced (a long pause past the session timeout) but keeps
-// processing its old partitions would process their messages a second time. The default batched
-// path needs no such assumption.
+// The consumers are kafkasub consumers. With -bloom they take the Bloom fast path: kafkasub turns
+// it on (Guard.Own, epoch = the group generation) for the partitions each is assigned and off
+// (Disown) when they are revoked or lost. Own records the ownership on the server under a lease,
+// so a consumer that has been replaced (a long pause past the session timeout) but keeps
+// processing its old partitions is fenced: its fast path stops before the new owner's starts.
 package main
 
 import (
@@ -34,7 +33,6 @@ import (
 
 	"github.com/gocql/gocql"
 
-	"github.com/cassdedup/cassdedup/bloom"
 	"github.com/cassdedup/cassdedup/examples/internal/exampledb"
 	"github.com/cassdedup/cassdedup/guard"
 )
@@ -48,7 +46,7 @@ func main() {
 	}
 	brokers := flag.String("brokers", exampledb.EnvOr("KAFKA_BROKERS", "127.0.0.1:19092"), "Kafka seed brokers, comma-separated")
 	messages := flag.Int("messages", 20000, "distinct payments to produce")
-	useBloom := flag.Bool("bloom", false, "process one message at a time with the Bloom fast path, owned per assigned partition")
+	useBloom := flag.Bool("bloom", false, "take the Bloom fast path, owned per assigned partition")
 	exampledb.Main("kafka", func(ctx context.Context, session *gocql.Session, keyspace string) error {
 		self, err := os.Executable()
 		if err != nil {
@@ -101,7 +99,7 @@ func consumeWith(ctx context.Context, hosts, keyspace string, c consumerConfig) 
 	if err != nil {
 		return err
 	}
-	con := &consumer{cfg: c, guard: g, fx: effects{session: session, keyspace: keyspace}, out: os.Stdout, owned: map[int32]*bloom.PreCheck{}}
+	con := &consumer{cfg: c, guard: g, fx: effects{session: session, keyspace: keyspace}, out: os.Stdout}
 	err = consume(ctx, con)
 	fmt.Fprintln(os.Stdout, "final "+con.line()[len("progress "):])
 	return err

@@ -1,40 +1,46 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/cassdedup/cassdedup/bloom"
 	"github.com/cassdedup/cassdedup/events"
 	"github.com/cassdedup/cassdedup/guard"
-	"github.com/cassdedup/cassdedup/outbox/kafkapub"
+	"github.com/cassdedup/cassdedup/lwt"
+	"github.com/cassdedup/cassdedup/outbox/kafkasub"
 )
 
-// consume reads the topic as one member of group and applies each partition's records of a poll
-// with one ProcessPoll (batched claims, one RecordBatch of their effects, batched ends), keyed by
-// the event id, committing offsets only once every record
-// was processed or found a duplicate.
+// consume reads the topic as one member of group until ctx ends: kafkasub applies each
+// partition's records of a poll with one ProcessPoll (batched claims, one RecordBatch of their
+// effects, batched ends), keyed by the event id, and commits offsets only past records that were
+// processed or found duplicates.
 func (c *chain) consume(ctx context.Context, topic, group string, g *guard.Guard, logc *events.Log) error {
-	opts := []kgo.Opt{kgo.SeedBrokers(c.cfg.brokers...), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
-		kgo.DisableAutoCommit(), kgo.BlockRebalanceOnPoll(), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		kgo.FetchMaxWait(100 * time.Millisecond)}
+	kopts := []kgo.Opt{kgo.SeedBrokers(c.cfg.brokers...), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(100 * time.Millisecond)}
 	if c.cfg.instance != "" {
-		opts = append(opts, kgo.InstanceID(c.cfg.instance))
+		kopts = append(kopts, kgo.InstanceID(c.cfg.instance))
 	}
-	cl, err := kgo.NewClient(opts...)
-	if err != nil {
-		return err
+	if c.cfg.sessionTimeout > 0 {
+		kopts = append(kopts, kgo.SessionTimeout(c.cfg.sessionTimeout))
 	}
-	defer cl.CloseAllowingRebalance()
-	// apply is the effect of a poll's claimed messages: each order's amount on an event-log
-	// counter, under the event's id, all recorded with one RecordBatch, so a consumer that
-	// catches up pays Paxos rounds per poll and window, not per order.
-	apply := func(ctx context.Context, msgs []guard.Message) []error {
+	opts := []kafkasub.Option{kafkasub.WithClient(kopts...), kafkasub.WithMessage(c.sawRecord)}
+	if c.cfg.fastPath {
+		opts = append(opts, kafkasub.WithFastPath(func(s guard.Scope) (lwt.PreCheck, error) {
+			return bloom.NewPreCheck(fmt.Sprintf("%s/%s/%d", s.Group, s.Topic, s.Partition), bloom.WithExpectedItems(1_000_000))
+		}))
+	}
+	// apply is the effect of a partition's claimed records of a poll: each order's amount on an
+	// event-log counter, under the event's id, all recorded with one RecordBatch, so a consumer
+	// that catches up pays Paxos rounds per poll and window, not per order.
+	consumer, err := kafkasub.NewPoll(g, func(ctx context.Context, msgs []guard.Message) []error {
 		errs := make([]error, len(msgs))
 		orders := make([]order, len(msgs))
 		evs := make([]events.Event, 0, len(msgs))
@@ -49,105 +55,46 @@ func (c *chain) consume(ctx context.Context, topic, group string, g *guard.Guard
 			}
 			return errs
 		}
-		now := time.Now()
-		c.mu.Lock()
 		for i, o := range orders {
-			if errs[i] != nil {
-				continue
-			}
-			c.runs[o.ID]++
-			if _, ok := c.applied[o.ID]; !ok {
-				c.applied[o.ID] = now
-			}
-		}
-		c.mu.Unlock()
-		if c.report != nil {
-			for i, o := range orders {
-				if errs[i] == nil {
-					c.report.say(Line{Event: "applied", Order: o.ID})
-				}
+			if errs[i] == nil {
+				c.sawApplied(o.ID)
 			}
 		}
 		return errs
+	}, opts...)
+	if err != nil {
+		return err
 	}
-	for ctx.Err() == nil {
-		fetches := cl.PollRecords(ctx, 500)
-		if fetches.IsClientClosed() || ctx.Err() != nil {
-			return nil
-		}
-		// Fetch errors (an unreachable broker, a lost group session, a reset after data loss) are
-		// reported, and the client kept: it reconnects and rejoins by itself, while a new client
-		// is a new group member, and after a broker restart the group waited for the old
-		// member's session to time out (45 s by default) before it assigned partitions again.
-		// The records the poll returned are processed as usual, offsets committed only after
-		// the guard.
-		var ferr error
-		fetches.EachError(func(t string, p int32, err error) { ferr = errors.Join(ferr, fmt.Errorf("fetch %s/%d: %w", t, p, err)) })
-		if ferr != nil {
-			if c.report != nil {
-				c.report.say(Line{Event: "consumer-error", Err: ferr.Error()})
-			}
-			if fetches.NumRecords() == 0 {
-				select {
-				case <-ctx.Done():
-					return nil
-				case <-time.After(time.Second):
-				}
-			}
-		}
-		var perr error
-		fetches.EachPartition(func(p kgo.FetchTopicPartition) {
-			if perr == nil && len(p.Records) > 0 {
-				perr = c.process(ctx, group, p.Records, g, apply)
-			}
-		})
-		if perr != nil {
-			return perr
-		}
-		if err := cl.CommitUncommittedOffsets(ctx); err != nil && ctx.Err() == nil {
-			return err
-		}
-		cl.AllowRebalance()
-	}
-	return nil
+	return consumer.Run(ctx)
 }
 
-// process delivers records until each is processed or a duplicate.
-func (c *chain) process(ctx context.Context, group string, records []*kgo.Record, g *guard.Guard, apply guard.PollHandler) error {
-	c.consumed.Add(int64(len(records)))
+// sawRecord counts a delivered record and reads it as the default does.
+func (c *chain) sawRecord(group string, r *kgo.Record) (guard.Message, error) {
+	if n := c.consumed.Add(1); c.cfg.holdAfter > 0 && n > c.cfg.holdAfter {
+		// Every partition's goroutine that meets a record from here on waits with the first (a
+		// Once's callers wait for its f): the crash tests freeze the process with its poll in flight.
+		c.hold.Do(func() {
+			c.report.say(Line{Event: "holding"})
+			_, _ = bufio.NewReader(os.Stdin).ReadString('\n')
+		})
+	}
 	if c.report != nil {
-		c.report.say(Line{Event: "consumed", N: len(records)})
+		c.report.say(Line{Event: "consumed", N: 1})
 	}
-	msgs := make([]guard.Message, 0, len(records))
-	for _, r := range records {
-		m := guard.Message{Scope: guard.Scope{Group: group, Topic: r.Topic, Partition: r.Partition}, Payload: r.Value, Time: r.Timestamp}
-		for _, h := range r.Headers {
-			if h.Key == kafkapub.IDHeader {
-				m.ID = string(h.Value)
-			}
-		}
-		if m.ID == "" {
-			return fmt.Errorf("%w: %s/%d@%d", errNoID, r.Topic, r.Partition, r.Offset)
-		}
-		msgs = append(msgs, m)
+	return kafkasub.Message(group, r)
+}
+
+// sawApplied records an order's effect for the run's summary and report.
+func (c *chain) sawApplied(id string) {
+	c.mu.Lock()
+	c.runs[id]++
+	if _, ok := c.applied[id]; !ok {
+		c.applied[id] = time.Now()
 	}
-	for len(msgs) > 0 && ctx.Err() == nil {
-		res, err := g.ProcessPoll(ctx, msgs, apply)
-		if err != nil {
-			return err
-		}
-		var again []guard.Message
-		for i, r := range res {
-			if r.Outcome != guard.Processed && r.Outcome != guard.Duplicate {
-				again = append(again, msgs[i])
-			}
-		}
-		msgs = again
-		if len(msgs) > 0 {
-			time.Sleep(100 * time.Millisecond)
-		}
+	c.mu.Unlock()
+	if c.report != nil {
+		c.report.say(Line{Event: "applied", Order: id})
 	}
-	return nil
 }
 
 func bytesReader(b []byte) *bytes.Reader { return bytes.NewReader(b) }

@@ -52,6 +52,10 @@ func runMain() error {
 	flag.StringVar(&rc.counter, "counter", "orders-placed", "role consume: the event-log counter of the amounts")
 	flag.StringVar(&rc.instance, "instance", "", "role consume: a static group member id, one per consumer process: "+
 		"a member that rejoins with it (after a broker restart) gets its partitions back without waiting out its old session")
+	flag.BoolVar(&rc.fastPath, "fast-path", false, "role consume: the Bloom fast path on the partitions assigned (kafkasub.WithFastPath)")
+	flag.Int64Var(&rc.holdAfterRecords, "hold-after-records", 0,
+		"role consume (crash tests): once this many records were delivered, report \"holding\" at the next one and wait for a line on stdin before processing its poll")
+	flag.DurationVar(&rc.sessionTimeout, "session-timeout", 0, "role consume: the group session timeout (0: franz-go's 45s)")
 	flag.DurationVar(&rc.relayLease, "relay-lease", outbox.DefaultRelayLease, "role relay: how long the relay holds a shard without renewing it")
 	flag.DurationVar(&rc.publishTimeout, "publish-timeout", 0,
 		"role relay: each Publish's deadline and the Kafka client's delivery timeout (default outbox.DefaultPublishTimeout; shorter than -relay-lease)")

@@ -37,12 +37,19 @@ type roleConfig struct {
 	group      string        // consume: the consumer group
 	counter    string        // consume: the event-log counter the effects go to
 	instance   string        // consume: a static group membership id (kgo.InstanceID), or none
+	fastPath   bool          // consume: kafkasub.WithFastPath
 	relayLease time.Duration // relay: outbox.WithRelayLease
 	// relay: outbox.WithPublishTimeout and the Kafka client's delivery timeout (0: the default)
 	publishTimeout time.Duration
 	// relay, consume: the topic's max.message.bytes when the role creates it (0: the broker's
 	// default), so a soak can make events the broker refuses for good.
 	maxMessageBytes int
+	// consume: the group session timeout; a consumer frozen past it loses its partitions
+	sessionTimeout time.Duration
+	// consume: once this many records were delivered, report "holding" at the next and wait for
+	// a line on stdin before its poll is processed, so a test can freeze the consumer with
+	// records in flight.
+	holdAfterRecords int64
 	// relay: after the first publish that succeeded, report "holding" and wait for a line on
 	// stdin before marking, so a test can kill or freeze the relay between publish and mark.
 	holdAfterPublish bool
@@ -196,7 +203,8 @@ func runRelay(ctx context.Context, session *gocql.Session, cfg roleConfig, rep *
 // starts its consumer again, from the committed offsets: they are committed only after the
 // guard, so nothing is skipped.
 func runConsumer(ctx context.Context, session *gocql.Session, cfg roleConfig, rep *reporter) error {
-	c := &chain{cfg: config{brokers: cfg.brokers, keyspace: cfg.keyspace, instance: cfg.instance}, session: session, counter: cfg.counter,
+	c := &chain{cfg: config{brokers: cfg.brokers, keyspace: cfg.keyspace, instance: cfg.instance,
+		fastPath: cfg.fastPath, sessionTimeout: cfg.sessionTimeout, holdAfter: cfg.holdAfterRecords}, session: session, counter: cfg.counter,
 		accepted: map[string]time.Time{}, applied: map[string]time.Time{}, runs: map[string]int{},
 		report: rep}
 	cl, err := kgo.NewClient(kgo.SeedBrokers(cfg.brokers...))

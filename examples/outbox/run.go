@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -37,6 +36,10 @@ type config struct {
 	// catchup, if not zero, adds a second phase: that many orders placed while the consumer is
 	// stopped, then the consumer started and its drain measured (Summary.Catchup).
 	catchup int
+	// The consumer's fast path (kafkasub.WithFastPath) and group session timeout (0: the default).
+	fastPath       bool
+	sessionTimeout time.Duration
+	holdAfter      int64 // records; 0: never (see roleConfig.holdAfterRecords)
 }
 
 // Summary is what the chain delivered, as make bench-e2e writes it.
@@ -99,6 +102,7 @@ type chain struct {
 	consumerStart time.Time
 	// report, if set (a consume role), hears of every poll and every applied effect.
 	report *reporter
+	hold   sync.Once // the consumer's one hold (config.holdAfter)
 }
 
 // run places the orders through the whole chain and waits until every accepted one took effect
@@ -442,5 +446,3 @@ func (c *chain) summary(ctx context.Context, logc *events.Log, start time.Time) 
 	}
 	return s
 }
-
-var errNoID = errors.New("record without an event id")

@@ -39,13 +39,15 @@ const (
 	outboxClients      = 8
 	outboxTopic        = "orders"
 	outboxCounter      = "orders-placed"
+	outboxSession      = 6 * time.Second // the frozen consumer's group session timeout
 )
 
 // TestOutboxChainCrashes runs the outbox chain through faults, one after another, and after
 // each checks that every acknowledged order took effect exactly once: 0 lost, 0 applied twice
 // (correctness is asserted; timings are only reported): the API process killed after commits no
 // relay has seen, a relay killed between publish and mark, the broker restarted mid-run, and a
-// relay frozen past its lease. Each scenario starts its own order service and relays; the
+// relay frozen past its lease, and a consumer on the fast path frozen with a poll in flight past
+// its session timeout. Each scenario starts its own order service and relays; the
 // consumer and the counter it feeds run through all of them.
 func TestOutboxChainCrashes(t *testing.T) {
 	ch := startOutboxChain(t)
@@ -53,6 +55,7 @@ func TestOutboxChainCrashes(t *testing.T) {
 	t.Run("relay killed between publish and mark", ch.relayKilled)
 	t.Run("broker restarted", ch.brokerRestarted)
 	t.Run("relay frozen past its lease", ch.relayFrozen)
+	t.Run("consumer frozen past its session timeout", ch.consumerFrozen)
 	ch.checkTotal(t)
 }
 
@@ -625,4 +628,47 @@ func (ch *outboxChain) checkTotal(t *testing.T) {
 	ch.mu.Unlock()
 	t.Logf("crashtest: outbox: the counter's total is %d for %d acknowledged orders (expected %d)", total, acked, want)
 	assert.Equal(t, want, total, "the event-log counter's total")
+}
+
+// consumerFrozen: a consumer on the fast path (kafkasub.WithFastPath: its partitions owned on the
+// server) frozen with SIGSTOP with a poll in flight, past its group session timeout. The group
+// gives its partitions to a successor, which is delivered the frozen consumer's uncommitted
+// records again, waits out its ownership lease and applies them. Resumed (SIGCONT) and told to
+// go on, the frozen consumer processes the poll it held: its lease has passed and its epoch was
+// superseded, so the guard refuses the poll (nothing runs) and the group drops the member.
+func (ch *outboxChain) consumerFrozen(t *testing.T) {
+	orders := ch.orders("consumerfreeze", outboxOrders)
+	stop(t, ch.consumer) // the chain's consumer gives the group to this scenario's two
+	args := []string{"-group", "billing", "-counter", outboxCounter, "-fast-path", "-session-timeout", outboxSession.String()}
+	frozen := ch.start(t, "consume", append(args, "-hold-after-records", fmt.Sprint(outboxOrders/4))...)
+	api := ch.startAPI(t)
+	relay := ch.start(t, "relay")
+	wait := ch.placeAll(t, orders)
+	ch.waitFor(t, "the consumer to hold a poll", 3*time.Minute, func() bool { return frozen.count("holding") > 0 })
+	// Every partition's goroutine of the poll now waits at its first record, or finishes the
+	// batch it had begun (its records written, their offsets not committed): let those finish,
+	// so the freeze holds a poll in flight rather than a handler mid-run.
+	time.Sleep(2 * time.Second)
+	require.NoError(t, frozen.cmd.Process.Signal(syscall.SIGSTOP))
+	frozenAt := time.Now()
+	appliedBefore := frozen.count("applied")
+	successor := ch.start(t, "consume", args...)
+	ch.consumer = successor // the chain's consumer from here on
+	wait()
+	ch.settle(orders, 3*time.Minute)
+	takeover := time.Since(frozenAt)
+	require.NoError(t, frozen.cmd.Process.Signal(syscall.SIGCONT))
+	_, err := io.WriteString(frozen.stdin, "go\n")
+	require.NoError(t, err)
+	// Give the resumed consumer time to process its poll, if it could, and to learn it was dropped.
+	time.Sleep(2 * outboxSession)
+	appliedAfter := frozen.count("applied") - appliedBefore
+	ch.report(t, fmt.Sprintf("SIGSTOP of a fast-path consumer with a poll in flight, past its %s session timeout", outboxSession), orders,
+		fmt.Sprintf("frozen after %d records and %d effects; its successor applied every order %s after the freeze; "+
+			"resumed, the frozen consumer applied %d more (its poll refused: lease passed, epoch superseded)",
+			outboxOrders/4, appliedBefore, takeover.Round(time.Millisecond), appliedAfter))
+	assert.Zero(t, appliedAfter, "the resumed consumer ran handlers of a partition it no longer owns")
+	kill(t, frozen)
+	stop(t, relay)
+	stop(t, api)
 }

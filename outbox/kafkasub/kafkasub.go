@@ -1,0 +1,376 @@
+// Package kafkasub consumes a Kafka topic through the consumer guard with franz-go: the
+// consumer side of kafkapub. A Consumer is a member of a consumer group that turns every
+// record into a guard.Message (the id from kafkapub.IDHeader, or a function of yours; the
+// record's timestamp as its Time; the group, topic and partition as its scope), runs each
+// partition's records of a poll through Guard.ProcessBatch (Guard.ProcessPoll with NewPoll),
+// commits a partition's offset only past records that are done (processed, a duplicate, or
+// dead-lettered), and seeks a partition back to its first record that is not, so Kafka
+// delivers it again: Kafka has no nack.
+//
+// With WithFastPath, the consumer declares each assigned partition with Guard.Own, at the
+// group's generation as the epoch, before it processes anything of it, and calls Disown when the
+// partition is revoked or lost. Own records the ownership on the server under a lease, so a
+// consumer expelled from the group that has not noticed yet is fenced: its fast path stops
+// before the partition's new owner starts its own (docs/fastpath.md).
+//
+// It lives in a module of its own so the library never requires a Kafka client.
+package kafkasub
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/cassdedup/cassdedup/guard"
+	"github.com/cassdedup/cassdedup/lwt"
+	"github.com/cassdedup/cassdedup/outbox/kafkapub"
+)
+
+// Errors. Each matches with errors.Is.
+var (
+	// ErrInvalidOption: a nil guard or handler, a bad option (its error names it), or a client
+	// without a consumer group or topics.
+	ErrInvalidOption = errors.New("kafkasub: invalid option")
+	// ErrNoID: a record has no kafkapub.IDHeader (with the default WithMessage). It cannot be
+	// deduplicated, so it is handed to WithPoison as a poison record.
+	ErrNoID = errors.New("kafkasub: record without an event id")
+)
+
+// Consumer is one member of a consumer group whose records go through a guard. Run it once.
+type Consumer struct {
+	g       *guard.Guard
+	handler guard.Handler     // New's; nil with NewPoll
+	apply   guard.PollHandler // NewPoll's; nil with New
+	cfg     config
+	client  *kgo.Client
+	group   string
+
+	mu    sync.Mutex
+	parts map[partition]*ownership // the partitions assigned now
+
+	// crash, a test's hook, makes Run stop dead before a poll's commit when it returns true:
+	// no commit, no Disown, no leave, as if the process were killed there.
+	crash   func() bool
+	crashed bool
+}
+
+// partition is a topic partition of the group's assignment.
+type partition struct {
+	topic string
+	num   int32
+}
+
+// ownership is what the consumer knows of one assigned partition's fast path.
+type ownership struct {
+	epoch uint64 // the generation it was assigned at
+	owned bool   // Own succeeded at epoch
+}
+
+// New returns a consumer that runs handler through the guard g for the records of the franz-go
+// client it makes from WithClient's options, which must name the consumer group
+// (kgo.ConsumerGroup) and what to consume (kgo.ConsumeTopics). The consumer sets what its
+// guarantees need on top: no autocommit, rebalances only between polls (kgo.BlockRebalanceOnPoll;
+// keep handlers well within the group's rebalance timeout) and its assignment callbacks.
+func New(g *guard.Guard, handler guard.Handler, opts ...Option) (*Consumer, error) {
+	if g == nil || handler == nil {
+		return nil, fmt.Errorf("%w: nil guard or handler", ErrInvalidOption)
+	}
+	return newConsumer(&Consumer{g: g, handler: handler}, opts)
+}
+
+// NewPoll is New with one call of apply for each partition's claimed records of a poll
+// (Guard.ProcessPoll) instead of a handler call per record, so apply can write a poll's effects
+// together (events.Log.RecordBatch), or run the handlers of different keys at once
+// (guard.ByKey). Offsets, redelivery and ownership are New's.
+func NewPoll(g *guard.Guard, apply guard.PollHandler, opts ...Option) (*Consumer, error) {
+	if g == nil || apply == nil {
+		return nil, fmt.Errorf("%w: nil guard or poll handler", ErrInvalidOption)
+	}
+	return newConsumer(&Consumer{g: g, apply: apply}, opts)
+}
+
+// newConsumer applies opts to c and makes its client.
+func newConsumer(c *Consumer, opts []Option) (*Consumer, error) {
+	cfg, err := newConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	c.cfg, c.parts = cfg, map[partition]*ownership{}
+	kopts := append(append([]kgo.Opt{}, cfg.client...), kgo.DisableAutoCommit(), kgo.BlockRebalanceOnPoll(),
+		kgo.OnPartitionsAssigned(c.assigned), kgo.OnPartitionsRevoked(c.revoked), kgo.OnPartitionsLost(c.revoked))
+	if c.client, err = kgo.NewClient(kopts...); err != nil {
+		return nil, fmt.Errorf("%w: WithClient (it needs kgo.SeedBrokers, kgo.ConsumerGroup and kgo.ConsumeTopics): %w", ErrInvalidOption, err)
+	}
+	c.group, _ = c.client.OptValue(kgo.ConsumerGroup).(string)
+	if c.group == "" || len(c.client.GetConsumeTopics()) == 0 && c.client.OptValue(kgo.ConsumeRegex) != true {
+		c.client.Close()
+		return nil, fmt.Errorf("%w: WithClient needs kgo.ConsumerGroup and kgo.ConsumeTopics", ErrInvalidOption)
+	}
+	return c, nil
+}
+
+// Client is the consumer's franz-go client, for metrics and admin requests. Do not poll it,
+// commit with it or close it: Run does.
+func (c *Consumer) Client() *kgo.Client { return c.client }
+
+// Run polls until ctx ends, then disowns the partitions, leaves the group and closes the client,
+// and returns nil. Nothing stops it earlier: a fetch error is logged and the client kept (it
+// reconnects and rejoins by itself), a record that failed is delivered again after
+// WithRetryBackoff, and so is a poison record whose WithPoison hook failed. Call it once.
+func (c *Consumer) Run(ctx context.Context) error {
+	defer c.close()
+	for ctx.Err() == nil {
+		fetches := c.client.PollRecords(ctx, c.cfg.maxPoll)
+		if fetches.IsClientClosed() || ctx.Err() != nil {
+			return nil
+		}
+		fetches.EachError(func(topic string, p int32, err error) {
+			if !errors.Is(err, context.Canceled) {
+				c.cfg.log.Error("kafkasub: fetch", "group", c.group, "topic", topic, "partition", p, "err", err)
+			}
+		})
+		var polls []kgo.FetchTopicPartition
+		fetches.EachPartition(func(p kgo.FetchTopicPartition) {
+			if len(p.Records) > 0 {
+				polls = append(polls, p)
+			}
+		})
+		outs := make([]pollOutcome, len(polls))
+		var wg sync.WaitGroup
+		for i, p := range polls {
+			wg.Go(func() { outs[i] = c.partition(ctx, p) })
+		}
+		wg.Wait()
+		if c.crash != nil && c.crash() {
+			c.mu.Lock()
+			c.crashed = true
+			c.mu.Unlock()
+			return nil
+		}
+		c.settle(ctx, outs)
+		c.client.AllowRebalance()
+		for _, o := range outs {
+			if o.seek != nil {
+				if err := sleep(ctx, c.cfg.backoff); err != nil {
+					return nil
+				}
+				break
+			}
+		}
+	}
+	return nil
+}
+
+// pollOutcome is what one partition's records of a poll came to: the last record done in an
+// unbroken run from the first (commit past it) and the first that is not (seek back to it).
+type pollOutcome struct {
+	done, seek *kgo.Record
+}
+
+// settle commits the polls' done records and seeks the partitions that have a record to
+// redeliver back to it. Both happen before the rebalance the poll blocked, so the next owner of
+// a partition starts from the committed offset of the records this consumer finished.
+func (c *Consumer) settle(ctx context.Context, outs []pollOutcome) {
+	var done []*kgo.Record
+	seeks := map[string]map[int32]kgo.EpochOffset{}
+	for _, o := range outs {
+		if o.done != nil {
+			done = append(done, o.done)
+		}
+		if r := o.seek; r != nil {
+			if seeks[r.Topic] == nil {
+				seeks[r.Topic] = map[int32]kgo.EpochOffset{}
+			}
+			seeks[r.Topic][r.Partition] = kgo.EpochOffset{Epoch: r.LeaderEpoch, Offset: r.Offset}
+		}
+	}
+	if len(done) > 0 {
+		// A failed commit loses nothing: the records are redelivered and found duplicates.
+		if err := c.client.CommitRecords(context.WithoutCancel(ctx), done...); err != nil {
+			c.cfg.log.Warn("kafkasub: commit", "group", c.group, "err", err)
+		}
+	}
+	if len(seeks) > 0 {
+		c.client.SetOffsets(seeks)
+	}
+}
+
+// partition runs one partition's records of a poll through the guard.
+func (c *Consumer) partition(ctx context.Context, p kgo.FetchTopicPartition) pollOutcome {
+	recs := p.Records
+	if !c.own(ctx, p.Topic, p.Partition) {
+		return pollOutcome{seek: recs[0]}
+	}
+	msgs := make([]guard.Message, 0, len(recs))
+	bad := map[int]error{}
+	for i, r := range recs {
+		m, err := c.cfg.message(c.group, r)
+		if err != nil {
+			bad[i] = err
+			m = guard.Message{} // invalid: the guard stores nothing for it
+		}
+		msgs = append(msgs, m)
+	}
+	var results []guard.BatchResult
+	var err error
+	if c.apply != nil {
+		results, err = c.g.ProcessPoll(ctx, msgs, c.apply)
+	} else {
+		results, err = c.g.ProcessBatch(ctx, msgs, c.handler)
+	}
+	if err != nil {
+		c.cfg.log.Error("kafkasub: process", "group", c.group, "topic", p.Topic, "partition", p.Partition, "err", err)
+		return pollOutcome{seek: recs[0]}
+	}
+	var out pollOutcome
+	for i, res := range results {
+		if err, ok := bad[i]; ok {
+			res = guard.BatchResult{Outcome: guard.Poison, Err: err}
+		}
+		if c.cfg.results != nil {
+			c.cfg.results(recs[i], res)
+		}
+		if out.seek != nil {
+			continue // delivered again after the first record to redeliver
+		}
+		switch res.Outcome {
+		case guard.Processed, guard.Duplicate:
+			out.done = recs[i]
+		case guard.Poison:
+			if err := c.cfg.poison(ctx, recs[i], res.Err); err != nil {
+				c.cfg.log.Error("kafkasub: dead-letter", "group", c.group, "topic", p.Topic, "partition", p.Partition,
+					"offset", recs[i].Offset, "err", err)
+				out.seek = recs[i]
+				continue
+			}
+			out.done = recs[i]
+		default:
+			if ctx.Err() == nil {
+				c.cfg.log.Debug("kafkasub: redeliver", "group", c.group, "topic", p.Topic, "partition", p.Partition,
+					"offset", recs[i].Offset, "outcome", res.Outcome, "err", res.Err)
+			}
+			out.seek = recs[i]
+		}
+	}
+	return out
+}
+
+// own makes sure, with the fast path on, that the guard owns the partition at the generation it
+// was assigned at before anything of it is processed, and reports whether its records may be
+// processed now. Own waits for a previous owner's lease; a failure is retried at the next poll.
+func (c *Consumer) own(ctx context.Context, topic string, num int32) bool {
+	if c.cfg.preCheck == nil {
+		return true
+	}
+	c.mu.Lock()
+	o := c.parts[partition{topic, num}]
+	c.mu.Unlock()
+	if o == nil {
+		return false // revoked meanwhile
+	}
+	if o.owned {
+		return true
+	}
+	scope := guard.Scope{Group: c.group, Topic: topic, Partition: num}
+	pre, err := c.cfg.preCheck(scope)
+	if err == nil {
+		err = c.g.Own(ctx, scope, o.epoch, pre)
+	}
+	if err != nil {
+		if ctx.Err() == nil {
+			c.cfg.log.Warn("kafkasub: own", "group", c.group, "topic", topic, "partition", num, "epoch", o.epoch, "err", err)
+		}
+		c.g.Disown(scope)
+		return false
+	}
+	c.mu.Lock()
+	o.owned = true
+	c.mu.Unlock()
+	return true
+}
+
+// assigned records the generation each new partition is assigned at; its Own waits for the
+// first poll that returns its records, so a slow warm-up never holds up the group's protocol.
+func (c *Consumer) assigned(_ context.Context, cl *kgo.Client, assigned map[string][]int32) {
+	_, gen := cl.GroupMetadata()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for topic, nums := range assigned {
+		for _, n := range nums {
+			c.parts[partition{topic, n}] = &ownership{epoch: uint64(max(gen, 0))}
+		}
+	}
+}
+
+// revoked disowns the partitions revoked or lost: from now on the guard takes none of their
+// messages on the fast path, and their server leases are released for the next owner.
+func (c *Consumer) revoked(_ context.Context, _ *kgo.Client, gone map[string][]int32) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.crashed {
+		return
+	}
+	for topic, nums := range gone {
+		for _, n := range nums {
+			if o := c.parts[partition{topic, n}]; o != nil && o.owned {
+				c.g.Disown(guard.Scope{Group: c.group, Topic: topic, Partition: n})
+			}
+			delete(c.parts, partition{topic, n})
+		}
+	}
+}
+
+// close disowns what is still owned, leaves the group and closes the client.
+func (c *Consumer) close() {
+	c.client.CloseAllowingRebalance()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.crashed {
+		return
+	}
+	for p, o := range c.parts {
+		if o.owned {
+			c.g.Disown(guard.Scope{Group: c.group, Topic: p.topic, Partition: p.num})
+		}
+		delete(c.parts, p)
+	}
+}
+
+// Message is the default of WithMessage: the id from the record's kafkapub.IDHeader, the
+// record's value as the payload (its hash detects two different records sharing an id), its
+// timestamp as the time (kafkapub sets the event's staging time, the same on every
+// republication), and the group, topic and partition as the scope. A record without the header
+// gives ErrNoID.
+func Message(group string, r *kgo.Record) (guard.Message, error) {
+	m := guard.Message{Scope: guard.Scope{Group: group, Topic: r.Topic, Partition: r.Partition},
+		Payload: r.Value, Time: r.Timestamp}
+	for _, h := range r.Headers {
+		if h.Key == kafkapub.IDHeader {
+			m.ID = string(h.Value)
+		}
+	}
+	if m.ID == "" {
+		return m, fmt.Errorf("%w: %s/%d@%d has no %s header", ErrNoID, r.Topic, r.Partition, r.Offset, kafkapub.IDHeader)
+	}
+	return m, nil
+}
+
+// sleep waits d or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// PreCheck makes the pre-check of a partition the consumer was assigned (WithFastPath):
+// typically bloom.NewPreCheck sized for the partition's rate over the pre-check's horizon.
+type PreCheck = func(scope guard.Scope) (lwt.PreCheck, error)
