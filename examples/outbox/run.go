@@ -242,8 +242,11 @@ func (c *chain) serve(listen string) (*http.Server, string, error) {
 		return nil, "", err
 	}
 	// Keys are scoped by the caller's credential, so one client can never replay another's
-	// order; every client of this example is the same shop front end.
-	mw, err := httpidem.New(store, httpidem.WithAuthorizationScope())
+	// order; every client of this example is the same shop front end. Placing an order has no
+	// effect but its commit (the stored response and its staged event), so the handler may run
+	// more than once and each new order costs one Paxos round instead of two. A handler that
+	// charged a card or sent an email must not use WithRepeatableHandler.
+	mw, err := httpidem.New(store, httpidem.WithAuthorizationScope(), httpidem.WithRepeatableHandler())
 	if err != nil {
 		return nil, "", err
 	}
@@ -260,7 +263,7 @@ func (c *chain) serve(listen string) (*http.Server, string, error) {
 
 // placeOrder is the business handler: it stages "order.placed", which commits with the
 // response the middleware stores, or not at all. Every tenth order is slow, so its client
-// times out and retries while it runs.
+// times out and retries while it runs: the retry runs it too, and one of the two commits.
 func (c *chain) placeOrder(w http.ResponseWriter, r *http.Request) {
 	var o order
 	body, err := io.ReadAll(r.Body)
