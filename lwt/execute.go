@@ -223,7 +223,7 @@ func (s *Store) enter(ctx context.Context, c *call, scope string) error {
 // execute is the LWT path.
 func (s *Store) execute(ctx context.Context, c *call) (Result, error) {
 	if c.repeatable {
-		res, err, claim := s.runRepeatable(ctx, c)
+		res, claim, err := s.runRepeatable(ctx, c)
 		if !claim {
 			return res, err
 		}

@@ -62,13 +62,13 @@ func repeatableFence() int64 { return 1<<32 + rand.Int64N(1<<62-1<<32) }
 // runRepeatable runs c.fn without a claim and commits its outcome with one conditional insert.
 // claim is true when the key holds a record to claim (RELEASED, or STARTED past its lease): the
 // caller then runs the claimed path, and res and err mean nothing.
-func (s *Store) runRepeatable(ctx context.Context, c *call) (res Result, err error, claim bool) {
+func (s *Store) runRepeatable(ctx context.Context, c *call) (res Result, claim bool, err error) {
 	if len(c.fingerprint) > maxFingerprint {
-		return Result{}, &KeyError{Column: "fingerprint", Reason: fmt.Sprintf("%d bytes, limit %d (store a hash of the request)", len(c.fingerprint), maxFingerprint)}, false
+		return Result{}, false, &KeyError{Column: "fingerprint", Reason: fmt.Sprintf("%d bytes, limit %d (store a hash of the request)", len(c.fingerprint), maxFingerprint)}
 	}
 	owner, err := gocql.RandomUUID()
 	if err != nil {
-		return Result{}, err, false
+		return Result{}, false, err
 	}
 	start := s.now()
 	// The deadline on the monotonic clock: package outbox's relay waits a bounded time for the
@@ -87,27 +87,27 @@ func (s *Store) runRepeatable(ctx context.Context, c *call) (res Result, err err
 		panic(panicked.value) // nothing was written: there is nothing to release
 	case outlived:
 		s.record(Observation{Kind: ObservedLeaseLost, Key: c.key})
-		return Result{}, errOutlived, false
+		return Result{}, false, errOutlived
 	}
 	status, cells := StatusCompleted, completionCells{}
 	switch {
 	case fnErr != nil && IsPermanent(fnErr):
 		status, value = StatusFailed, s.clip([]byte(fnErr.Error()))
 	case fnErr != nil:
-		return Result{}, fnErr, false
+		return Result{}, false, fnErr
 	case len(value) > s.cfg.maxResult:
-		return Result{}, fmt.Errorf("%w: %d bytes, limit %d", ErrResultTooLarge, len(value), s.cfg.maxResult), false
+		return Result{}, false, fmt.Errorf("%w: %d bytes, limit %d", ErrResultTooLarge, len(value), s.cfg.maxResult)
 	default:
 		cols, values, cellErr := comp.seal()
 		if cellErr != nil {
-			return Result{}, cellErr, false
+			return Result{}, false, cellErr
 		}
 		cells = completionCells{cols: cols, values: values}
 	}
 	rec, err := s.commitNew(ctx, c, &run, status, value, cells, deadline)
 	switch {
 	case err != nil:
-		return Result{}, err, false
+		return Result{}, false, err
 	case rec == nil: // committed
 		return s.committed(c, &run, status, value, fnErr)
 	}
@@ -115,11 +115,11 @@ func (s *Store) runRepeatable(ctx context.Context, c *call) (res Result, err err
 }
 
 // committed is the answer of a repeatable run whose insert applied.
-func (s *Store) committed(c *call, run *Claim, status Status, value []byte, fnErr error) (Result, error, bool) {
+func (s *Store) committed(c *call, run *Claim, status Status, value []byte, fnErr error) (Result, bool, error) {
 	base := Result{Created: true, Attempts: 1, Fence: run.Fence}
 	if status == StatusFailed {
 		s.record(Observation{Kind: ObservedFail, Key: c.key})
-		return base, &FailureError{Message: fnErr.Error(), Err: fnErr}, false
+		return base, false, &FailureError{Message: fnErr.Error(), Err: fnErr}
 	}
 	s.record(Observation{Kind: ObservedComplete, Key: c.key})
 	if s.cache != nil {
@@ -127,11 +127,11 @@ func (s *Store) committed(c *call, run *Claim, status Status, value []byte, fnEr
 			Attempts: 1, Result: value, ExpiresAt: run.ExpiresAt})
 	}
 	base.Value = value
-	return base, nil, false
+	return base, false, nil
 }
 
 // settleRepeatable answers a repeatable run whose insert found rec, by the state machine.
-func (s *Store) settleRepeatable(ctx context.Context, c *call, rec *Record) (Result, error, bool) {
+func (s *Store) settleRepeatable(ctx context.Context, c *call, rec *Record) (Result, bool, error) {
 	fp := c.fingerprint
 	if fp == nil {
 		fp = []byte{}
@@ -140,23 +140,23 @@ func (s *Store) settleRepeatable(ctx context.Context, c *call, rec *Record) (Res
 	case decideReplay:
 		s.record(Observation{Kind: ObservedReplay, Key: c.key})
 		res, err := s.replay(c.key, rec)
-		return res, err, false
+		return res, false, err
 	case decideKeyReuse:
 		s.record(Observation{Kind: ObservedKeyReuse, Key: c.key})
-		return Result{}, ErrKeyReuse, false
+		return Result{}, false, ErrKeyReuse
 	case decideInProgress:
 		if !c.wait {
 			s.record(Observation{Kind: ObservedConflict, Key: c.key})
-			return Result{}, &InProgressError{LeaseUntil: rec.LeaseUntil, Attempts: rec.Attempts}, false
+			return Result{}, false, &InProgressError{LeaseUntil: rec.LeaseUntil, Attempts: rec.Attempts}
 		}
 		final, err := s.wait(ctx, c.key, c.fingerprint)
 		if err != nil || final == nil {
-			return Result{}, err, err == nil
+			return Result{}, err == nil, err
 		}
 		res, err := s.replay(c.key, final)
-		return res, err, false
+		return res, false, err
 	}
-	return Result{}, nil, true
+	return Result{}, true, nil
 }
 
 // commitNew sends a repeatable run's insert until it is known to have applied (nil, nil) or to
