@@ -166,6 +166,8 @@ func WithWaitInFlight() Option { return set(false, "", "", func(c *config) { c.w
 // key that race each other all run the handler; one response is stored, and every request,
 // the racers included, is answered with it (the losers' as a replay). A response too large to
 // store is buffered whole rather than streamed, since a loser's must never reach its client.
+// A retry runs the handler again before it finds the stored response: give the store a cache
+// (lwt.WithCache) so that retries of a handler slower than the clients' timeout are answered.
 // Never use it for a handler with another effect (a payment, an email, a write elsewhere): use
 // one Middleware per group of routes to keep it to the handlers whose effects are their commit.
 func WithRepeatableHandler() Option {

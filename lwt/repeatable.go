@@ -42,6 +42,11 @@ import (
 // outcome is unknown is settled by a serial read for the record's owner id, which this attempt
 // alone writes; a read that finds no record sends the insert again until the lease ends.
 //
+// A retry runs the function again before its insert finds the stored result, so it takes as
+// long as the function: a caller whose timeout is shorter than the function never sees the
+// answer of a retry from the node. Give the store a cache (WithCache): a replay, or the commit,
+// puts the result there, and the next retry in the process is answered without running.
+//
 // In one process, calls of a running key race it as calls from other processes do, unless the
 // key's scope is owned (Store.Own): its fast path needs the key to itself, so there a second
 // call gets ErrInProgress (or waits) as without this option. The option is per call because it
