@@ -22,8 +22,13 @@ type capture struct {
 	storedHead int         // length of the stored form without the body
 	body       bytes.Buffer
 	streaming  bool
-	size       int64 // body bytes written by the handler
-	clientErr  error // the first error writing to the client while streaming
+	// buffered keeps the whole response from the client until the call has ended (a
+	// repeatable handler's, which may lose its race); past the limit it is oversized instead
+	// of streaming.
+	buffered  bool
+	oversized bool
+	size      int64 // body bytes written by the handler
+	clientErr error // the first error writing to the client while streaming
 }
 
 func newCapture(client http.ResponseWriter, keep func(string) bool, limit int) *capture {
@@ -55,7 +60,11 @@ func (c *capture) Write(p []byte) (int, error) {
 	}
 	c.size += int64(len(p))
 	if !c.streaming && c.storedHead+c.body.Len()+len(p) > c.limit {
-		c.startStreaming()
+		if c.buffered {
+			c.oversized = true
+		} else {
+			c.startStreaming()
+		}
 	}
 	if !c.streaming {
 		return c.body.Write(p)

@@ -45,6 +45,10 @@
 // cannot guarantee, this package cannot either (a handler stalled past its lease; an outcome
 // that stays unknown): docs/http.md, "Never twice, never stuck".
 //
+// WithRepeatableHandler trades "runs once" for one Paxos round per new key, for handlers whose
+// only effects are their response and the events they stage with package outbox: racing
+// requests all run the handler, one response is stored and all get it (docs/http.md).
+//
 // # Concurrency
 //
 // A Middleware is safe for concurrent use. Of its own it starts no goroutine that outlives a

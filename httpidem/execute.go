@@ -46,6 +46,7 @@ func (m *Middleware) execute(w http.ResponseWriter, r *http.Request, next http.H
 			return nil, errClientGone
 		}
 		c = newCapture(w, m.cfg.storedHeader, m.cfg.maxResponse)
+		c.buffered = m.cfg.repeatable
 		if p := serveRecovered(next, c, r.WithContext(ctx)); p != nil {
 			return nil, &panicError{value: p}
 		}
@@ -53,7 +54,7 @@ func (m *Middleware) execute(w http.ResponseWriter, r *http.Request, next http.H
 		switch {
 		case c.status >= 500 && !m.cfg.store5xx:
 			return nil, errReleased
-		case c.streaming:
+		case c.streaming || c.oversized:
 			return encodeOversized(c.status, c.size), nil
 		}
 		return c.encoded(), nil
@@ -63,11 +64,22 @@ func (m *Middleware) execute(w http.ResponseWriter, r *http.Request, next http.H
 	if m.cfg.wait {
 		opts = append(opts, lwt.WithWait())
 	}
+	if m.cfg.repeatable {
+		opts = append(opts, lwt.WithRepeatableFunction())
+	}
 	res, err := m.store.ExecuteOnce(ctx, key, fn, opts...)
-	if c == nil {
+	if c == nil || (m.cfg.repeatable && lostRace(res, err)) {
+		// A repeatable handler may have run and lost to another request's commit: its own
+		// response, still buffered, is dropped, and the stored answer is sent.
 		return m.answerNotRun(w, ev, res, err), false
 	}
 	return m.answerRun(ctx, w, ev, c, key, fp, err)
+}
+
+// lostRace reports whether a repeatable run's commit found another request's record: a stored
+// response (replayed), another request's key (422) or a live claim (409).
+func lostRace(res lwt.Result, err error) bool {
+	return (err == nil && res.Replay) || errors.Is(err, lwt.ErrKeyReuse) || errors.Is(err, lwt.ErrInProgress)
 }
 
 // serveRecovered runs next and returns what it panicked with, if it did.
@@ -95,7 +107,7 @@ func (m *Middleware) answerRun(ctx context.Context, w http.ResponseWriter, ev Ev
 		if err != errReleased {
 			ev.Err = err // the release failed: the key stays claimed until its lease passes
 		}
-	case err == nil && c.streaming:
+	case err == nil && (c.streaming || c.oversized):
 		ev.Outcome = OutcomeOversized
 	case err == nil:
 		ev.Outcome = OutcomeNew

@@ -59,6 +59,8 @@ func TestAgainstNode(t *testing.T) {
 		{"ServerErrorsReleaseByDefault", testServerErrorsReleaseByDefault},
 		{"OversizedResponseIsAnsweredOnceAndRecorded", testOversizedResponseIsAnsweredOnceAndRecorded},
 		{"ResponseOverTheStoresLimitIsRecorded", testResponseOverTheStoresLimitIsRecorded},
+		{"RepeatableHandlerRaceAnswersOneResponse", testRepeatableHandlerRaceAnswersOneResponse},
+		{"RepeatableHandlerKeyReuseIs422", testRepeatableHandlerKeyReuseIs422},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

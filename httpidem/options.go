@@ -35,6 +35,7 @@ type config struct {
 	maxBody      int64
 	maxResponse  int
 	wait         bool
+	repeatable   bool
 	store5xx     bool
 	storedHeader func(name string) bool
 	observer     func(Event)
@@ -158,6 +159,23 @@ func WithMaxResponseSize(n int) Option {
 // wait for that one's stored response, for as long as the client stays connected, instead of
 // answering 409. If the other request's claim is released (a 5xx), this one runs the handler.
 func WithWaitInFlight() Option { return set(false, "", "", func(c *config) { c.wait = true }) }
+
+// WithRepeatableHandler declares that the handler may run more than once per key: its only
+// effects are its response and the events it stages with package outbox (r.Context()), so a
+// request costs one Paxos round instead of two (lwt.WithRepeatableFunction). Requests with one
+// key that race each other all run the handler; one response is stored, and every request,
+// the racers included, is answered with it (the losers' as a replay). A response too large to
+// store is buffered whole rather than streamed, since a loser's must never reach its client.
+// A retry runs the handler again before it finds the stored response: give the store a cache
+// (lwt.WithCache) so that retries of a handler slower than the clients' timeout are answered.
+// Never use it for a handler with another effect (a payment, an email, a write elsewhere): use
+// one Middleware per group of routes to keep it to the handlers whose effects are their commit.
+func WithRepeatableHandler() Option {
+	return func(c *config) error {
+		c.repeatable = true
+		return nil
+	}
+}
 
 // WithStore5xx stores 5xx responses and replays them, as Stripe does, instead of releasing the
 // key. See docs/http.md for when to choose it.

@@ -22,6 +22,10 @@ type Claim struct {
 	ExpiresAt  time.Time // the record's expiry
 	TakenOver  bool      // the previous claim's lease had passed
 	Previous   *Record   // the record this claim replaced (RELEASED or expired STARTED), if any
+	// CommitBy is zero for a claim. In a run of WithRepeatableFunction, which holds no claim, it
+	// is the time after which the run's commit is no longer sent; Owner and Fence are then the
+	// ones its commit will write, and the Fence fences nothing.
+	CommitBy time.Time
 }
 
 // Created reports whether the claim created the key's record: no record of the key existed,

@@ -14,6 +14,9 @@
 // with [WithWait]); the key with another request is [ErrKeyReuse]; an error marked with
 // [Permanent] is stored and replayed, any other releases the claim so a retry runs fn again; a
 // write whose outcome cannot be learnt is [ErrOutcomeUnknown], never a guess.
+// [WithRepeatableFunction] is for a function whose only effects are its result and completion
+// cells: it runs first and one conditional insert commits both (one Paxos round, not two); the
+// function may run more than once, its commit never happens twice.
 //
 // The record is a state machine in which every transition is a lightweight transaction fenced
 // by the claim's owner and token. The package applies it three ways:

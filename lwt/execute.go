@@ -30,6 +30,7 @@ type callConfig struct {
 	fingerprint []byte
 	wait        bool
 	at          time.Time
+	repeatable  bool
 }
 
 // Fingerprint is the fingerprint WithRequest stores for request: its SHA-256.
@@ -107,6 +108,7 @@ type call struct {
 	fingerprint []byte
 	wait        bool
 	at          time.Time
+	repeatable  bool // WithRepeatableFunction: run fn first, commit with one conditional insert
 	fn          func(context.Context) ([]byte, error)
 	endCommit   func(error) // ends the commit span that began when fn returned (see traced)
 }
@@ -170,7 +172,7 @@ func (s *Store) executeOnce(ctx context.Context, key Key, fn func(context.Contex
 	if err := validateKey(s.keyCols, key, s.cfg.maxKey); err != nil {
 		return Result{}, err
 	}
-	c := &call{key: key, cacheKey: cacheKey(key), fingerprint: cc.fingerprint, wait: cc.wait, at: cc.at}
+	c := &call{key: key, cacheKey: cacheKey(key), fingerprint: cc.fingerprint, wait: cc.wait, at: cc.at, repeatable: cc.repeatable}
 	c.fn = s.traced(c, fn)
 	defer func() { c.endCommit(err) }()
 	scope, last, scoped := scopeOf(key)
@@ -212,7 +214,11 @@ func (s *Store) executeOnce(ctx context.Context, key Key, fn func(context.Contex
 func (s *Store) enter(ctx context.Context, c *call, scope string) error {
 	for {
 		running, done := s.fast.flights.Enter(c.cacheKey, scope)
-		if !running {
+		if !running || (c.repeatable && s.ownerOf(scope) == nil) {
+			// A repeatable call of a running key races it to the table, where the loser
+			// replays the winner's result, as it would from another process. It stays
+			// registered, so an Own that begins meanwhile waits for it; under an owned scope
+			// the fast path's plain write needs the key to itself, so there it waits its turn.
 			return nil
 		}
 		s.fast.flights.Leave(c.cacheKey)
@@ -231,6 +237,16 @@ func (s *Store) enter(ctx context.Context, c *call, scope string) error {
 
 // execute is the LWT path.
 func (s *Store) execute(ctx context.Context, c *call) (Result, error) {
+	if c.repeatable {
+		res, claim, err := s.runRepeatable(ctx, c)
+		if !claim {
+			return res, err
+		}
+		// The key has a record to claim (RELEASED, or STARTED past its lease): claim it as
+		// ExecuteOnce does, and run fn again under the claim.
+		c.endCommit(nil)
+		c.endCommit = noEnd
+	}
 	for {
 		cctx, end := s.startSpan(ctx, "claim", c.key)
 		claim, rec, err := s.Begin(cctx, c.key, c.fingerprint)
@@ -308,7 +324,9 @@ func (h *claimHolder) renewed(until time.Time) {
 // ClaimFromContext returns a copy of the claim under which the function passed to ExecuteOnce
 // runs, with its lease as last renewed, so it can hand the fencing token to systems that
 // reject stale writers. It is safe to call while the lease is being renewed; the copy does not
-// change afterwards. ok is false outside a claimed run (on the fast path there is no claim).
+// change afterwards. ok is false outside a claimed run (on the fast path there is no claim). In a
+// run of WithRepeatableFunction there is no claim either: the Claim returned names the record
+// its commit will write (Claim.CommitBy is set) and its Fence fences nothing.
 func ClaimFromContext(ctx context.Context) (*Claim, bool) {
 	h, ok := ctx.Value(claimCtxKey{}).(*claimHolder)
 	if !ok {

@@ -38,6 +38,8 @@ type Store struct {
 
 type statements struct {
 	insert, takeover, reclaim, lease, renew, finish, read, put, putIfNotExists string
+	// commitNew is a repeatable run's one write: the final record, IF NOT EXISTS.
+	commitNew string
 }
 
 // NewStore returns a store over table, which must have the record columns of
@@ -107,6 +109,9 @@ func buildStatements(table string, keyCols []string) statements {
 			", fingerprint, status, owner, fence, lease_until, attempts, result, created_at, updated_at, expires_at, epoch) VALUES (" +
 			marks + "?, 'COMPLETED', ?, 0, ?, 1, ?, ?, ?, ?, ?) USING TTL ?",
 	}
+	st.commitNew = "INSERT INTO " + table + " (" + strings.Join(keyCols, ", ") +
+		", fingerprint, status, owner, fence, attempts, result, created_at, updated_at, expires_at) VALUES (" +
+		marks + "?, ?, ?, ?, 1, ?, ?, ?, ?) IF NOT EXISTS USING TTL ?"
 	st.putIfNotExists = strings.Replace(st.put, ") USING TTL", ") IF NOT EXISTS USING TTL", 1)
 	return st
 }

@@ -35,6 +35,13 @@
 // guard.WithCompletionColumns(ColumnName); ProcessBatch and the guard's fast path cannot carry
 // them (docs/outbox.md, "Staging from a consumer's handler").
 //
+// A run of lwt.WithRepeatableFunction (httpidem.WithRepeatableHandler) stages the same way, and
+// its events ride on its one insert; racing runs all stage, the relay publishes the committed
+// run's events and drops the others' intents. Such a run has no record until it commits, so the
+// relay keeps an intent without a record waiting until two horizons and ten seconds after its
+// staging, then drops it; Stage refuses a run whose store's lease exceeds the horizon
+// (ErrIntentLate). docs/outbox.md, "One Paxos round per order".
+//
 // The tables are in the keyspace of WithKeyspace and named by WithTables and WithRecordsTable;
 // the shard count, bucket width and horizon lay them out, so every stager, relay and Admin of one
 // outbox must use the same ones: the first stores them in outbox_layout, the others check them

@@ -168,6 +168,12 @@ func (s *staged) writeIntent(ctx context.Context) error {
 	}
 	start := time.Now() // monotonic: the writer's own elapsed time, whatever its wall clock says
 	now := cfg.now()
+	// A run of lwt.WithRepeatableFunction has no record until it commits, and the relay waits
+	// for that record a bounded time after staging (see settle): the commit must come within it.
+	if !s.claim.CommitBy.IsZero() && s.claim.CommitBy.After(now.Add(cfg.horizon)) {
+		return fmt.Errorf("%w: the repeatable run may commit until %v, more than the horizon (%v) after staging: give its store a lease of at most the horizon",
+			ErrIntentLate, s.claim.CommitBy.Sub(now).Round(time.Millisecond), cfg.horizon)
+	}
 	stmt, args := s.o.insert, []any{cfg.bucketOf(now), shardOf(s.rec.namespace, s.rec.key, cfg.shards), s.rec.namespace, s.rec.key,
 		s.claim.Fence, s.claim.Owner, now, s.claim.ExpiresAt}
 	if s.rec.table != "" {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/gocql/gocql"
 
@@ -77,6 +78,9 @@ func (r judge) settle(ctx context.Context, in intent) settled {
 	if err != nil {
 		return settled{in: in, err: err}
 	}
+	if !found && r.mayStillCommit(in) {
+		return settled{in: in, dec: wait}
+	}
 	if !found || !r.sameClaim(in, row) {
 		if r.mayHaveExpired(in) {
 			if in.sealed {
@@ -90,6 +94,22 @@ func (r judge) settle(ctx context.Context, in intent) settled {
 		return settled{in: in, dec: v}
 	}
 	return r.committed(in, row)
+}
+
+// casSlack is how long after a conditional write was sent the node may still apply it: its
+// coordinator retries a contended round until its CAS contention timeout (1 s by default) and
+// waits for replicas until its write timeout (2 s).
+const casSlack = 10 * time.Second
+
+// mayStillCommit reports whether the run of an intent whose record a serial read did not find
+// may still commit it. A run of lwt.WithRepeatableFunction has no record until its one insert
+// commits, and sends that insert no later than one horizon after staging (Stage refuses a run
+// that could send it later). The stager's clock and ours differ by less than half a horizon, so
+// once two horizons and the node's own slack have passed since staged_at, no insert of the run
+// can still apply: it died or failed before its commit. A claimed run's record exists before
+// its intent, so for it the answer only delays a verdict on a record deleted by an operator.
+func (r judge) mayStillCommit(in intent) bool {
+	return r.cfg.now().Before(in.stagedAt.Add(2*r.cfg.horizon + casSlack))
 }
 
 // mayHaveExpired reports whether the intent's record may have expired by now: a record gone

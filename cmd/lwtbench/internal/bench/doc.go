@@ -20,7 +20,8 @@
 // The operations come in two groups. The CQL ones (insert, lwt-new, lwt-dup) are the bare
 // statements: the floor and what one condition costs. The toolkit's own are what a caller
 // pays: lwt's Store.ExecuteOnce on a new key (once-new: claim, run, store the result, two
-// LWTs), on a completed key answered by the node (once-dup-node: one rejected LWT) or by the
+// LWTs), with lwt.WithRepeatableFunction (once-commit-new: run, then one conditional insert;
+// once-commit-outbox: the same staging one outbox event), on a completed key answered by the node (once-dup-node: one rejected LWT) or by the
 // store's in-process cache (once-dup-cache: no round trip), and events' Guard.Process on a new
 // message (guard) and on a new message of a scope the guard owns with a warm Bloom pre-check
 // (bloom: the fast path, a plain write and no LWT). The fast path is exact only while one

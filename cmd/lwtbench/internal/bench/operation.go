@@ -86,6 +86,8 @@ const Baseline = "insert"
 // same run's keyspace (ops_once.go, ops_guard.go, ops_bloom.go):
 //
 //   - "once-new":       lwt's exactly-once executor on new keys (claim, run, complete);
+//   - "once-commit-new": the same with lwt.WithRepeatableFunction (run, then one conditional
+//     insert), and "once-commit-outbox" the same staging one outbox event (ops_once_commit.go);
 //   - "once-dup-node":  the same executor on a completed key, answered by the node (cache off);
 //   - "once-new-outbox": once-new whose run stages one outbox event (ops_outbox.go);
 //   - "once-dup-cache": the same executor on a completed key, answered from its in-process cache;
@@ -107,6 +109,10 @@ func Catalog() []Spec {
 		{Name: "lwt-new", Description: "INSERT ... IF NOT EXISTS on new keys (applied)", New: newLWTInsert},
 		{Name: "lwt-dup", Description: "INSERT ... IF NOT EXISTS on an existing key (rejected)", New: newLWTDuplicate},
 		{Name: "once-new", Description: "lwt ExecuteOnce on new keys (claim, run, store the result)", New: newOnceNew},
+		{Name: "once-commit-new", Description: "lwt ExecuteOnce with WithRepeatableFunction on new keys (run, then one conditional insert)",
+			New: newOnceCommitNew},
+		{Name: "once-commit-outbox", Description: "the same, the function staging one outbox event (its intent is a plain write before the insert)",
+			New: newOnceCommitOutbox},
 		{Name: "once-dup-node", Description: "lwt ExecuteOnce on a completed key, replayed by the node (no cache)", New: newOnceDupNode},
 		{Name: "once-new-outbox", Description: "lwt ExecuteOnce on new keys staging one outbox event (intent row, event in the completion)", New: newOnceNewOutbox},
 		{Name: "once-dup-cache", Description: "lwt ExecuteOnce on a completed key, replayed from the in-process cache", New: newOnceDupCache},

@@ -27,7 +27,7 @@ func TestCatalogNamesAreUniqueAndComplete(t *testing.T) {
 		ns := Env{RunID: newRunID(time.Now())}.Namespace(s.Name)
 		assert.LessOrEqual(t, len(ns), min(lwt.DefaultMaxKeyLength, guard.MaxMessageField))
 	}
-	for _, want := range []string{"insert", "lwt-new", "lwt-dup", "once-new", "once-dup-node", "once-dup-cache", "guard", "bloom", "http-bare", "http-new", "http-dup"} {
+	for _, want := range []string{"insert", "lwt-new", "lwt-dup", "once-new", "once-commit-new", "once-commit-outbox", "once-dup-node", "once-dup-cache", "guard", "bloom", "http-bare", "http-new", "http-dup"} {
 		assert.True(t, seen[want], "%s is in the catalog", want)
 	}
 }
