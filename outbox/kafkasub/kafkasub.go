@@ -21,11 +21,11 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/cassdedup/cassdedup/guard"
+	"github.com/cassdedup/cassdedup/internal/loop"
 	"github.com/cassdedup/cassdedup/lwt"
 	"github.com/cassdedup/cassdedup/outbox/kafkapub"
 )
@@ -155,7 +155,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 		c.client.AllowRebalance()
 		for _, o := range outs {
 			if o.seek != nil {
-				if err := sleep(ctx, c.cfg.backoff); err != nil {
+				if err := loop.Sleep(ctx, c.cfg.backoff); err != nil {
 					return nil
 				}
 				break
@@ -357,18 +357,6 @@ func Message(group string, r *kgo.Record) (guard.Message, error) {
 		return m, fmt.Errorf("%w: %s/%d@%d has no %s header", ErrNoID, r.Topic, r.Partition, r.Offset, kafkapub.IDHeader)
 	}
 	return m, nil
-}
-
-// sleep waits d or until ctx ends.
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 // PreCheck makes the pre-check of a partition the consumer was assigned (WithFastPath):
