@@ -46,8 +46,8 @@ const (
 // each checks that every acknowledged order took effect exactly once: 0 lost, 0 applied twice
 // (correctness is asserted; timings are only reported): the API process killed after commits no
 // relay has seen, a relay killed between publish and mark, the broker restarted mid-run, and a
-// relay frozen past its lease, and a consumer on the fast path frozen with a poll in flight past
-// its session timeout. Each scenario starts its own order service and relays; the
+// relay frozen past its lease, a consumer on the fast path frozen with a poll in flight past
+// its session timeout, and a consumer killed while it catches up a backlog. Each scenario starts its own order service and relays; the
 // consumer and the counter it feeds run through all of them.
 func TestOutboxChainCrashes(t *testing.T) {
 	ch := startOutboxChain(t)
@@ -56,6 +56,7 @@ func TestOutboxChainCrashes(t *testing.T) {
 	t.Run("broker restarted", ch.brokerRestarted)
 	t.Run("relay frozen past its lease", ch.relayFrozen)
 	t.Run("consumer frozen past its session timeout", ch.consumerFrozen)
+	t.Run("consumer killed while catching up", ch.consumerKilledCatchingUp)
 	ch.checkTotal(t)
 }
 
@@ -612,13 +613,7 @@ func firstOr(s []string, def string) string {
 // checkTotal: the consumer's effects went to an event-log counter; its total is the sum of the
 // amounts of the acknowledged orders, each counted once.
 func (ch *outboxChain) checkTotal(t *testing.T) {
-	s := ch.node.session(t)
-	logc, err := events.NewLog(s, events.WithKeyspace(keyspace)) // the consumer's settings
-	require.NoError(t, err)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	total, err := logc.Total(ctx, outboxCounter)
-	require.NoError(t, err)
+	total := ch.total(t)
 	ch.mu.Lock()
 	var want int64
 	for _, a := range ch.acked {
@@ -671,4 +666,68 @@ func (ch *outboxChain) consumerFrozen(t *testing.T) {
 	kill(t, frozen)
 	stop(t, relay)
 	stop(t, api)
+}
+
+// consumerKilledCatchingUp: the consumer is stopped while two scenarios' worth of orders are
+// placed and published, so it starts behind its topic with every record past the event log's
+// window (the late path, in batches); it is killed with SIGKILL once a quarter of the backlog
+// took effect, with polls in flight and offsets partly committed, and a successor drains the
+// rest. A handler whose claim was written but not ended when the consumer died runs again in
+// the successor (its claim's lease passed), so handler runs are reported, not asserted: the
+// effect is the counter's, and its total must grow by exactly this scenario's amounts.
+func (ch *outboxChain) consumerKilledCatchingUp(t *testing.T) {
+	orders := ch.orders("catchupkill", 2*outboxOrders)
+	select {
+	case <-ch.consumer.done: // started by an earlier scenario, whose end killed it
+	default:
+		stop(t, ch.consumer)
+	}
+	before := ch.total(t)
+	api := ch.startAPI(t)
+	relay := ch.start(t, "relay")
+	wait := ch.placeAll(t, orders)
+	wait()
+	ch.waitFor(t, "the backlog published", 3*time.Minute, func() bool { return ch.tally(orders).published == len(orders) })
+	args := []string{"-group", "billing", "-instance", "billing-1", "-counter", outboxCounter}
+	catching := ch.start(t, "consume", args...)
+	ch.waitFor(t, "a quarter of the backlog applied", 3*time.Minute, func() bool { return ch.tally(orders).applied >= len(orders)/4 })
+	kill(t, catching)
+	atKill := ch.tally(orders).applied
+	ch.consumer = ch.start(t, "consume", args...)
+	took := ch.settle(orders, 3*time.Minute)
+	tl := ch.tally(orders)
+	var want int64
+	for _, o := range orders {
+		want += o.Amount
+	}
+	grew := ch.total(t) - before
+	t.Logf("crashtest: outbox, SIGKILL of a consumer catching up: %d of %d orders applied at the kill; the successor "+
+		"applied the rest %s later; %d handlers ran again after the kill; the counter grew by %d (expected %d)",
+		atKill, len(orders), took.Round(time.Millisecond), tl.twice, grew, want)
+	results.add(t, result{
+		Scenario:     "outbox chain: SIGKILL of a consumer catching up a backlog (late path)",
+		Operations:   len(orders),
+		Acknowledged: tl.acked,
+		Lost:         tl.lost,
+		Twice:        int(max(grew-want, 0)),
+		Resolution: fmt.Sprintf("%d of %d applied at the kill; a successor drained the rest in %s; %d handlers ran "+
+			"again, the counter grew by exactly the backlog's amounts", atKill, len(orders), took.Round(time.Millisecond), tl.twice),
+	})
+	assert.Equal(t, len(orders), tl.acked, "orders acknowledged in the end")
+	assert.Zero(t, tl.lost, "acknowledged orders without an effect")
+	assert.Equal(t, want, grew, "the counter counts each order of the backlog once")
+	stop(t, relay)
+	stop(t, api)
+}
+
+// total reads the consumer's counter.
+func (ch *outboxChain) total(t *testing.T) int64 {
+	t.Helper()
+	logc, err := events.NewLog(ch.node.session(t), events.WithKeyspace(keyspace)) // the consumer's settings
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	total, err := logc.Total(ctx, outboxCounter)
+	require.NoError(t, err)
+	return total
 }
