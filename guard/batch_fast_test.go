@@ -115,7 +115,7 @@ func TestProcessBatchFastPathStoppedAfterItsWrite(t *testing.T) {
 		_, _ = first.ProcessBatch(ctx, msgs, func(context.Context, guard.Message) error { effects.Add(1); return nil })
 	}()
 	<-stop.reached
-	t.Cleanup(func() { first.Disown(scope) })
+	t.Cleanup(func() { stop.Resume(); first.Disown(scope) })
 	require.Equal(t, int32(30), effects.Load())
 
 	next := defaultOwner(t, session, ks, clock, scope, 2)

@@ -101,13 +101,18 @@ type stopAt struct {
 	once    sync.Once
 	reached chan struct{}
 	resume  chan struct{}
+	resumed sync.Once
 }
 
 func newStopAt(t *testing.T, kind lwt.ObservationKind, op string) *stopAt {
 	s := &stopAt{kind: kind, op: op, reached: make(chan struct{}), resume: make(chan struct{})}
-	t.Cleanup(func() { close(s.resume) })
+	t.Cleanup(s.Resume)
 	return s
 }
+
+// Resume lets the stopped call go on; calling it again is harmless. A test resumes its stopped
+// owner before it disowns the scope: Disown waits for the fast-path writes in flight.
+func (s *stopAt) Resume() { s.resumed.Do(func() { close(s.resume) }) }
 
 // Observe implements lwt.Observer.
 func (s *stopAt) Observe(o lwt.Observation) {
@@ -169,7 +174,7 @@ func TestFastPathStoppedBetweenStepsNeverRunsARecordedIDAgain(t *testing.T) {
 			} else {
 				<-stop.reached
 			}
-			t.Cleanup(func() { first.Disown(scope); close(dead) })
+			t.Cleanup(func() { stop.Resume(); close(dead); first.Disown(scope) })
 
 			next := defaultOwner(t, session, ks, clock, scope, 2)
 			out, err := next.Process(ctx, m, func(context.Context, guard.Message) error { effects.Add(1); return nil })
@@ -180,10 +185,15 @@ func TestFastPathStoppedBetweenStepsNeverRunsARecordedIDAgain(t *testing.T) {
 			} else {
 				assert.Equal(t, guard.Processed, out, "no record: the new owner processes it")
 			}
-			// From here on it is recorded, for every owner and every path.
-			again := defaultOwner(t, session, ks, clock, scope, 3)
+			// From here on it is recorded, for every owner and every path. A superseded owner runs
+			// nothing of the scope (ErrNoLease), so next hands it over before the third takes it.
 			before := effects.Load()
-			for _, g := range []*guard.Guard{next, again} {
+			for _, epoch := range []uint64{0, 3} {
+				g := next
+				if epoch > 0 {
+					next.Disown(scope)
+					g = defaultOwner(t, session, ks, clock, scope, epoch)
+				}
 				out, err := g.Process(ctx, m, func(context.Context, guard.Message) error { effects.Add(1); return nil })
 				require.NoError(t, err)
 				assert.Equal(t, guard.Duplicate, out)
