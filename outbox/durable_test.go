@@ -209,20 +209,31 @@ type poisonPublisher struct {
 }
 
 func (p *poisonPublisher) Publish(ctx context.Context, msgs []Message) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return publishEach(ctx, &p.recorder, msgs, func(m Message) error {
+		p.seen[m.ID]++
+		if m.Type == "poison" {
+			return fmt.Errorf("%w: record too large", ErrRejected)
+		}
+		return nil
+	})
+}
+
+// publishEach reports per message, as a Kafka publisher does: refuse's error for each message
+// it refuses, and the others published to rec.
+func publishEach(ctx context.Context, rec *recorder, msgs []Message, refuse func(Message) error) error {
 	errs := make([]error, len(msgs))
 	var ok []Message
 	failed := false
-	p.mu.Lock()
 	for i, m := range msgs {
-		p.seen[m.ID]++
-		if m.Type == "poison" {
-			errs[i], failed = fmt.Errorf("%w: record too large", ErrRejected), true
+		if errs[i] = refuse(m); errs[i] != nil {
+			failed = true
 			continue
 		}
 		ok = append(ok, m)
 	}
-	p.mu.Unlock()
-	_ = p.recorder.Publish(ctx, ok)
+	_ = rec.Publish(ctx, ok)
 	if failed {
 		return &PublishErrors{Errs: errs}
 	}

@@ -32,23 +32,14 @@ func (p *slowPublisher) Publish(ctx context.Context, msgs []Message) error {
 	if p.whole.Load() {
 		return errors.New("dial tcp 127.0.0.1:9: connection refused")
 	}
-	errs := make([]error, len(msgs))
-	var ok []Message
-	failed := false
-	for i, m := range msgs {
-		if p.slow.Load() && strings.HasPrefix(m.Key, "slow-") {
-			<-ctx.Done()
-			// A timed-out record, even one a careless publisher marks rejected, is no rejection.
-			errs[i], failed = fmt.Errorf("%w: records have timed out: %w", ErrRejected, ctx.Err()), true
-			continue
+	return publishEach(ctx, &p.recorder, msgs, func(m Message) error {
+		if !p.slow.Load() || !strings.HasPrefix(m.Key, "slow-") {
+			return nil
 		}
-		ok = append(ok, m)
-	}
-	_ = p.recorder.Publish(ctx, ok)
-	if failed {
-		return &PublishErrors{Errs: errs}
-	}
-	return nil
+		<-ctx.Done()
+		// A timed-out record, even one a careless publisher marks rejected, is no rejection.
+		return fmt.Errorf("%w: records have timed out: %w", ErrRejected, ctx.Err())
+	})
 }
 
 // TestTimeoutsParkNothing: a publisher that times out some events on every call for many
