@@ -42,6 +42,7 @@ func runMain() error {
 	orders := flag.Int("orders", 1000, "orders to place")
 	clients := flag.Int("clients", 16, "concurrent clients")
 	catchup := flag.Int("catchup", 0, "then a catch-up phase: this many orders placed with the consumer stopped, then its drain measured")
+	plain := flag.Int("plain", 0, "also a phase of this many orders served with plain ExecuteOnce, to compare the accepted rates")
 	jsonOut := flag.String("json", "", "also write the summary as JSON to this file")
 	timeout := flag.Duration("timeout", 10*time.Minute, "give up when the chain has not delivered by then")
 	role := flag.String("role", "", "run one part of the chain: api, relay or consume (default: the whole chain once)")
@@ -77,7 +78,7 @@ func runMain() error {
 		return err
 	}
 	defer session.Close()
-	s, err := run(ctx, session, config{brokers: strings.Split(*brokers, ","), keyspace: *keyspace, orders: *orders, clients: *clients, catchup: *catchup}, os.Stdout)
+	s, err := run(ctx, session, config{brokers: strings.Split(*brokers, ","), keyspace: *keyspace, orders: *orders, clients: *clients, catchup: *catchup, plain: *plain}, os.Stdout)
 	if err != nil {
 		return err
 	}
@@ -89,6 +90,9 @@ func runMain() error {
 	}
 	if s.Lost != 0 || s.DuplicatedEffects != 0 {
 		return fmt.Errorf("%d lost, %d applied twice", s.Lost, s.DuplicatedEffects)
+	}
+	if p := s.Plain; p != nil && (p.Lost != 0 || p.DuplicatedEffects != 0) {
+		return fmt.Errorf("plain phase: %d lost, %d applied twice", p.Lost, p.DuplicatedEffects)
 	}
 	if c := s.Catchup; c != nil && (c.Lost != 0 || c.DuplicatedEffects != 0) {
 		return fmt.Errorf("catch-up phase: %d lost, %d applied twice", c.Lost, c.DuplicatedEffects)

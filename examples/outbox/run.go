@@ -36,6 +36,13 @@ type config struct {
 	// catchup, if not zero, adds a second phase: that many orders placed while the consumer is
 	// stopped, then the consumer started and its drain measured (Summary.Catchup).
 	catchup int
+	// plain, if not zero, adds a phase of that many orders served with plain ExecuteOnce (two
+	// Paxos rounds per new order) instead of the repeatable handler (one), on a topic, a counter
+	// and a consumer group of its own: Summary.Plain, and the ratio of the accepted rates.
+	plain int
+	// plainService is set on the plain phase's config: the service runs without
+	// httpidem.WithRepeatableHandler.
+	plainService bool
 	// The consumer's fast path (kafkasub.WithFastPath) and group session timeout (0: the default).
 	fastPath       bool
 	sessionTimeout time.Duration
@@ -76,6 +83,12 @@ type Summary struct {
 	// from its start (every order already placed and published) to the last effect; on the
 	// first phase's summary it repeats the catch-up phase's figure.
 	CatchupMsgsPerS float64 `json:"catchup_msgs_per_s,omitempty"`
+	// PlainAcceptedPerS is AcceptedPerS of the plain phase (config.plain): the same service on
+	// plain ExecuteOnce, in the same run; AcceptedVsPlain is AcceptedPerS divided by it.
+	PlainAcceptedPerS float64 `json:"plain_accepted_per_s,omitempty"`
+	AcceptedVsPlain   float64 `json:"accepted_vs_plain,omitempty"`
+	// Plain is the plain phase, with its own effects_exact, lost and duplicated_effects.
+	Plain *Summary `json:"plain,omitempty"`
 	// Catchup is the second phase (config.catchup): the consumer stopped while the orders are
 	// placed, then started. Its own effects_exact, lost and duplicated_effects.
 	Catchup *Summary `json:"catchup,omitempty"`
@@ -110,11 +123,29 @@ type chain struct {
 // counter and a consumer group of its own.
 func run(ctx context.Context, session *gocql.Session, cfg config, out io.Writer) (Summary, error) {
 	s, err := runPhase(ctx, session, cfg, false, out)
-	if err != nil || cfg.catchup <= 0 {
+	if err != nil {
 		return s, err
 	}
+	next := cfg.first + cfg.orders
+	if cfg.plain > 0 {
+		pc := cfg
+		pc.orders, pc.first, pc.plainService = cfg.plain, next, true
+		next += cfg.plain
+		fmt.Fprintf(out, "plain phase: %d orders on plain ExecuteOnce\n", pc.orders)
+		p, err := runPhase(ctx, session, pc, false, out)
+		if err != nil {
+			return s, fmt.Errorf("plain phase: %w", err)
+		}
+		s.Plain, s.PlainAcceptedPerS = &p, p.AcceptedPerS
+		if p.AcceptedPerS > 0 {
+			s.AcceptedVsPlain = s.AcceptedPerS / p.AcceptedPerS
+		}
+	}
+	if cfg.catchup <= 0 {
+		return s, nil
+	}
 	cc := cfg
-	cc.orders, cc.first = cfg.catchup, cfg.first+cfg.orders
+	cc.orders, cc.first = cfg.catchup, next
 	fmt.Fprintf(out, "catch-up phase: %d orders placed with the consumer stopped\n", cc.orders)
 	c, err := runPhase(ctx, session, cc, true, out)
 	if err != nil {
@@ -253,7 +284,11 @@ func (c *chain) serve(listen string) (*http.Server, string, error) {
 	// effect but its commit (the stored response and its staged event), so the handler may run
 	// more than once and each new order costs one Paxos round instead of two. A handler that
 	// charged a card or sent an email must not use WithRepeatableHandler.
-	mw, err := httpidem.New(store, httpidem.WithAuthorizationScope(), httpidem.WithRepeatableHandler())
+	opts := []httpidem.Option{httpidem.WithAuthorizationScope(), httpidem.WithRepeatableHandler()}
+	if c.cfg.plainService {
+		opts = opts[:1] // the comparison: a claim and a completion, two Paxos rounds per new order
+	}
+	mw, err := httpidem.New(store, opts...)
 	if err != nil {
 		return nil, "", err
 	}
