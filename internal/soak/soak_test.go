@@ -66,6 +66,11 @@ type Report struct {
 	Expected          int64             `json:"expected"`
 	Lost              int               `json:"lost"`
 	DuplicatedEffects int               `json:"duplicated_effects"`
+	// LostOrders and TwiceOrders name (up to 20 of) them, with their amounts; Forensics is what
+	// the node held for each lost one when the run ended.
+	LostOrders  map[string]int64 `json:"lost_orders,omitempty"`
+	TwiceOrders map[string]int64 `json:"twice_orders,omitempty"`
+	Forensics   []string         `json:"forensics,omitempty"`
 	PoisonInjected    int               `json:"poison_injected"`
 	PoisonApplied     int               `json:"poison_applied"`
 	Parked            int               `json:"parked"`
@@ -221,6 +226,11 @@ func TestSoak(t *testing.T) {
 
 	o := tl.outcome()
 	r.Orders, r.Lost, r.DuplicatedEffects, r.PoisonApplied, r.Expected = o.orders, o.lost, o.twice, o.poisonApplied, o.expected
+	r.LostOrders, r.TwiceOrders = o.lostOrders, o.twiceOrders
+	r.Forensics = forensics(s, o.lostOrders)
+	for _, f := range r.Forensics {
+		t.Logf("soak: lost order: %s", f)
+	}
 	r.Requests, r.RequestErrors, r.Refused = cl.requests.Load(), cl.errors.Load(), cl.refused.Load()
 	tl.mu.Lock()
 	r.Published, r.MaxEffectLagS = tl.published, secs(tl.lag)

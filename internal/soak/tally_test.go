@@ -57,12 +57,18 @@ func (t *tally) record(role string, l line) {
 type outcome struct {
 	orders, lost, twice, poisonApplied int
 	expected                           int64 // the sum of the acknowledged orders' amounts
+	// The first maxNamed lost and applied-twice orders, by id, with their amounts: what a
+	// failed run's forensics start from.
+	lostOrders, twiceOrders map[string]int64
 }
+
+// maxNamed bounds the orders an outcome names.
+const maxNamed = 20
 
 func (t *tally) outcome() outcome {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	var o outcome
+	o := outcome{lostOrders: map[string]int64{}, twiceOrders: map[string]int64{}}
 	for id, amount := range t.acked {
 		if strings.HasPrefix(id, poisonPrefix) {
 			if t.applied[id] > 0 {
@@ -75,8 +81,14 @@ func (t *tally) outcome() outcome {
 		switch n := t.applied[id]; {
 		case n == 0:
 			o.lost++
+			if len(o.lostOrders) < maxNamed {
+				o.lostOrders[id] = amount
+			}
 		case n > 1:
 			o.twice++
+			if len(o.twiceOrders) < maxNamed {
+				o.twiceOrders[id] = amount
+			}
 		}
 	}
 	return o

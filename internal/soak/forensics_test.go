@@ -1,0 +1,70 @@
+//go:build soak
+
+package soak
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/gocql/gocql"
+)
+
+// forensics says, for each lost order, what the node holds of it when the run ends: its
+// record in idempotency_keys and its intents (with their state and attempts), so a failed run
+// tells whether the order was never committed, committed and never published, or published and
+// never applied. The node's data is removed with the run, so this is the only trace left.
+func forensics(s *gocql.Session, lost map[string]int64) []string {
+	ids := make([]string, 0, len(lost))
+	for id := range lost {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	var out []string
+	for _, id := range ids {
+		var b strings.Builder
+		fmt.Fprintf(&b, "%s (amount %d):", id, lost[id])
+		describe(&b, s, "record", `SELECT namespace, status, owner, fence, attempts, created_at, updated_at, expires_at, outbox FROM `+
+			keyspace+`.idempotency_keys WHERE key = ? ALLOW FILTERING`, id)
+		describe(&b, s, "intent", `SELECT bucket, shard, owner, fence, staged_at, state, settled_at, committed, attempts, last_error, events FROM `+
+			keyspace+`.outbox_intents WHERE key = ? ALLOW FILTERING`, id)
+		describe(&b, s, "parked", `SELECT shard, reason, attempts, last_error FROM `+keyspace+`.outbox_parked WHERE key = ? ALLOW FILTERING`, id)
+		out = append(out, b.String())
+	}
+	return out
+}
+
+// describe appends what q finds for id, one "what{column=value ...}" per row; blobs by length.
+func describe(b *strings.Builder, s *gocql.Session, what, q, id string) {
+	iter := s.Query(q, id).Consistency(gocql.One).Iter()
+	rows := 0
+	for {
+		m := map[string]any{}
+		if !iter.MapScan(m) {
+			break
+		}
+		rows++
+		keys := make([]string, 0, len(m))
+		for k := range m {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		fmt.Fprintf(b, " %s{", what)
+		for i, k := range keys {
+			if i > 0 {
+				b.WriteString(" ")
+			}
+			v := m[k]
+			if bs, ok := v.([]byte); ok {
+				v = fmt.Sprintf("%d bytes", len(bs))
+			}
+			fmt.Fprintf(b, "%s=%v", k, v)
+		}
+		b.WriteString("}")
+	}
+	if err := iter.Close(); err != nil {
+		fmt.Fprintf(b, " %s: %v", what, err)
+	} else if rows == 0 {
+		fmt.Fprintf(b, " no %s", what)
+	}
+}
