@@ -55,35 +55,35 @@ const (
 
 // Report is out/soak.json.
 type Report struct {
-	Date              string            `json:"date"`
-	Seconds           float64           `json:"seconds"` // traffic, faults included
-	Rate              float64           `json:"rate"`    // orders per second asked
-	Orders            int               `json:"orders"`  // distinct orders acknowledged (poison apart)
-	Requests          int64             `json:"requests"`
-	Published         int               `json:"published"` // messages, copies included
-	EffectsExact      bool              `json:"effects_exact"`
-	Total             int64             `json:"total"`
-	Expected          int64             `json:"expected"`
-	Lost              int               `json:"lost"`
-	DuplicatedEffects int               `json:"duplicated_effects"`
+	Date              string  `json:"date"`
+	Seconds           float64 `json:"seconds"` // traffic, faults included
+	Rate              float64 `json:"rate"`    // orders per second asked
+	Orders            int     `json:"orders"`  // distinct orders acknowledged (poison apart)
+	Requests          int64   `json:"requests"`
+	Published         int     `json:"published"` // messages, copies included
+	EffectsExact      bool    `json:"effects_exact"`
+	Total             int64   `json:"total"`
+	Expected          int64   `json:"expected"`
+	Lost              int     `json:"lost"`
+	DuplicatedEffects int     `json:"duplicated_effects"`
 	// LostOrders and TwiceOrders name (up to 20 of) them, with their amounts; Forensics is what
 	// the node held for each lost one when the run ended.
-	LostOrders  map[string]int64 `json:"lost_orders,omitempty"`
-	TwiceOrders map[string]int64 `json:"twice_orders,omitempty"`
-	Forensics   []string         `json:"forensics,omitempty"`
-	PoisonInjected    int               `json:"poison_injected"`
-	PoisonApplied     int               `json:"poison_applied"`
-	Parked            int               `json:"parked"`
-	MaxPendingAgeS    float64           `json:"max_pending_age_s"` // oldest pending intent, sampled
-	MaxEffectLagS     float64           `json:"max_effect_lag_s"`  // acknowledgement → effect, the longest
-	SettleS           float64           `json:"settle_s"`          // traffic's end → every effect and parking
-	Faults            []fault           `json:"faults"`
-	RequestErrors     int64             `json:"request_errors"` // answers other than 2xx, and refused connections (retried)
-	Refused           int64             `json:"refused"`        // orders refused for good (a 4xx other than 409, 429): a bug of the soak
-	ProcessErrors     map[string]int    `json:"process_errors"` // error lines by role (retried by the process)
-	FirstErrors       map[string]string `json:"first_errors"`
-	Tables            []table           `json:"tables"`
-	RowsWithinBounds  bool              `json:"rows_within_bounds"`
+	LostOrders       map[string]int64  `json:"lost_orders,omitempty"`
+	TwiceOrders      map[string]int64  `json:"twice_orders,omitempty"`
+	Forensics        []string          `json:"forensics,omitempty"`
+	PoisonInjected   int               `json:"poison_injected"`
+	PoisonApplied    int               `json:"poison_applied"`
+	Parked           int               `json:"parked"`
+	MaxPendingAgeS   float64           `json:"max_pending_age_s"` // oldest pending intent, sampled
+	MaxEffectLagS    float64           `json:"max_effect_lag_s"`  // acknowledgement → effect, the longest
+	SettleS          float64           `json:"settle_s"`          // traffic's end → every effect and parking
+	Faults           []fault           `json:"faults"`
+	RequestErrors    int64             `json:"request_errors"` // answers other than 2xx, and refused connections (retried)
+	Refused          int64             `json:"refused"`        // orders refused for good (a 4xx other than 409, 429): a bug of the soak
+	ProcessErrors    map[string]int    `json:"process_errors"` // error lines by role (retried by the process)
+	FirstErrors      map[string]string `json:"first_errors"`
+	Tables           []table           `json:"tables"`
+	RowsWithinBounds bool              `json:"rows_within_bounds"`
 }
 
 type fault struct {
