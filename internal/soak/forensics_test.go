@@ -8,12 +8,14 @@ import (
 	"strings"
 
 	"github.com/gocql/gocql"
+
+	"github.com/cassdedup/cassdedup/outbox"
 )
 
 // forensics says, for each lost order, what the node holds of it when the run ends: its
-// record in idempotency_keys and its intents (with their state and attempts), so a failed run
-// tells whether the order was never committed, committed and never published, or published and
-// never applied. The node's data is removed with the run, so this is the only trace left.
+// record in idempotency_keys, its intents (with their state and attempts), the guard's record
+// of its event and the event's rows in the log, so a failed run tells whether the order was
+// never committed, committed and never published, or published and never applied. The node's data is removed with the run, so this is the only trace left.
 func forensics(s *gocql.Session, lost map[string]int64) []string {
 	ids := make([]string, 0, len(lost))
 	for id := range lost {
@@ -29,6 +31,16 @@ func forensics(s *gocql.Session, lost map[string]int64) []string {
 		describe(&b, s, "intent", `SELECT bucket, shard, owner, fence, staged_at, state, settled_at, committed, attempts, last_error, events FROM `+
 			keyspace+`.outbox_intents WHERE key = ? ALLOW FILTERING`, id)
 		describe(&b, s, "parked", `SELECT shard, reason, attempts, last_error FROM `+keyspace+`.outbox_parked WHERE key = ? ALLOW FILTERING`, id)
+		// The consumer's side: the guard's record of the order's event, and its rows in the
+		// event log (on time, or claimed late).
+		var ns string
+		_ = s.Query(`SELECT namespace FROM `+keyspace+`.idempotency_keys WHERE key = ? LIMIT 1 ALLOW FILTERING`, id).
+			Consistency(gocql.One).Scan(&ns)
+		ev := outbox.EventID(ns, id, 0)
+		describe(&b, s, "guard", `SELECT topic, partition, window_start, status, attempts, created_at, result FROM `+keyspace+
+			`.processed_messages_bucketed WHERE message_id = ? ALLOW FILTERING`, ev)
+		describe(&b, s, "event", `SELECT counter, bucket, part, delta FROM `+keyspace+`.counter_window_events WHERE event_id = ? ALLOW FILTERING`, ev)
+		describe(&b, s, "late", `SELECT counter, second, target FROM `+keyspace+`.counter_late_slices WHERE event_id = ? ALLOW FILTERING`, ev)
 		out = append(out, b.String())
 	}
 	return out
