@@ -133,12 +133,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 				c.cfg.log.Error("kafkasub: fetch", "group", c.group, "topic", topic, "partition", p, "err", err)
 			}
 		})
-		var polls []kgo.FetchTopicPartition
-		fetches.EachPartition(func(p kgo.FetchTopicPartition) {
-			if len(p.Records) > 0 {
-				polls = append(polls, p)
-			}
-		})
+		polls := byPartition(fetches)
 		outs := make([]pollOutcome, len(polls))
 		var wg sync.WaitGroup
 		for i, p := range polls {
@@ -163,6 +158,30 @@ func (c *Consumer) Run(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// byPartition returns the records of a poll, one entry per partition in the order fetched. A
+// partition's records can come in more than one fetch (its leadership moved between brokers
+// while both had a fetch buffered): worked apart, they would run concurrently and out of order,
+// and the commit of the later part could pass a record of the earlier part that failed, so a
+// crash before its redelivery would skip it.
+func byPartition(fetches kgo.Fetches) []kgo.FetchTopicPartition {
+	var polls []kgo.FetchTopicPartition
+	at := map[partition]int{}
+	fetches.EachPartition(func(p kgo.FetchTopicPartition) {
+		if len(p.Records) == 0 {
+			return
+		}
+		k := partition{p.Topic, p.Partition}
+		if i, ok := at[k]; ok {
+			polls[i].Records = append(polls[i].Records, p.Records...)
+			return
+		}
+		at[k] = len(polls)
+		p.Records = append([]*kgo.Record(nil), p.Records...) // appended to: not the fetch's own slice
+		polls = append(polls, p)
+	})
+	return polls
 }
 
 // pollOutcome is what one partition's records of a poll came to: the last record done in an
