@@ -68,9 +68,12 @@ func (m *Middleware) execute(w http.ResponseWriter, r *http.Request, next http.H
 		opts = append(opts, lwt.WithRepeatableFunction())
 	}
 	res, err := m.store.ExecuteOnce(ctx, key, fn, opts...)
-	if c == nil || (m.cfg.repeatable && lostRace(res, err)) {
+	if c == nil || (m.cfg.repeatable && (lostRace(res, err) || uncommitted(err))) {
 		// A repeatable handler may have run and lost to another request's commit: its own
-		// response, still buffered, is dropped, and the stored answer is sent.
+		// response, still buffered, is dropped, and the stored answer is sent. Or its commit
+		// did not happen (the run outlived its lease, the node went away under the insert):
+		// then its response, which says the request took effect, would be a lie, since the
+		// commit is its only effect; the client gets a 503 and its retry runs it again.
 		return m.answerNotRun(w, ev, res, err), false
 	}
 	return m.answerRun(ctx, w, ev, c, key, fp, err)
@@ -80,6 +83,15 @@ func (m *Middleware) execute(w http.ResponseWriter, r *http.Request, next http.H
 // response (replayed), another request's key (422) or a live claim (409).
 func lostRace(res lwt.Result, err error) bool {
 	return (err == nil && res.Replay) || errors.Is(err, lwt.ErrKeyReuse) || errors.Is(err, lwt.ErrInProgress)
+}
+
+// uncommitted reports whether a repeatable run ended without its commit for a reason other
+// than its own response: not a 5xx it returned (errReleased) or a panic, which are answered as
+// they are, but a commit that failed, was not sent in time or has an unknown outcome. A result
+// too large for the store is not committed either.
+func uncommitted(err error) bool {
+	var p *panicError
+	return err != nil && !errors.Is(err, errReleased) && !errors.As(err, &p)
 }
 
 // serveRecovered runs next and returns what it panicked with, if it did.

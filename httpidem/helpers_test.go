@@ -61,6 +61,7 @@ func TestAgainstNode(t *testing.T) {
 		{"ResponseOverTheStoresLimitIsRecorded", testResponseOverTheStoresLimitIsRecorded},
 		{"RepeatableHandlerRaceAnswersOneResponse", testRepeatableHandlerRaceAnswersOneResponse},
 		{"RepeatableHandlerKeyReuseIs422", testRepeatableHandlerKeyReuseIs422},
+		{"RepeatableHandlerUncommittedIsNotAnswered", testRepeatableHandlerUncommittedIsNotAnswered},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

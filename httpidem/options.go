@@ -165,7 +165,9 @@ func WithWaitInFlight() Option { return set(false, "", "", func(c *config) { c.w
 // request costs one Paxos round instead of two (lwt.WithRepeatableFunction). Requests with one
 // key that race each other all run the handler; one response is stored, and every request,
 // the racers included, is answered with it (the losers' as a replay). A response too large to
-// store is buffered whole rather than streamed, since a loser's must never reach its client.
+// store is buffered whole rather than streamed, since a loser's must never reach its client,
+// and a response is sent only once committed: a run whose commit did not happen (past its
+// lease, or the node gone under it) is answered 503, since nothing of it took effect.
 // A retry runs the handler again before it finds the stored response: give the store a cache
 // (lwt.WithCache) so that retries of a handler slower than the clients' timeout are answered.
 // Never use it for a handler with another effect (a payment, an email, a write elsewhere): use

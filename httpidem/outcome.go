@@ -27,11 +27,13 @@ const (
 	// OutcomeUnkeyed: the key is optional and the request had none; it passed to the handler.
 	OutcomeUnkeyed Outcome = "unkeyed"
 	// OutcomeUnavailable: the record could not be read or claimed (503), or the scope was
-	// invalid (500); nothing ran.
+	// invalid (500); nothing ran. Under WithRepeatableHandler also a run whose commit did not
+	// happen (503): its response is not sent, since nothing of it took effect.
 	OutcomeUnavailable Outcome = "unavailable"
 	// OutcomeUnrecorded: the handler ran and its response was sent, but storing it failed (the
 	// lease was lost or the write's outcome stayed unknown): a retry after the lease may run
-	// the handler again. Event.Err says why.
+	// the handler again. Event.Err says why. Never under WithRepeatableHandler, whose handler's
+	// response is sent only once committed.
 	OutcomeUnrecorded Outcome = "unrecorded"
 )
 

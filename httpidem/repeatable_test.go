@@ -127,6 +127,30 @@ func testRepeatableHandlerKeyReuseIs422(t *testing.T, n node) {
 	assert.False(t, r.replayed(), "the 5xx was not committed: the retry ran")
 }
 
+// testRepeatableHandlerUncommittedIsNotAnswered: a repeatable handler's only effect is its
+// commit, so when the commit does not happen (here the run outlives its lease; in production
+// the node goes away under the commit) its own 201 must not reach the client, who would take
+// the order as placed while nothing of it is stored and its staged event is never published.
+// The client gets a 503 to retry with, and the retry runs and commits.
+func testRepeatableHandlerUncommittedIsNotAnswered(t *testing.T, n node) {
+	var slow atomic.Bool
+	slow.Store(true)
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if slow.Swap(false) {
+			time.Sleep(1500 * time.Millisecond) // past the store's 1 s lease: the run is not committed
+		}
+		w.WriteHeader(http.StatusCreated)
+		_, _ = w.Write([]byte(`{"placed":true}`))
+	})
+	url := serve(t, middleware(t, n.store(t, lwt.WithLease(time.Second)), WithRepeatableHandler()).Handler(h))
+	r := mustSend(t, http.MethodPost, url+"/orders", "test-order-one-round-4", `{"sku":4}`)
+	assert.Equal(t, http.StatusServiceUnavailable, r.status, "an uncommitted run is not answered as done: %s", r.body)
+	assert.Equal(t, TypeUnavailable, r.problemType())
+	again := mustSend(t, http.MethodPost, url+"/orders", "test-order-one-round-4", `{"sku":4}`)
+	assert.Equal(t, http.StatusCreated, again.status, again.body)
+	assert.False(t, again.replayed(), "nothing was committed before: the retry ran and committed")
+}
+
 // published is an outbox.Publisher that keeps what it accepted.
 type published struct {
 	mu   sync.Mutex
