@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"testing"
 
 	"github.com/gocql/gocql"
 
@@ -79,4 +80,32 @@ func describe(b *strings.Builder, s *gocql.Session, what, q, id string) {
 	} else if rows == 0 {
 		fmt.Fprintf(b, " no %s", what)
 	}
+}
+
+// countedTwice checks, for each order whose handler ran more than once, how many rows its
+// event has in the log: one whatever the reruns (the rows are keyed by the event's id, and a
+// late event is claimed once), more if the log counted it again. It returns how many orders
+// were counted more than once and (up to maxNamed of) them with their amounts.
+func countedTwice(t *testing.T, s *gocql.Session, rerun map[string]int64) (int, map[string]int64) {
+	twice, named := 0, map[string]int64{}
+	for id, amount := range rerun {
+		var ns string
+		_ = s.Query(`SELECT namespace FROM `+keyspace+`.idempotency_keys WHERE key = ? LIMIT 1 ALLOW FILTERING`, id).
+			Consistency(gocql.One).Scan(&ns)
+		var rows int64
+		err := s.Query(`SELECT count(*) FROM `+keyspace+`.counter_window_events WHERE event_id = ? ALLOW FILTERING`,
+			outbox.EventID(ns, id, 0)).Consistency(gocql.One).Scan(&rows)
+		if err != nil {
+			t.Errorf("soak: count the log's rows of %s: %v", id, err)
+			continue
+		}
+		t.Logf("soak: order %s ran its handler more than once: %d row(s) in the log", id, rows)
+		if rows > 1 {
+			twice++
+			if len(named) < maxNamed {
+				named[id] = amount
+			}
+		}
+	}
+	return twice, named
 }

@@ -57,8 +57,9 @@ func (t *tally) record(role string, l line) {
 type outcome struct {
 	orders, lost, twice, poisonApplied int
 	expected                           int64 // the sum of the acknowledged orders' amounts
-	// The first maxNamed lost and applied-twice orders, by id, with their amounts: what a
-	// failed run's forensics start from.
+	// The first maxNamed lost orders, by id, with their amounts: what a failed run's forensics
+	// start from; and every order whose handler applied it more than once (a consumer killed
+	// between its effect and its marks runs it again), whose effect is then checked in the log.
 	lostOrders, twiceOrders map[string]int64
 }
 
@@ -86,9 +87,7 @@ func (t *tally) outcome() outcome {
 			}
 		case n > 1:
 			o.twice++
-			if len(o.twiceOrders) < maxNamed {
-				o.twiceOrders[id] = amount
-			}
+			o.twiceOrders[id] = amount
 		}
 	}
 	return o
