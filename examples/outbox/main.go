@@ -42,6 +42,7 @@ func runMain() error {
 	orders := flag.Int("orders", 1000, "orders to place")
 	clients := flag.Int("clients", 16, "concurrent clients")
 	catchup := flag.Int("catchup", 0, "then a catch-up phase: this many orders placed with the consumer stopped, then its drain measured")
+	warmup := flag.Int("warmup", 0, "first run this many orders through the chain, not measured")
 	plain := flag.Int("plain", 0, "also a phase of this many orders served with plain ExecuteOnce, to compare the accepted rates")
 	jsonOut := flag.String("json", "", "also write the summary as JSON to this file")
 	timeout := flag.Duration("timeout", 10*time.Minute, "give up when the chain has not delivered by then")
@@ -78,7 +79,7 @@ func runMain() error {
 		return err
 	}
 	defer session.Close()
-	s, err := run(ctx, session, config{brokers: strings.Split(*brokers, ","), keyspace: *keyspace, orders: *orders, clients: *clients, catchup: *catchup, plain: *plain}, os.Stdout)
+	s, err := run(ctx, session, config{brokers: strings.Split(*brokers, ","), keyspace: *keyspace, orders: *orders, clients: *clients, catchup: *catchup, plain: *plain, warmup: *warmup}, os.Stdout)
 	if err != nil {
 		return err
 	}

@@ -40,6 +40,9 @@ type config struct {
 	// Paxos rounds per new order) instead of the repeatable handler (one), on a topic, a counter
 	// and a consumer group of its own: Summary.Plain, and the ratio of the accepted rates.
 	plain int
+	// warmup, if not zero, runs that many orders through the chain first, unmeasured, so that
+	// the first measured phase does not pay for the node's and the processes' warm-up alone.
+	warmup int
 	// plainService is set on the plain phase's config: the service runs without
 	// httpidem.WithRepeatableHandler.
 	plainService bool
@@ -122,6 +125,15 @@ type chain struct {
 // (or ctx ends), then reports; with cfg.catchup it then runs the catch-up phase, on a topic, a
 // counter and a consumer group of its own.
 func run(ctx context.Context, session *gocql.Session, cfg config, out io.Writer) (Summary, error) {
+	if cfg.warmup > 0 {
+		wc := cfg
+		wc.orders = cfg.warmup
+		fmt.Fprintf(out, "warm-up phase: %d orders, not measured\n", wc.orders)
+		if _, err := runPhase(ctx, session, wc, false, out); err != nil {
+			return Summary{}, fmt.Errorf("warm-up phase: %w", err)
+		}
+		cfg.first += cfg.warmup
+	}
 	s, err := runPhase(ctx, session, cfg, false, out)
 	if err != nil {
 		return s, err
