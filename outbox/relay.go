@@ -90,6 +90,7 @@ type Relay struct {
 
 type relayStatements struct {
 	raise, raiseNull, mark, retry, park, readCursor, writeCursor string
+	arrivals                                                     string // the arrivals of a partition staged in a time range
 }
 
 // NewRelay returns a relay that publishes through pub. The tables of schema/cql/010_outbox.cql
@@ -122,6 +123,8 @@ func NewRelay(session *gocql.Session, pub Publisher, opts ...Option) (*Relay, er
 			" VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
 		readCursor:  "SELECT shards, frontier, pending FROM " + relays + " WHERE relay = ? AND shard = ?",
 		writeCursor: "UPDATE " + relays + " USING TTL ? SET shards = ?, frontier = ?, pending = ? WHERE relay = ? AND shard = ? IF owner = ? AND fence = ? AND status = 'STARTED'",
+		arrivals: "SELECT staged_at, namespace, key, fence, owner, record, expires_at FROM " + cfg.q.arrivals +
+			part + " AND staged_at > ? AND staged_at <= ?",
 	}}, nil
 }
 
