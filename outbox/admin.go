@@ -78,7 +78,8 @@ func NewAdmin(session *gocql.Session, opts ...Option) (*Admin, error) {
 		reopen: "UPDATE " + intents + " USING TTL ? SET state = null, staged_at = ?, committed = ?, events = ?, expires_at = ?, attempts = null, next_attempt = null" +
 			" WHERE bucket = ? AND shard = ? AND namespace = ? AND key = ? AND fence = ?" +
 			" IF state IN ('" + StatePublished + "', '" + StateDropped + "', '" + StateParked + "')",
-		arrive: "INSERT INTO " + cfg.q.arrivals + " (bucket, shard, namespace, key, fence, owner, staged_at, record, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) USING TTL ?",
+		arrive: "INSERT INTO " + cfg.q.arrivals + " (bucket, shard, namespace, key, fence, owner, staged_at, record, expires_at, committed)" +
+			" VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) USING TTL ?",
 	}, nil
 }
 
@@ -299,7 +300,7 @@ func (a *Admin) requeue(ctx context.Context, in intent, msgs []Message, cell []b
 		if expires != nil {
 			expArg = *expires
 		}
-		_ = a.session.Query(a.arrive, b, s, in.namespace, in.key, in.fence, in.owner, now, recArg, expArg, a.cfg.arrivalTTL()).
+		_ = a.session.Query(a.arrive, b, s, in.namespace, in.key, in.fence, in.owner, now, recArg, expArg, committed, a.cfg.arrivalTTL()).
 			WithContext(ctx).Consistency(a.cfg.consistency).Idempotent(true).Exec()
 	}
 	if err != nil {

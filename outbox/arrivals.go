@@ -172,8 +172,9 @@ func (r *Relay) readArrivals(ctx context.Context, b int64, s int, after, upto ti
 	var in intent
 	var rec *string
 	var expires *time.Time
-	for iter.Scan(&in.stagedAt, &in.namespace, &in.key, &in.fence, &in.owner, &rec, &expires) {
-		in.record, in.expiresAt = deref(rec), derefT(expires)
+	var committed *bool
+	for iter.Scan(&in.stagedAt, &in.namespace, &in.key, &in.fence, &in.owner, &rec, &expires, &committed) {
+		in.record, in.expiresAt, in.committed = deref(rec), derefT(expires), deref(committed)
 		in.bucket, in.shard, in.arrival = b, s, true
 		out = append(out, in)
 	}

@@ -123,7 +123,7 @@ func NewRelay(session *gocql.Session, pub Publisher, opts ...Option) (*Relay, er
 			" VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
 		readCursor:  "SELECT shards, frontier, pending FROM " + relays + " WHERE relay = ? AND shard = ?",
 		writeCursor: "UPDATE " + relays + " USING TTL ? SET shards = ?, frontier = ?, pending = ? WHERE relay = ? AND shard = ? IF owner = ? AND fence = ? AND status = 'STARTED'",
-		arrivals: "SELECT staged_at, namespace, key, fence, owner, record, expires_at FROM " + cfg.q.arrivals +
+		arrivals: "SELECT staged_at, namespace, key, fence, owner, record, expires_at, committed FROM " + cfg.q.arrivals +
 			part + " AND staged_at > ? AND staged_at <= ?",
 	}}, nil
 }

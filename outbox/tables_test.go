@@ -28,7 +28,7 @@ func TestTablesNamed(t *testing.T) {
 			updated_at timestamp, expires_at timestamp, epoch bigint, shards int, frontier bigint, pending set<bigint>,
 			PRIMARY KEY ((relay, shard)))`,
 		`CREATE TABLE ` + e.ks + `.shop_arrivals (bucket bigint, shard int, staged_at timestamp, namespace text, key text,
-			fence bigint, owner uuid, record text, expires_at timestamp, PRIMARY KEY ((bucket, shard), staged_at, namespace, key, fence))`,
+			fence bigint, owner uuid, record text, expires_at timestamp, committed boolean, PRIMARY KEY ((bucket, shard), staged_at, namespace, key, fence))`,
 	} {
 		require.NoError(t, e.session.Query(stmt).WithContext(ctx).Exec())
 	}
