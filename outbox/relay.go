@@ -35,7 +35,7 @@ func (f PublisherFunc) Publish(ctx context.Context, msgs []Message) error { retu
 type Stats struct {
 	Shards        int           // shards held after the pass
 	Buckets       int           // bucket partitions read
-	RowsRead      int           // intent rows the node returned, settled ones included (the cost of a pass)
+	RowsRead      int           // arrival and intent rows the node returned, settled ones included (the cost of a pass)
 	Published     int           // messages published
 	Settled       int           // intents marked (published, dropped or parked)
 	Dropped       int           // intents whose run did not commit
