@@ -156,8 +156,8 @@ func (r *Relay) Run(ctx context.Context, onPass func(Stats, error)) error {
 }
 
 // Poll makes one pass: it claims free shards (up to WithMaxShards), then for each held shard
-// reads its open buckets, its pending buckets and the next closed ones, publishes what
-// committed, marks it and moves the shard's cursor. Errors of single shards are joined; the
+// reads what arrived in its open buckets since the last pass, its pending buckets and the next
+// closed ones, publishes what committed, marks it and moves the shard's cursor. Errors of single shards are joined; the
 // shards stay held unless fenced.
 func (r *Relay) Poll(ctx context.Context) (Stats, error) {
 	var total Stats
