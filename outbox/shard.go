@@ -98,7 +98,7 @@ func (r *Relay) work(ctx context.Context, sh *shard) (Stats, error) {
 	sort.Slice(buckets, func(i, j int) bool { return buckets[i] < buckets[j] })
 	buckets = append(append(open, buckets...), sweep...)
 	r.trackOpen(sh, open, now)
-	reads := r.readAll(ctx, sh, buckets, len(open), now)
+	reads := r.readAll(ctx, sh, buckets, now)
 	var st Stats
 	for _, rd := range reads {
 		st.RowsRead += rd.scanned
@@ -174,12 +174,12 @@ type bucketRead struct {
 }
 
 // readAll reads the buckets of shard sh, a few at a time: most are empty, and a relay catching
-// up reads many. The first nOpen are open: their new arrivals are read (readOpen); the others
-// are read whole.
-func (r *Relay) readAll(ctx context.Context, sh *shard, buckets []int64, nOpen int, now time.Time) []bucketRead {
+// up reads many. Of the open buckets tracked (trackOpen) only the new arrivals are read
+// (readOpen); the others are read whole.
+func (r *Relay) readAll(ctx context.Context, sh *shard, buckets []int64, now time.Time) []bucketRead {
 	out := make([]bucketRead, len(buckets))
 	inParallel(len(buckets), func(i int) {
-		if i < nOpen {
+		if sh.open[buckets[i]] != nil { // read only: trackOpen filled the map before
 			out[i] = r.readOpen(ctx, sh, buckets[i], now)
 			return
 		}
