@@ -59,6 +59,7 @@ type Admin struct {
 	mu                               sync.Mutex // guards the first layout check, which may set cfg
 	layout                           *layoutGuard
 	readCursors, insertIfNot, reopen string
+	arrive                           string // the requeued intent's arrival, so a relay finds it at once
 	parked                           parkedStatements
 }
 
@@ -77,6 +78,8 @@ func NewAdmin(session *gocql.Session, opts ...Option) (*Admin, error) {
 		reopen: "UPDATE " + intents + " USING TTL ? SET state = null, staged_at = ?, committed = ?, events = ?, expires_at = ?, attempts = null, next_attempt = null" +
 			" WHERE bucket = ? AND shard = ? AND namespace = ? AND key = ? AND fence = ?" +
 			" IF state IN ('" + StatePublished + "', '" + StateDropped + "', '" + StateParked + "')",
+		arrive: "INSERT INTO " + cfg.q.arrivals + " (bucket, shard, namespace, key, fence, owner, staged_at, record, expires_at, committed)" +
+			" VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) USING TTL ?",
 	}, nil
 }
 
@@ -286,6 +289,19 @@ func (a *Admin) requeue(ctx context.Context, in intent, msgs []Message, cell []b
 	if err == nil && !applied {
 		applied, _, err = cas.UpdateIf(ctx, a.session.Query(a.reopen, ttl, now, committed, cell, expires, b, s, in.namespace, in.key, in.fence).
 			Consistency(a.cfg.consistency), a.cfg.serial)
+	}
+	if err == nil && applied {
+		// The arrival only makes a relay find the intent at once: without it, the bucket's last
+		// sweep publishes it, so its failure fails nothing. Unset, not null: no tombstones.
+		var recArg, expArg any = gocql.UnsetValue, gocql.UnsetValue
+		if rec != nil {
+			recArg = *rec
+		}
+		if expires != nil {
+			expArg = *expires
+		}
+		_ = a.session.Query(a.arrive, b, s, in.namespace, in.key, in.fence, in.owner, now, recArg, expArg, committed, a.cfg.arrivalTTL()).
+			WithContext(ctx).Consistency(a.cfg.consistency).Idempotent(true).Exec()
 	}
 	if err != nil {
 		return out, fmt.Errorf("outbox: replay %q/%q: %w", in.namespace, in.key, err)

@@ -38,6 +38,9 @@ type intent struct {
 	attempts    int
 	nextAttempt time.Time
 	lastError   string
+	// arrival: read from its arrival (outbox_arrivals), not its row. Whether the run sealed a
+	// copy of its events is unknown until the bucket's sweep reads the row.
+	arrival bool
 }
 
 // decision is what an intent's record says.
@@ -109,6 +112,9 @@ func (r *Relay) bucket(ctx context.Context, sh *shard, b int64, rd bucketRead) (
 		marks = append(marks, r.afterPublish(due, outcome, &st)...)
 	}
 	n, merr := r.mark(ctx, sh, b, marks)
+	if rd.marked != nil {
+		rd.marked(marks[:n])
+	}
 	for _, m := range marks[:n] {
 		switch m.state {
 		case StateDropped:
@@ -131,11 +137,23 @@ func (r *Relay) bucket(ctx context.Context, sh *shard, b int64, rd bucketRead) (
 // readBucket reads the pending intents of one partition, in staging order, and its relay fence.
 func (r judge) readBucket(ctx context.Context, b int64, s int) ([]intent, int64, error) {
 	out, fence, _, err := r.scanBucket(ctx, b, s)
-	return out, fence, err
+	return pendingOnly(out), fence, err
 }
 
-// scanBucket is readBucket that also says how many rows the node returned: every intent of the
-// partition, settled ones included, which is what a pass costs the node (Stats.RowsRead).
+// pendingOnly returns the intents of rows that are not settled.
+func pendingOnly(rows []intent) []intent {
+	var out []intent
+	for _, in := range rows {
+		if in.state == "" {
+			out = append(out, in)
+		}
+	}
+	return out
+}
+
+// scanBucket reads every intent of one partition, in staging order (the settled ones with their
+// state and key only), its relay fence, and how many rows the node returned: what a pass costs
+// the node (Stats.RowsRead).
 func (r judge) scanBucket(ctx context.Context, b int64, s int) ([]intent, int64, int, error) {
 	iter := r.session.Query(r.bucket, b, s).WithContext(ctx).Consistency(r.cfg.consistency).PageSize(1000).Iter()
 	var out []intent
@@ -153,8 +171,13 @@ func (r judge) scanBucket(ctx context.Context, b int64, s int) ([]intent, int64,
 		if rf != nil {
 			fence = *rf
 		}
-		if in.namespace == "" || (state != nil && *state != "") {
-			continue // the static row alone, or settled
+		if in.namespace == "" {
+			continue // the static row alone
+		}
+		if in.state = deref(state); in.state != "" {
+			out = append(out, intent{bucket: b, shard: s, namespace: in.namespace, key: in.key, fence: in.fence,
+				stagedAt: in.stagedAt, state: in.state})
+			continue
 		}
 		in.record, in.expiresAt, in.nextAttempt, in.lastError = deref(rec), derefT(expires), derefT(next), deref(lastErr)
 		in.sealed, in.committed = sealedAt != nil, committed != nil && *committed
@@ -193,18 +216,30 @@ func (r *Relay) raise(ctx context.Context, sh *shard, b int64, cur int64) error 
 	if cur > sh.claim.Fence {
 		return ErrFenced
 	}
-	stmt, args := r.st.raise, []any{r.fenceTTL(b), sh.claim.Fence, b, sh.id, sh.claim.Fence}
-	if cur == 0 {
-		stmt, args = r.st.raiseNull, args[:4]
-	}
-	applied, row, err := cas.UpdateIf(ctx, r.session.Query(stmt, args...).Consistency(r.cfg.consistency), r.cfg.serial)
-	if err != nil {
-		return fmt.Errorf("outbox: raise relay fence: %w", err)
-	}
-	if !applied {
+	// cur may be stale (a relay that found the partition through its arrivals has not read
+	// the fence): a fence found lower than ours is raised all the same, ours is kept.
+	for try := 0; ; try++ {
+		stmt, args := r.st.raise, []any{r.fenceTTL(b), sh.claim.Fence, b, sh.id, sh.claim.Fence}
+		if cur == 0 {
+			stmt, args = r.st.raiseNull, args[:4]
+		}
+		applied, row, err := cas.UpdateIf(ctx, r.session.Query(stmt, args...).Consistency(r.cfg.consistency), r.cfg.serial)
+		if err != nil {
+			return fmt.Errorf("outbox: raise relay fence: %w", err)
+		}
+		if applied {
+			return nil
+		}
+		found, _ := row["relay_fence"].(int64)
+		switch {
+		case found == sh.claim.Fence:
+			return nil
+		case found < sh.claim.Fence && found != cur && try == 0:
+			cur = found
+			continue
+		}
 		return fmt.Errorf("%w: relay fence of bucket %d is %v", ErrFenced, b, row["relay_fence"]) // raised meanwhile
 	}
-	return nil
 }
 
 // fenceTTL is the TTL of a partition's relay fence: as long as any intent of the bucket may

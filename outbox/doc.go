@@ -29,7 +29,11 @@
 //     of one operation are published together, in staging order, and there is no order across
 //     operations;
 //   - a relay frozen past its shard's lease cannot mark in that shard once a successor worked it
-//     (ErrFenced); each Publish ends within WithPublishTimeout, inside the lease.
+//     (ErrFenced); each Publish ends within WithPublishTimeout, inside the lease;
+//   - a pass reads only the intents' arrivals staged since the last one (WithArrivalLag ago at
+//     least), and each bucket's intents once when its horizon has passed: about two rows per
+//     intent whatever the rate. An intent whose arrival comes later than the lag is published by
+//     that last read, up to a bucket and a horizon after its staging.
 //
 // A consumer's handler stages events the same way on a guard built with
 // guard.WithCompletionColumns(ColumnName); ProcessBatch and the guard's fast path cannot carry

@@ -79,13 +79,17 @@ func (p *recorder) ids() []string {
 	return out
 }
 
-// drain polls r until every intent has settled (none waiting) and the buckets closed, or fails.
+// drain polls r until every intent staged before the call has settled (none waiting), or fails.
+// A pass finds an intent the arrival lag after its staging (WithArrivalLag): drain goes on
+// until a quiet pass began that long after the call.
 func drain(t *testing.T, ctx context.Context, r *Relay) Stats {
 	t.Helper()
 	var total Stats
-	deadline := time.Now().Add(30 * time.Second)
-	for quiet := 0; quiet < 2; {
+	start := time.Now()
+	deadline := start.Add(30 * time.Second)
+	for quiet, began := 0, start; quiet < 2 || !began.After(start.Add(r.cfg.lag)); {
 		require.True(t, time.Now().Before(deadline), "the relay never settled")
+		began = time.Now()
 		st, err := r.Poll(ctx)
 		require.NoError(t, err)
 		total.add(st)

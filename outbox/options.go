@@ -40,6 +40,15 @@ const (
 	DefaultPendingGrace = 7 * 24 * time.Hour
 )
 
+// Defaults of the arrivals (schema/cql/019_outbox_arrivals.cql), by which a relay finds the
+// intents staged since its last pass.
+const (
+	DefaultArrivalsTable = "outbox_arrivals" // an arrival row per intent, clustered by staging time
+	// DefaultArrivalLag is how long after its staging time a relay first looks for an intent:
+	// the time a staging write may take to land (see WithArrivalLag).
+	DefaultArrivalLag = time.Second
+)
+
 // Option configures an Outbox, a Relay or an Admin. A bad one makes the constructor fail with an
 // error that names it and matches ErrInvalidOption.
 type Option func(*config) error
@@ -48,12 +57,14 @@ type config struct {
 	keyspace        string
 	records         string // the records table's name
 	intents, relays string // the outbox tables' names
+	arrivals        string
 	q               qualified
 	shards          int
 	bucket, horizon time.Duration
 	retention       time.Duration
 	grace           time.Duration
 	lease, poll     time.Duration
+	lag             time.Duration // WithArrivalLag
 	maxSweep        int
 	publishBatch    int
 	maxShards       int
@@ -78,13 +89,13 @@ type config struct {
 func newConfig(missing bool, opts []Option) (config, error) {
 	c := config{
 		keyspace: schema.DefaultKeyspace, records: DefaultRecordsTable,
-		intents: DefaultIntentsTable, relays: DefaultRelaysTable, shards: DefaultShards,
+		intents: DefaultIntentsTable, relays: DefaultRelaysTable, arrivals: DefaultArrivalsTable, shards: DefaultShards,
 		bucket: DefaultBucket, horizon: DefaultHorizon, retention: DefaultRetention,
 		lease: DefaultRelayLease, poll: DefaultPollInterval, maxSweep: DefaultMaxSweep,
 		publishBatch: DefaultPublishBatch, maxShards: DefaultShards, maxSize: DefaultMaxSize, name: DefaultRelayName,
 		consistency: gocql.Quorum, serial: gocql.Serial, now: time.Now, grace: DefaultPendingGrace,
 		publishTimeout: DefaultPublishTimeout, slowPublish: DefaultSlowPublish, maxAttempts: DefaultMaxAttempts,
-		backoff: DefaultBackoff, maxBack: DefaultMaxBackoff, logger: slog.New(slog.DiscardHandler),
+		backoff: DefaultBackoff, maxBack: DefaultMaxBackoff, logger: slog.New(slog.DiscardHandler), lag: DefaultArrivalLag,
 	}
 	if err := optcheck.Build(ErrInvalidOption, missing, "session or publisher", &c, opts); err != nil {
 		return c, err
@@ -97,17 +108,22 @@ func newConfig(missing bool, opts []Option) (config, error) {
 	if c.publishTimeout >= c.lease {
 		return c, optcheck.Bad(ErrInvalidOption, optcheck.Call("WithPublishTimeout", c.publishTimeout), "must be shorter than the relay lease %v", c.lease)
 	}
+	// A lag past half the horizon would leave the end of each bucket to its last sweep: a
+	// stager whose write takes longer than that fails anyway (ErrIntentLate).
+	if c.lag > c.horizon/2 {
+		return c, optcheck.Bad(ErrInvalidOption, optcheck.Call("WithArrivalLag", c.lag), "must be at most half the horizon %v", c.horizon)
+	}
 	if c.maxBack < c.backoff {
 		return c, optcheck.Bad(ErrInvalidOption, optcheck.Call("WithPublishBackoff", c.backoff, c.maxBack), "the first pause is longer than the longest")
 	}
 	// The names were validated by their options, so qualifying them cannot fail.
 	c.q = qualified{records: qualify(c.keyspace, c.records), intents: qualify(c.keyspace, c.intents), relays: qualify(c.keyspace, c.relays),
-		layout: qualify(c.keyspace, layoutTable), parked: qualify(c.keyspace, parkedTable)}
+		arrivals: qualify(c.keyspace, c.arrivals), layout: qualify(c.keyspace, layoutTable), parked: qualify(c.keyspace, parkedTable)}
 	return c, nil
 }
 
 // qualified holds the tables' names as statements write them: keyspace-qualified and quoted.
-type qualified struct{ records, intents, relays, layout, parked string }
+type qualified struct{ records, intents, relays, arrivals, layout, parked string }
 
 func qualify(keyspace, table string) string {
 	q, _ := schema.QualifiedName(keyspace, table)
@@ -127,15 +143,17 @@ func WithKeyspace(ks string) Option {
 		func(c *config) { c.keyspace = ks })
 }
 
-// WithTables names the outbox's tables in the keyspace: the intents and the relays' leases
-// (defaults DefaultIntentsTable, DefaultRelaysTable). Every stager, relay and admin of one
-// outbox must use the same names; each must be a plain CQL identifier. schema.Apply creates the
-// default names only: create others with the columns of schema/cql/010_outbox.cql,
-// 012_guard_outbox.cql and 015_outbox_durable.cql. The layout and the parked events stay in
+// WithTables names the outbox's tables in the keyspace: the intents, the relays' leases and
+// the intents' arrivals (defaults DefaultIntentsTable, DefaultRelaysTable,
+// DefaultArrivalsTable). Every stager, relay and admin of one outbox must use the same names;
+// each must be a plain CQL identifier, and two outboxes must not share an arrivals table (its
+// rows do not say which intents table they announce). schema.Apply creates the default names
+// only: create others with the columns of schema/cql/010_outbox.cql, 012_guard_outbox.cql,
+// 015_outbox_durable.cql and 019_outbox_arrivals.cql. The layout and the parked events stay in
 // outbox_layout and outbox_parked, keyed by the intents table's name.
-func WithTables(intents, relays string) Option {
-	return set(!optcheck.All(schema.ValidateIdentifier, intents, relays), optcheck.Call("WithTables", intents, relays), notIdentifier,
-		func(c *config) { c.intents, c.relays = intents, relays })
+func WithTables(intents, relays, arrivals string) Option {
+	return set(!optcheck.All(schema.ValidateIdentifier, intents, relays, arrivals), optcheck.Call("WithTables", intents, relays, arrivals), notIdentifier,
+		func(c *config) { c.intents, c.relays, c.arrivals = intents, relays, arrivals })
 }
 
 // WithRecordsTable names the table of the records whose runs stage events, the lwt.Table of the
@@ -240,6 +258,18 @@ func WithRelayLease(d time.Duration) Option {
 		func(c *config) { c.lease = d })
 }
 
+// WithArrivalLag sets how long after its staging time a relay first looks for an intent. A
+// pass reads the arrivals (019_outbox_arrivals.cql) staged since the last one up to the lag
+// before now, so the lag must cover a staging write's latency and the difference between the
+// stagers' clocks and the relay's: an intent that lands later than that is not lost but waits
+// for its bucket's last sweep (the bucket width and the horizon after its staging, 2 minutes
+// with the defaults). Every committed intent is published at least the lag after it was
+// staged. Default 1s; 1ms to half the horizon.
+func WithArrivalLag(d time.Duration) Option {
+	return set(d < time.Millisecond || d > time.Hour/2, optcheck.Call("WithArrivalLag", d), "must be 1ms..30m, at most half the horizon",
+		func(c *config) { c.lag = d })
+}
+
 // WithPollInterval sets the pause between a relay's passes. Default 200ms.
 func WithPollInterval(d time.Duration) Option {
 	return set(d <= 0, optcheck.Call("WithPollInterval", d), "must be positive",
@@ -310,6 +340,11 @@ func (c config) intentTTL() int { return int((c.retention + time.Hour) / time.Se
 func (c config) rowExpiry(recordExpiry time.Time) time.Time {
 	return recordExpiry.Add(c.bucket + c.horizon + c.grace)
 }
+
+// arrivalTTL is the TTL of an arrival: it is read only while its bucket is open by the relay's
+// clock (the width and the horizon after its start), which may lag the stager's by half the
+// horizon; the rest of the second horizon is margin.
+func (c config) arrivalTTL() int { return int((c.bucket + 2*c.horizon) / time.Second) }
 
 // ttlUntil is the TTL in seconds of a write that must expire at t (at least 1).
 func (c config) ttlUntil(t time.Time) int {

@@ -24,6 +24,9 @@ type Outbox struct {
 	insertRecord string
 	seal         string // the copy of a run's events, written when its completion is sealed
 	layout       *layoutGuard
+
+	// arrive and arriveRecord write the intent's arrival, by which a relay finds it (see writeIntent).
+	arrive, arriveRecord string
 }
 
 // New returns an Outbox over session. The tables of schema/cql/010_outbox.cql must exist; a
@@ -33,11 +36,13 @@ func New(session *gocql.Session, opts ...Option) (*Outbox, error) {
 	if err != nil {
 		return nil, err
 	}
-	intents := cfg.q.intents
+	intents, arrivals := cfg.q.intents, cfg.q.arrivals
 	return &Outbox{session: session, cfg: cfg, layout: newLayoutGuard(cfg),
 		insert:       "INSERT INTO " + intents + " (bucket, shard, namespace, key, fence, owner, staged_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) USING TTL ?",
 		insertRecord: "INSERT INTO " + intents + " (bucket, shard, namespace, key, fence, owner, staged_at, expires_at, record) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) USING TTL ?",
 		seal:         "UPDATE " + intents + " USING TTL ? SET events = ? WHERE bucket = ? AND shard = ? AND namespace = ? AND key = ? AND fence = ?",
+		arrive:       "INSERT INTO " + arrivals + " (bucket, shard, namespace, key, fence, owner, staged_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) USING TTL ?",
+		arriveRecord: "INSERT INTO " + arrivals + " (bucket, shard, namespace, key, fence, owner, staged_at, expires_at, record) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) USING TTL ?",
 	}, nil
 }
 
@@ -174,13 +179,22 @@ func (s *staged) writeIntent(ctx context.Context) error {
 		return fmt.Errorf("%w: the repeatable run may commit until %v, more than the horizon (%v) after staging: give its store a lease of at most the horizon",
 			ErrIntentLate, s.claim.CommitBy.Sub(now).Round(time.Millisecond), cfg.horizon)
 	}
-	stmt, args := s.o.insert, []any{cfg.bucketOf(now), shardOf(s.rec.namespace, s.rec.key, cfg.shards), s.rec.namespace, s.rec.key,
+	stmt, arrive, args := s.o.insert, s.o.arrive, []any{cfg.bucketOf(now), shardOf(s.rec.namespace, s.rec.key, cfg.shards), s.rec.namespace, s.rec.key,
 		s.claim.Fence, s.claim.Owner, now, s.claim.ExpiresAt}
 	if s.rec.table != "" {
-		stmt, args = s.o.insertRecord, append(args, s.rec.table)
+		stmt, arrive, args = s.o.insertRecord, s.o.arriveRecord, append(args, s.rec.table)
 	}
-	err := s.o.session.Query(stmt, append(args, cfg.ttlUntil(cfg.rowExpiry(s.claim.ExpiresAt)))...).
-		WithContext(ctx).Consistency(cfg.consistency).Idempotent(true).Exec()
+	// The intent and its arrival share the keyspace and the partition key (bucket, shard), so
+	// the node makes one mutation of this batch (its BatchUpdatesCollector groups updates by
+	// keyspace and key, whatever their tables): one commit log entry per replica, one round
+	// trip. The arrival only shows a relay the intent early: one that did not land is found
+	// by the bucket's last sweep, which reads the intents.
+	batch := s.o.session.NewBatch(gocql.UnloggedBatch).WithContext(ctx)
+	batch.Cons = cfg.consistency
+	batch.Entries = append(batch.Entries,
+		gocql.BatchEntry{Stmt: stmt, Args: append(args, cfg.ttlUntil(cfg.rowExpiry(s.claim.ExpiresAt))), Idempotent: true},
+		gocql.BatchEntry{Stmt: arrive, Args: append(args[:len(args):len(args)], cfg.arrivalTTL()), Idempotent: true})
+	err := s.o.session.ExecuteBatch(batch)
 	if err != nil {
 		return fmt.Errorf("outbox: write intent: %w", err)
 	}

@@ -35,7 +35,7 @@ func (f PublisherFunc) Publish(ctx context.Context, msgs []Message) error { retu
 type Stats struct {
 	Shards        int           // shards held after the pass
 	Buckets       int           // bucket partitions read
-	RowsRead      int           // intent rows the node returned, settled ones included (the cost of a pass)
+	RowsRead      int           // arrival and intent rows the node returned, settled ones included (the cost of a pass)
 	Published     int           // messages published
 	Settled       int           // intents marked (published, dropped or parked)
 	Dropped       int           // intents whose run did not commit
@@ -90,6 +90,7 @@ type Relay struct {
 
 type relayStatements struct {
 	raise, raiseNull, mark, retry, park, readCursor, writeCursor string
+	arrivals                                                     string // the arrivals of a partition staged in a time range
 }
 
 // NewRelay returns a relay that publishes through pub. The tables of schema/cql/010_outbox.cql
@@ -122,6 +123,8 @@ func NewRelay(session *gocql.Session, pub Publisher, opts ...Option) (*Relay, er
 			" VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
 		readCursor:  "SELECT shards, frontier, pending FROM " + relays + " WHERE relay = ? AND shard = ?",
 		writeCursor: "UPDATE " + relays + " USING TTL ? SET shards = ?, frontier = ?, pending = ? WHERE relay = ? AND shard = ? IF owner = ? AND fence = ? AND status = 'STARTED'",
+		arrivals: "SELECT staged_at, namespace, key, fence, owner, record, expires_at, committed FROM " + cfg.q.arrivals +
+			part + " AND staged_at > ? AND staged_at <= ?",
 	}}, nil
 }
 
@@ -153,8 +156,8 @@ func (r *Relay) Run(ctx context.Context, onPass func(Stats, error)) error {
 }
 
 // Poll makes one pass: it claims free shards (up to WithMaxShards), then for each held shard
-// reads its open buckets, its pending buckets and the next closed ones, publishes what
-// committed, marks it and moves the shard's cursor. Errors of single shards are joined; the
+// reads what arrived in its open buckets since the last pass, its pending buckets and the next
+// closed ones, publishes what committed, marks it and moves the shard's cursor. Errors of single shards are joined; the
 // shards stay held unless fenced.
 func (r *Relay) Poll(ctx context.Context) (Stats, error) {
 	var total Stats

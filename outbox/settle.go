@@ -82,6 +82,11 @@ func (r judge) settle(ctx context.Context, in intent) settled {
 		return settled{in: in, dec: wait}
 	}
 	if !found || !r.sameClaim(in, row) {
+		if r.mayHaveExpired(in) && in.arrival {
+			// Only the intent's row says whether the run sealed a copy of its events: the
+			// bucket's last sweep reads it and decides.
+			return settled{in: in, dec: wait}
+		}
 		if r.mayHaveExpired(in) {
 			if in.sealed {
 				return r.fromCopy(ctx, in, expired)

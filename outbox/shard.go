@@ -18,6 +18,10 @@ type shard struct {
 	frontier int64          // the first bucket not yet swept
 	pending  map[int64]bool // swept buckets that still hold pending intents
 	gap      error          // reported by the pass that claimed the shard: its cursor was too old
+	// open holds, per open bucket, the arrivals read so far and the intents found and not yet
+	// settled (see arrivals.go); claimedAt tells the buckets another relay may have worked.
+	open      map[int64]*openBucket
+	claimedAt time.Time
 }
 
 // acquire claims shard s if it is free, and loads its cursor; nil when another relay holds it.
@@ -36,7 +40,7 @@ func (r *Relay) acquire(ctx context.Context, s int) (*shard, error) {
 		_ = r.leases.Release(ctx, claim, []byte("cursor unreadable"))
 		return nil, err
 	}
-	sh := &shard{id: s, claim: claim, pending: map[int64]bool{}}
+	sh := &shard{id: s, claim: claim, pending: map[int64]bool{}, open: map[int64]*openBucket{}, claimedAt: r.cfg.now()}
 	if n, _ := row["shards"].(int); n != 0 && n != r.cfg.shards {
 		_ = r.leases.Release(ctx, claim, []byte("shard count changed"))
 		return nil, fmt.Errorf("%w: stored %d, configured %d", ErrShardCountChanged, n, r.cfg.shards)
@@ -93,7 +97,8 @@ func (r *Relay) work(ctx context.Context, sh *shard) (Stats, error) {
 	}
 	sort.Slice(buckets, func(i, j int) bool { return buckets[i] < buckets[j] })
 	buckets = append(append(open, buckets...), sweep...)
-	reads := r.readAll(ctx, sh.id, buckets)
+	r.trackOpen(sh, open, now)
+	reads := r.readAll(ctx, sh, buckets, now)
 	var st Stats
 	for _, rd := range reads {
 		st.RowsRead += rd.scanned
@@ -165,13 +170,23 @@ type bucketRead struct {
 	fence   int64
 	scanned int // rows the node returned, settled ones included
 	err     error
+	marked  func([]mark) // if not nil, told the marks that applied
 }
 
-// readAll reads the partitions of shard s in buckets, a few at a time: most are empty, and a
-// relay catching up reads many.
-func (r *Relay) readAll(ctx context.Context, s int, buckets []int64) []bucketRead {
+// readAll reads the buckets of shard sh, a few at a time: most are empty, and a relay catching
+// up reads many. Of the open buckets tracked (trackOpen) only the new arrivals are read
+// (readOpen); the others are read whole.
+func (r *Relay) readAll(ctx context.Context, sh *shard, buckets []int64, now time.Time) []bucketRead {
 	out := make([]bucketRead, len(buckets))
-	inParallel(len(buckets), func(i int) { out[i].rows, out[i].fence, out[i].scanned, out[i].err = r.scanBucket(ctx, buckets[i], s) })
+	inParallel(len(buckets), func(i int) {
+		if sh.open[buckets[i]] != nil { // read only: trackOpen filled the map before
+			out[i] = r.readOpen(ctx, sh, buckets[i], now)
+			return
+		}
+		var rows []intent
+		rows, out[i].fence, out[i].scanned, out[i].err = r.scanBucket(ctx, buckets[i], sh.id)
+		out[i].rows = pendingOnly(rows)
+	})
 	return out
 }
 

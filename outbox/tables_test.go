@@ -16,8 +16,8 @@ import (
 func TestTablesNamed(t *testing.T) {
 	e := newEnv(t)
 	ctx := ctxT(t)
-	// The columns of schema/cql/010_outbox.cql, 012_guard_outbox.cql and 015_outbox_durable.cql,
-	// under other names.
+	// The columns of schema/cql/010_outbox.cql, 012_guard_outbox.cql, 015_outbox_durable.cql and
+	// 019_outbox_arrivals.cql, under other names.
 	for _, stmt := range []string{
 		`CREATE TABLE ` + e.ks + `.shop_intents (bucket bigint, shard int, namespace text, key text, fence bigint,
 			owner uuid, staged_at timestamp, state text, settled_at timestamp, relay_fence bigint STATIC, record text,
@@ -27,10 +27,12 @@ func TestTablesNamed(t *testing.T) {
 			fence bigint, lease_until timestamp, lease_owner uuid, attempts int, result blob, created_at timestamp,
 			updated_at timestamp, expires_at timestamp, epoch bigint, shards int, frontier bigint, pending set<bigint>,
 			PRIMARY KEY ((relay, shard)))`,
+		`CREATE TABLE ` + e.ks + `.shop_arrivals (bucket bigint, shard int, staged_at timestamp, namespace text, key text,
+			fence bigint, owner uuid, record text, expires_at timestamp, committed boolean, PRIMARY KEY ((bucket, shard), staged_at, namespace, key, fence))`,
 	} {
 		require.NoError(t, e.session.Query(stmt).WithContext(ctx).Exec())
 	}
-	e.opts = append(e.opts, WithTables("shop_intents", "shop_relays"))
+	e.opts = append(e.opts, WithTables("shop_intents", "shop_relays", "shop_arrivals"))
 	box, err := New(e.session, e.opts...)
 	require.NoError(t, err)
 	e.box = box
@@ -41,20 +43,22 @@ func TestTablesNamed(t *testing.T) {
 	drain(t, ctx, e.relay(t, pub))
 	assert.Len(t, pub.ids(), 2, "both events, published from the named tables")
 
-	for _, table := range []string{DefaultIntentsTable, DefaultRelaysTable} {
+	for _, table := range []string{DefaultIntentsTable, DefaultRelaysTable, DefaultArrivalsTable} {
 		var n int
 		require.NoError(t, e.session.Query("SELECT count(*) FROM "+e.ks+"."+table).WithContext(ctx).Scan(&n))
 		assert.Zero(t, n, "%s is not used", table)
 	}
-	var n int
-	require.NoError(t, e.session.Query("SELECT count(*) FROM "+e.ks+".shop_relays").WithContext(ctx).Scan(&n))
-	assert.Positive(t, n, "the relay's leases are in shop_relays")
+	for _, table := range []string{"shop_relays", "shop_arrivals"} {
+		var n int
+		require.NoError(t, e.session.Query("SELECT count(*) FROM "+e.ks+"."+table).WithContext(ctx).Scan(&n))
+		assert.Positive(t, n, "%s is used", table)
+	}
 }
 
 // TestOptionsNameThemselves: every refused option says which it was, and matches ErrInvalidOption.
 func TestOptionsNameThemselves(t *testing.T) {
 	for want, o := range map[string]Option{
-		`outbox: WithTables("outbox_intents", "no such"): `: WithTables(DefaultIntentsTable, "no such"),
+		`outbox: WithTables("intents", "no such", "arr"): `: WithTables("intents", "no such", "arr"),
 		`outbox: WithRecordsTable(""): `:                    WithRecordsTable(""),
 		`outbox: WithKeyspace("a-b"): `:                     WithKeyspace("a-b"),
 		"outbox: WithShards(0): ":                           WithShards(0),
@@ -75,6 +79,7 @@ func TestOptionsNameThemselves(t *testing.T) {
 		"outbox: WithSlowPublish(0s): ":                     WithSlowPublish(0),
 		"outbox: WithMaxAttempts(0): ":                      WithMaxAttempts(0),
 		"outbox: WithPublishBackoff(0s, 1s): ":              WithPublishBackoff(0, time.Second),
+		"outbox: WithArrivalLag(0s): ":                      WithArrivalLag(0),
 		"outbox: WithLogger(nil): ":                         WithLogger(nil),
 		"outbox: option 0: nil":                             nil,
 	} {

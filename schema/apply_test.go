@@ -145,6 +145,7 @@ var documentedTTL = map[string]int{
 	"counter_ops_by_hour":          7 * 86400,
 	"counter_values":               0,
 	"outbox_intents":               49 * 3600,
+	"outbox_arrivals":              3 * 3600,
 	"outbox_relays":                0,
 	"outbox_layout":                0,
 	"outbox_parked":                0,

@@ -18,6 +18,7 @@ type outboxFlags struct {
 	bucket          time.Duration
 	relay           string
 	intents, relays string
+	arrivals        string
 }
 
 func (f *outboxFlags) register(fs *flag.FlagSet) {
@@ -26,13 +27,14 @@ func (f *outboxFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.relay, "relay", outbox.DefaultRelayName, "the relay group whose shard cursors to read")
 	fs.StringVar(&f.intents, "intents-table", outbox.DefaultIntentsTable, "the outbox's intents table (outbox.WithTables)")
 	fs.StringVar(&f.relays, "relays-table", outbox.DefaultRelaysTable, "the outbox's relays table (outbox.WithTables)")
+	fs.StringVar(&f.arrivals, "arrivals-table", outbox.DefaultArrivalsTable, "the outbox's arrivals table (outbox.WithTables)")
 }
 
 func (e *env) outboxAdmin(f *outboxFlags) (*outbox.Admin, error) {
 	if f.shards < 0 || f.bucket < 0 {
 		return nil, fmt.Errorf("%w: -shards and -bucket must not be negative", errUsage)
 	}
-	opts := []outbox.Option{outbox.WithKeyspace(e.keyspace), outbox.WithRelayName(f.relay), outbox.WithTables(f.intents, f.relays)}
+	opts := []outbox.Option{outbox.WithKeyspace(e.keyspace), outbox.WithRelayName(f.relay), outbox.WithTables(f.intents, f.relays, f.arrivals)}
 	if f.shards > 0 {
 		opts = append(opts, outbox.WithShards(f.shards))
 	}

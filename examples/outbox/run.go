@@ -78,8 +78,8 @@ type Summary struct {
 	// effect applied: how far the consumer trails the service.
 	AcceptedPerS float64 `json:"accepted_per_s"`
 	ConsumerLagS float64 `json:"consumer_lag_s"`
-	// RelayReadsPerIntent is the intent rows the relay's passes read (Stats.RowsRead) per
-	// message it published in the phase.
+	// RelayReadsPerIntent is the arrival and intent rows the relay's passes read
+	// (Stats.RowsRead) per message it published in the phase.
 	RelayReadsPerIntent float64 `json:"relay_reads_per_intent"`
 	RelayRowsRead       int64   `json:"relay_rows_read"`
 	// CatchupMsgsPerS is, in the catch-up phase, the effects the consumer applied per second
@@ -111,7 +111,7 @@ type chain struct {
 	consumed  atomic.Int64
 	published atomic.Int64 // messages the relay published, copies included
 	lastPub   atomic.Int64 // when the relay last published, in Unix nanoseconds
-	relayRows atomic.Int64 // intent rows the relay read (Stats.RowsRead)
+	relayRows atomic.Int64 // arrival and intent rows the relay read (Stats.RowsRead)
 	relayPub  atomic.Int64 // messages the relay's passes published (Stats.Published)
 	// consumerStart, in the catch-up phase, is when the consumer started (after every order
 	// was placed); zero when it ran from the start.

@@ -117,6 +117,7 @@ var retentions = map[string]struct {
 }{
 	"idempotency_keys":             {24 * time.Hour, 1},                // the order's record (outbox retention)
 	"outbox_intents":               {24*time.Hour + 7*24*time.Hour, 1}, // the record's expiry plus the pending grace
+	"outbox_arrivals":              {3 * time.Minute, 1},               // the bucket and twice the horizon
 	"outbox_parked":                {365 * 24 * time.Hour, 0},          // poison only: checked as parked == poison
 	"processed_messages":           {7 * 24 * time.Hour, 1},            // the guard's
 	"processed_messages_bucketed":  {7 * 24 * time.Hour, 1},

@@ -47,7 +47,8 @@ func TestRelayMetricsOfRealPasses(t *testing.T) {
 	}
 	var fail error
 	relay, err := outbox.NewRelay(session, outbox.PublisherFunc(func(context.Context, []outbox.Message) error { return fail }),
-		outbox.WithKeyspace(ks), outbox.WithMaxAttempts(2), outbox.WithPublishBackoff(time.Millisecond, time.Millisecond))
+		outbox.WithKeyspace(ks), outbox.WithMaxAttempts(2), outbox.WithPublishBackoff(time.Millisecond, time.Millisecond),
+		outbox.WithArrivalLag(time.Millisecond)) // the next pass finds an intent staged before it
 	require.NoError(t, err)
 
 	st, err := relay.Poll(ctx)
