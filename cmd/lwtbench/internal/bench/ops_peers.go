@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -43,25 +44,23 @@ func PeersCatalog() []Spec {
 		}
 	}
 	out = append(out,
-		Spec{Name: "pg-insert", Server: ServerPostgres, Baseline: "pg-insert", New: newPGInsert,
-			Description: "Postgres: INSERT of one row, autocommit (the plain write)"},
-		Spec{Name: "pg-once-new", Server: ServerPostgres, Baseline: "pg-insert", New: newPGOnceNew,
-			Description: "Postgres idempotency_keys on new keys: claim (INSERT ... ON CONFLICT DO NOTHING), run, store the response (fenced UPDATE): two commits"},
-		Spec{Name: "pg-once-dup", Server: ServerPostgres, Baseline: "pg-insert", New: newPGOnceDup,
-			Description: "Postgres idempotency_keys on a finished key: the claim statement returns the stored response (no write)"},
-		Spec{Name: "pg-once-outbox", Server: ServerPostgres, Baseline: "pg-insert", New: newPGOnceOutbox,
-			Description: "Postgres idempotency_keys on new keys whose run writes the business row and outbox row in the completion's transaction: two commits"},
-		Spec{Name: "pg-outbox", Server: ServerPostgres, Baseline: "pg-insert", New: newPGOutbox,
-			Description: "Postgres outbox producer side: business row + outbox row in one transaction (no idempotency record)"},
+		peerSpec(ServerPostgres, "pg-insert", peerWrite, pgInsert,
+			"Postgres: INSERT of one row, autocommit (the plain write)"),
+		peerSpec(ServerPostgres, "pg-once-new", peerNew, pgOnce,
+			"Postgres idempotency_keys on new keys: claim (INSERT ... ON CONFLICT DO NOTHING), run, store the response (fenced UPDATE): two commits"),
+		peerSpec(ServerPostgres, "pg-once-dup", peerDup, pgOnce,
+			"Postgres idempotency_keys on a finished key: the claim statement returns the stored response (no write)"),
+		peerSpec(ServerPostgres, "pg-once-outbox", peerNew, pgOnceOutbox,
+			"Postgres idempotency_keys on new keys whose run writes the business row and outbox row in the completion's transaction: two commits"),
+		peerSpec(ServerPostgres, "pg-outbox", peerWrite, pgOutbox,
+			"Postgres outbox producer side: business row + outbox row in one transaction (no idempotency record)"),
 	)
 	for _, srv := range []string{ServerRedisAlways, ServerRedisEverysec} {
+		on := "Redis (" + redisDurability(srv) + "): "
 		out = append(out,
-			Spec{Name: srv + "-set", Server: srv, Baseline: srv + "-set", New: newRedisSet(srv),
-				Description: "Redis (" + redisDurability(srv) + "): SET PX on new keys (the plain write)"},
-			Spec{Name: srv + "-once-new", Server: srv, Baseline: srv + "-set", New: newRedisOnceNew(srv),
-				Description: "Redis (" + redisDurability(srv) + "): claim (SET NX PX GET), run, store the result (fenced script)"},
-			Spec{Name: srv + "-once-dup", Server: srv, Baseline: srv + "-set", New: newRedisOnceDup(srv),
-				Description: "Redis (" + redisDurability(srv) + "): the claim on a done key returns the stored result"},
+			peerSpec(srv, srv+"-set", peerWrite, redisSet(srv), on+"SET PX on new keys (the plain write)"),
+			peerSpec(srv, srv+"-once-new", peerNew, redisOnce(srv), on+"claim (SET NX PX GET), run, store the result (fenced script)"),
+			peerSpec(srv, srv+"-once-dup", peerDup, redisOnce(srv), on+"the claim on a done key returns the stored result"),
 		)
 	}
 	return out
@@ -77,230 +76,129 @@ func redisDurability(server string) string {
 // peerFingerprint is the fingerprint of onceRequest, the request every key stands for.
 var peerFingerprint = func() []byte { h := sha256.Sum256(onceRequest); return h[:] }()
 
-// peerOp is what every peer operation shares: its name, its key space and the request timeout
-// (gocql has one of its own; pgx and go-redis take the context's).
-type peerOp struct {
-	name, namespace string
-	env             Env
+// peerKind is what a peer operation's requests are, and so what they must answer.
+type peerKind int
+
+const (
+	peerWrite peerKind = iota // the store's plain write on a new key: its answer is not judged
+	peerNew                   // an idempotent call on a new key: it must run, not replay
+	peerDup                   // an idempotent call on a finished key of the pool: it must replay
+)
+
+// judge returns err, or errUnexpectedOutcome when res is not what a request of kind k answers.
+func (k peerKind) judge(res peers.Result, err error) error {
+	if err != nil || k == peerWrite {
+		return err
+	}
+	if res.Replay != (k == peerDup) || string(res.Value) != string(onceResult) {
+		key := "new"
+		if k == peerDup {
+			key = "finished"
+		}
+		return fmt.Errorf("%w: a %s key answered replay %t, %q", errUnexpectedOutcome, key, res.Replay, res.Value)
+	}
+	return nil
 }
 
-func newPeerOp(env Env, name string) peerOp {
-	return peerOp{name: name, namespace: env.Namespace(name), env: env}
+// peerCall sends one request of a peer operation for key to its server in stores; a plain
+// write's Result is zero.
+type peerCall func(ctx context.Context, stores PeerStores, key string) (peers.Result, error)
+
+// peerOp is every operation on a peer store: they differ in their kind and in what they send.
+type peerOp struct {
+	name, namespace string
+	timeout         time.Duration // gocql has one of its own; pgx and go-redis take the context's
+	stores          PeerStores
+	kind            peerKind
+	call            peerCall
+}
+
+// peerSpec is the Spec of the operation name on server, whose requests are of kind and sent by
+// call; its baseline is the server's plain write.
+func peerSpec(server, name string, kind peerKind, call peerCall, description string) Spec {
+	baseline := server + "-set"
+	if server == ServerPostgres {
+		baseline = "pg-insert"
+	}
+	return Spec{Name: name, Server: server, Baseline: baseline, Description: description,
+		New: func(env Env) (Operation, error) {
+			if err := env.Peers.need(server, name); err != nil {
+				return nil, err
+			}
+			return peerOp{name: name, namespace: env.Namespace(name), timeout: env.RequestTimeout,
+				stores: env.Peers, kind: kind, call: call}, nil
+		}}
+}
+
+// need refuses op when the run has no connection to server, naming the flag that gives one.
+func (p PeerStores) need(server, op string) error {
+	switch {
+	case server == ServerPostgres && p.Postgres == nil:
+		return fmt.Errorf("%s needs a Postgres server: -postgres URL", op)
+	case server != ServerPostgres && p.Redis[server] == nil:
+		return fmt.Errorf("%s needs a Redis server with %s: -%s ADDR", op, redisDurability(server), server)
+	}
+	return nil
 }
 
 // Name names the operation in reports.
-func (p peerOp) Name() string { return p.name }
+func (o peerOp) Name() string { return o.name }
 
-// Setup prepares the operation before the timed phases.
-func (peerOp) Setup(context.Context) error { return nil }
-
-func (p peerOp) key(k string) string { return p.namespace + "/" + k }
-
-func (p peerOp) withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(ctx, p.env.RequestTimeout)
-}
-
-func (p peerOp) postgres() (*peers.Postgres, error) {
-	if p.env.Peers.Postgres == nil {
-		return nil, fmt.Errorf("%s needs a Postgres server: -postgres URL", p.name)
+// Setup finishes every key of a duplicate's pool (the same pool size as once-dup-node's).
+func (o peerOp) Setup(ctx context.Context) error {
+	if o.kind != peerDup {
+		return nil
 	}
-	return p.env.Peers.Postgres, nil
+	return parallel.ForEach(ctx, duplicatePool, 16, func(ctx context.Context, i int) error {
+		return peerNew.judge(o.call(ctx, o.stores, o.key(duplicateKey(i))))
+	})
 }
 
-func checkPeerFirstRun(res peers.Result) error {
-	if res.Replay || string(res.Value) != string(onceResult) {
-		return fmt.Errorf("%w: a new key answered replay %t, %q", errUnexpectedOutcome, res.Replay, res.Value)
+// Do runs one request: on a new key, or on a finished key of the pool for a duplicate.
+func (o peerOp) Do(ctx context.Context, req Request) error {
+	ctx, cancel := context.WithTimeout(ctx, o.timeout)
+	defer cancel()
+	key := req.Key()
+	if o.kind == peerDup {
+		key = duplicateKey(poolIndex(req))
 	}
-	return nil
+	return o.kind.judge(o.call(ctx, o.stores, o.key(key)))
 }
 
-func checkPeerReplay(res peers.Result) error {
-	if !res.Replay || string(res.Value) != string(onceResult) {
-		return fmt.Errorf("%w: a finished key answered replay %t, %q", errUnexpectedOutcome, res.Replay, res.Value)
-	}
-	return nil
-}
+func (o peerOp) key(k string) string { return o.namespace + "/" + k }
 
 func runOnce(context.Context) ([]byte, error) { return onceResult, nil }
 
-type pgInsert struct {
-	peerOp
-	pg *peers.Postgres
+func pgInsert(ctx context.Context, p PeerStores, key string) (peers.Result, error) {
+	return peers.Result{}, p.Postgres.Insert(ctx, key, peerFingerprint)
 }
 
-func newPGInsert(env Env) (Operation, error) {
-	op := newPeerOp(env, "pg-insert")
-	pg, err := op.postgres()
-	return pgInsert{op, pg}, err
+func pgOnce(ctx context.Context, p PeerStores, key string) (peers.Result, error) {
+	return p.Postgres.ExecuteOnce(ctx, key, peerFingerprint, runOnce)
 }
 
-// Do runs one request.
-func (o pgInsert) Do(ctx context.Context, req Request) error {
-	ctx, cancel := o.withTimeout(ctx)
-	defer cancel()
-	return o.pg.Insert(ctx, o.key(req.Key()), peerFingerprint)
-}
-
-type pgOnceNew struct{ pgInsert }
-
-func newPGOnceNew(env Env) (Operation, error) {
-	op := newPeerOp(env, "pg-once-new")
-	pg, err := op.postgres()
-	return pgOnceNew{pgInsert{op, pg}}, err
-}
-
-// Do runs one request.
-func (o pgOnceNew) Do(ctx context.Context, req Request) error {
-	ctx, cancel := o.withTimeout(ctx)
-	defer cancel()
-	res, err := o.pg.ExecuteOnce(ctx, o.key(req.Key()), peerFingerprint, runOnce)
-	if err != nil {
-		return err
-	}
-	return checkPeerFirstRun(res)
-}
-
-type pgOnceDup struct{ pgInsert }
-
-func newPGOnceDup(env Env) (Operation, error) {
-	op := newPeerOp(env, "pg-once-dup")
-	pg, err := op.postgres()
-	return pgOnceDup{pgInsert{op, pg}}, err
-}
-
-// Setup finishes every key of the pool (the same pool size as once-dup-node's).
-func (o pgOnceDup) Setup(ctx context.Context) error {
-	return parallel.ForEach(ctx, duplicatePool, 16, func(ctx context.Context, i int) error {
-		res, err := o.pg.ExecuteOnce(ctx, o.key(duplicateKey(i)), peerFingerprint, runOnce)
-		if err != nil {
-			return err
-		}
-		return checkPeerFirstRun(res)
-	})
-}
-
-// Do runs one request.
-func (o pgOnceDup) Do(ctx context.Context, req Request) error {
-	ctx, cancel := o.withTimeout(ctx)
-	defer cancel()
-	res, err := o.pg.ExecuteOnce(ctx, o.key(duplicateKey(poolIndex(req))), peerFingerprint, runOnce)
-	if err != nil {
-		return err
-	}
-	return checkPeerReplay(res)
-}
-
-type pgOnceOutbox struct{ pgInsert }
-
-func newPGOnceOutbox(env Env) (Operation, error) {
-	op := newPeerOp(env, "pg-once-outbox")
-	pg, err := op.postgres()
-	return pgOnceOutbox{pgInsert{op, pg}}, err
-}
-
-// Do runs one request: once-new-outbox's counterpart, the order row and its event committed
-// with the stored response.
-func (o pgOnceOutbox) Do(ctx context.Context, req Request) error {
-	ctx, cancel := o.withTimeout(ctx)
-	defer cancel()
-	key := o.key(req.Key())
-	res, err := o.pg.ExecuteOnceTx(ctx, key, peerFingerprint, func(_ context.Context, b *pgx.Batch) ([]byte, error) {
+// pgOnceOutbox is once-new-outbox's counterpart: the order row and its event committed with the
+// stored response.
+func pgOnceOutbox(ctx context.Context, p PeerStores, key string) (peers.Result, error) {
+	return p.Postgres.ExecuteOnceTx(ctx, key, peerFingerprint, func(_ context.Context, b *pgx.Batch) ([]byte, error) {
 		peers.QueueOutbox(b, key, onceResult, outboxEvent.Type, outboxEvent.Payload)
 		return onceResult, nil
 	})
-	if err != nil {
-		return err
-	}
-	return checkPeerFirstRun(res)
 }
 
-type pgOutbox struct{ pgInsert }
-
-func newPGOutbox(env Env) (Operation, error) {
-	op := newPeerOp(env, "pg-outbox")
-	pg, err := op.postgres()
-	return pgOutbox{pgInsert{op, pg}}, err
+// pgOutbox writes the order row and its event, as once-new-outbox stages them.
+func pgOutbox(ctx context.Context, p PeerStores, key string) (peers.Result, error) {
+	return peers.Result{}, p.Postgres.InsertWithOutbox(ctx, key, onceResult, outboxEvent.Type, outboxEvent.Payload)
 }
 
-// Do runs one request: the order row and its event, as once-new-outbox stages them.
-func (o pgOutbox) Do(ctx context.Context, req Request) error {
-	ctx, cancel := o.withTimeout(ctx)
-	defer cancel()
-	return o.pg.InsertWithOutbox(ctx, o.key(req.Key()), onceResult, outboxEvent.Type, outboxEvent.Payload)
-}
-
-type redisSet struct {
-	peerOp
-	rd *peers.Redis
-}
-
-func newRedisOp(env Env, server, name string) (redisSet, error) {
-	op := newPeerOp(env, name)
-	rd := env.Peers.Redis[server]
-	if rd == nil {
-		return redisSet{}, fmt.Errorf("%s needs a Redis server with %s: -%s ADDR", name, redisDurability(server), server)
-	}
-	return redisSet{op, rd}, nil
-}
-
-func newRedisSet(server string) func(Env) (Operation, error) {
-	return func(env Env) (Operation, error) { return newRedisOp(env, server, server+"-set") }
-}
-
-// Do runs one request.
-func (o redisSet) Do(ctx context.Context, req Request) error {
-	ctx, cancel := o.withTimeout(ctx)
-	defer cancel()
-	return o.rd.Set(ctx, o.key(req.Key()), onceResult)
-}
-
-type redisOnceNew struct{ redisSet }
-
-func newRedisOnceNew(server string) func(Env) (Operation, error) {
-	return func(env Env) (Operation, error) {
-		op, err := newRedisOp(env, server, server+"-once-new")
-		return redisOnceNew{op}, err
+func redisSet(server string) peerCall {
+	return func(ctx context.Context, p PeerStores, key string) (peers.Result, error) {
+		return peers.Result{}, p.Redis[server].Set(ctx, key, onceResult)
 	}
 }
 
-// Do runs one request.
-func (o redisOnceNew) Do(ctx context.Context, req Request) error {
-	ctx, cancel := o.withTimeout(ctx)
-	defer cancel()
-	res, err := o.rd.ExecuteOnce(ctx, o.key(req.Key()), peerFingerprint, runOnce)
-	if err != nil {
-		return err
+func redisOnce(server string) peerCall {
+	return func(ctx context.Context, p PeerStores, key string) (peers.Result, error) {
+		return p.Redis[server].ExecuteOnce(ctx, key, peerFingerprint, runOnce)
 	}
-	return checkPeerFirstRun(res)
-}
-
-type redisOnceDup struct{ redisSet }
-
-func newRedisOnceDup(server string) func(Env) (Operation, error) {
-	return func(env Env) (Operation, error) {
-		op, err := newRedisOp(env, server, server+"-once-dup")
-		return redisOnceDup{op}, err
-	}
-}
-
-// Setup finishes every key of the pool.
-func (o redisOnceDup) Setup(ctx context.Context) error {
-	return parallel.ForEach(ctx, duplicatePool, 16, func(ctx context.Context, i int) error {
-		res, err := o.rd.ExecuteOnce(ctx, o.key(duplicateKey(i)), peerFingerprint, runOnce)
-		if err != nil {
-			return err
-		}
-		return checkPeerFirstRun(res)
-	})
-}
-
-// Do runs one request.
-func (o redisOnceDup) Do(ctx context.Context, req Request) error {
-	ctx, cancel := o.withTimeout(ctx)
-	defer cancel()
-	res, err := o.rd.ExecuteOnce(ctx, o.key(duplicateKey(poolIndex(req))), peerFingerprint, runOnce)
-	if err != nil {
-		return err
-	}
-	return checkPeerReplay(res)
 }
