@@ -142,8 +142,8 @@ func (c *Config) parseRaw(raw rawFlags, catalog []Spec) error {
 			return usageErrorf("-keyspace: %v", err)
 		}
 	}
-	if c.RF < 1 || c.RF > 32 {
-		return usageErrorf("-rf %d: want 1..32", c.RF)
+	if err := inRange("-rf", c.RF, 1, 32); err != nil {
+		return err
 	}
 	if c.DatacenterRF, err = parseDatacenterRF(raw.dcRF); err != nil {
 		return err
@@ -175,30 +175,48 @@ func (c *Config) parseRaw(raw rawFlags, catalog []Spec) error {
 	return nil
 }
 
+// validateNumbers refuses a number out of its range: the first, in the order of the flags' help.
 func (c *Config) validateNumbers() error {
-	switch {
-	case c.Warmup < 0:
+	if c.Warmup < 0 {
 		return usageErrorf("-warmup %s: must not be negative", c.Warmup)
-	case c.Duration <= 0:
-		return usageErrorf("-duration %s: must be positive", c.Duration)
-	case c.BatchSize < 1 || c.BatchSize > maxBatchSize:
-		return usageErrorf("-batch-size %d: want 1..%d", c.BatchSize, maxBatchSize)
-	case c.Rate < 0 || c.Rate > 1e6:
-		return usageErrorf("-rate %g: want 0..1000000", c.Rate)
-	case c.Rate > 0 && (c.OpenWorkers < 1 || c.OpenWorkers > maxWorkers):
-		return usageErrorf("-open-workers %d: want 1..%d", c.OpenWorkers, maxWorkers)
-	case len(c.Concurrency) == 0 && c.Rate == 0:
+	}
+	var openWorkers error // only an open loop has open workers
+	if c.Rate > 0 {
+		openWorkers = inRange("-open-workers", c.OpenWorkers, 1, maxWorkers)
+	}
+	for _, err := range []error{
+		positive("-duration", c.Duration),
+		inRange("-batch-size", c.BatchSize, 1, maxBatchSize),
+		inRange("-rate", c.Rate, 0, 1_000_000),
+		openWorkers,
+		positive("-timeout", c.RequestTimeout),
+		positive("-connect-timeout", c.ConnectTimeout),
+		inRange("-writers", c.Writers, 1, maxWorkers),
+		inRange("-counters", c.Counters, 1, 1_000_000),
+		inRange("-hot-rate", c.HotRate, 0, 1_000_000),
+	} {
+		if err != nil {
+			return err
+		}
+	}
+	if len(c.Concurrency) == 0 && c.Rate == 0 {
 		return usageErrorf("nothing to measure: -concurrency is empty and -rate is 0")
-	case c.RequestTimeout <= 0:
-		return usageErrorf("-timeout %s: must be positive", c.RequestTimeout)
-	case c.ConnectTimeout <= 0:
-		return usageErrorf("-connect-timeout %s: must be positive", c.ConnectTimeout)
-	case c.Writers < 1 || c.Writers > maxWorkers:
-		return usageErrorf("-writers %d: want 1..%d", c.Writers, maxWorkers)
-	case c.Counters < 1 || c.Counters > 1_000_000:
-		return usageErrorf("-counters %d: want 1..1000000", c.Counters)
-	case c.HotRate < 0 || c.HotRate > 1e6:
-		return usageErrorf("-hot-rate %g: want 0..1000000", c.HotRate)
+	}
+	return nil
+}
+
+// inRange returns the usage error of flag when its value v is outside lo..hi, else nil.
+func inRange[T int | float64](flag string, v T, lo, hi int) error {
+	if v < T(lo) || v > T(hi) {
+		return usageErrorf("%s %v: want %d..%d", flag, v, lo, hi)
+	}
+	return nil
+}
+
+// positive returns the usage error of flag when its duration d is not positive, else nil.
+func positive(flag string, d time.Duration) error {
+	if d <= 0 {
+		return usageErrorf("%s %s: must be positive", flag, d)
 	}
 	return nil
 }
