@@ -64,37 +64,27 @@ func (s *Store) complete(ctx context.Context, c *Claim, result []byte, cells com
 	if result == nil {
 		result = []byte{} // an empty blob, not a null cell (a tombstone)
 	}
-	if err := s.finishCells(ctx, c, StatusCompleted, result, cells); err != nil {
-		return err
-	}
-	s.record(Observation{Kind: ObservedComplete, Key: c.Key})
-	return nil
+	return s.finish(ctx, c, StatusCompleted, result, cells)
 }
 
 // Fail stores message as a permanent failure (FAILED), replayed to later attempts. A message
 // over the size limit is cut to it.
 func (s *Store) Fail(ctx context.Context, c *Claim, message []byte) error {
-	if err := s.checkCall(ctx); err != nil {
-		return err
-	}
-	if err := s.finish(ctx, c, StatusFailed, s.clip(message)); err != nil {
-		return err
-	}
-	s.record(Observation{Kind: ObservedFail, Key: c.Key})
-	return nil
+	return s.end(ctx, c, StatusFailed, message)
 }
 
 // Release gives the claim up after a retryable failure (RELEASED, message kept as the last
 // error): the next attempt claims the key again, with the attempt count carried on.
 func (s *Store) Release(ctx context.Context, c *Claim, message []byte) error {
+	return s.end(ctx, c, StatusReleased, message)
+}
+
+// end is Fail and Release: the claim ends with message, cut to the size limit, as its result.
+func (s *Store) end(ctx context.Context, c *Claim, to Status, message []byte) error {
 	if err := s.checkCall(ctx); err != nil {
 		return err
 	}
-	if err := s.finish(ctx, c, StatusReleased, s.clip(message)); err != nil {
-		return err
-	}
-	s.record(Observation{Kind: ObservedRelease, Key: c.Key})
-	return nil
+	return s.finish(ctx, c, to, s.clip(message), completionCells{})
 }
 
 func (s *Store) clip(b []byte) []byte {
@@ -107,19 +97,21 @@ func (s *Store) clip(b []byte) []byte {
 // finishOps names each ending transition in errors and observations.
 var finishOps = map[Status]string{StatusCompleted: "complete", StatusFailed: "fail", StatusReleased: "release"}
 
-func (s *Store) finish(ctx context.Context, c *Claim, to Status, result []byte) error {
-	return s.finishCells(ctx, c, to, result, completionCells{})
-}
-
-// finishCells is finish with extra cells set beside the result (only a completion has any).
-func (s *Store) finishCells(ctx context.Context, c *Claim, to Status, result []byte, cells completionCells) error {
+// finish ends c's record with status to and result, and extra cells set beside the result (only
+// a completion has any), then records the ending (observedEnd).
+func (s *Store) finish(ctx context.Context, c *Claim, to Status, result []byte, cells completionCells) error {
 	if c == nil {
 		return fmt.Errorf("%w: nil claim", ErrInvalidArgument)
 	}
-	return s.transition(ctx, c, finishOps[to], s.finishWith(cells), holds(c, to), func(now time.Time, ttl int) []any {
+	err := s.transition(ctx, c, finishOps[to], s.finishWith(cells), holds(c, to), func(now time.Time, ttl int) []any {
 		args := append([]any{ttl, string(to), result, now}, cells.values...)
 		return append(append(args, c.Key...), c.Owner, c.Fence)
 	})
+	if err != nil {
+		return err
+	}
+	s.record(Observation{Kind: observedEnd[to], Key: c.Key})
+	return nil
 }
 
 // transition sends one owner-fenced update of c's record until it is known to have applied
