@@ -2,7 +2,6 @@ package events
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"time"
 
@@ -62,10 +61,7 @@ type logQueries struct {
 
 // NewLog returns a Log over session. The tables must exist (schema.Apply creates them).
 func NewLog(session *gocql.Session, opts ...Option) (*Log, error) {
-	if session == nil {
-		return nil, fmt.Errorf("%w: nil session", ErrInvalidOption)
-	}
-	cfg, err := newConfig(opts)
+	cfg, err := newConfig(session == nil, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -99,15 +99,15 @@ func TestRetentionOptionsAreValidated(t *testing.T) {
 		"WithMaxRollupLag(96h0m0s)":   {WithMaxRollupLag(4 * 24 * time.Hour)},
 		"WithMaxRollupLag(-1s)":       {WithMaxRollupLag(-time.Second)},
 	} {
-		_, err := newConfig(opts)
+		_, err := newConfig(false, opts)
 		if assert.ErrorIs(t, err, ErrInvalidOption, want) {
 			assert.Contains(t, err.Error(), want)
 		}
 	}
-	c, err := newConfig(nil)
+	c, err := newConfig(false, nil)
 	require.NoError(t, err)
 	assert.Equal(t, DefaultLogRetention/4, c.maxLag)
-	c, err = newConfig([]Option{WithMaxRollupLag(time.Hour), WithLogRetention(30 * 24 * time.Hour)})
+	c, err = newConfig(false, []Option{WithMaxRollupLag(time.Hour), WithLogRetention(30 * 24 * time.Hour)})
 	require.NoError(t, err, "options in any order")
 	assert.Equal(t, time.Hour, c.maxLag)
 }

@@ -57,11 +57,12 @@ func defaultConfig() config {
 	}
 }
 
-// newConfig applies opts to the defaults. Each option checks its own value; only the retention
-// and the rollup lag are checked against the others once all are applied (fitRetention).
-func newConfig(opts []Option) (config, error) {
+// newConfig refuses a missing session (noSession), then applies opts to the defaults. Each
+// option checks its own value; only the retention and the rollup lag are checked against the
+// others once all are applied (fitRetention).
+func newConfig(noSession bool, opts []Option) (config, error) {
 	c := defaultConfig()
-	if err := optcheck.Apply(ErrInvalidOption, &c, opts); err != nil {
+	if err := optcheck.Build(ErrInvalidOption, noSession, "session", &c, opts); err != nil {
 		return c, err
 	}
 	return c, c.fitRetention()

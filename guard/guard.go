@@ -68,10 +68,7 @@ func (o Outcome) String() string {
 // New returns a strict guard over session: every message goes through the claim LWT until
 // a scope is declared with Own. The tables must exist (schema.Apply creates them).
 func New(session *gocql.Session, opts ...Option) (*Guard, error) {
-	if session == nil {
-		return nil, fmt.Errorf("%w: nil session", ErrInvalidOption)
-	}
-	cfg, err := newConfig(opts)
+	cfg, err := newConfig(session == nil, opts)
 	if err != nil {
 		return nil, err
 	}

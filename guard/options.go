@@ -65,11 +65,12 @@ func defaultConfig() config {
 	}
 }
 
-// newConfig applies opts to the defaults, then checks what no single option can: the lease
-// within the retention, and the layout's partitions bounded at the declared rate.
-func newConfig(opts []Option) (config, error) {
+// newConfig refuses a missing session (noSession), then applies opts to the defaults and checks
+// what no single option can: the lease within the retention, and the layout's partitions
+// bounded at the declared rate.
+func newConfig(noSession bool, opts []Option) (config, error) {
 	c := defaultConfig()
-	if err := optcheck.Apply(ErrInvalidOption, &c, opts); err != nil {
+	if err := optcheck.Build(ErrInvalidOption, noSession, "session", &c, opts); err != nil {
 		return c, err
 	}
 	switch {
