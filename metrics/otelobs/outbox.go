@@ -1,15 +1,12 @@
 package otelobs
 
 import (
-	"context"
 	"sync"
 	"time"
 
-	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
-	"github.com/cassdedup/cassdedup/internal/optcheck"
 	"github.com/cassdedup/cassdedup/outbox"
 )
 
@@ -61,22 +58,14 @@ func ObserveRelay(name string, opts ...Option) (*Relay, error) {
 }
 
 func observeRelay(name string, now func() time.Time, opts []Option) (*Relay, error) {
-	s := settings{meters: otel.GetMeterProvider()}
-	if err := optcheck.Apply(ErrInvalidOption, &s, opts); err != nil {
-		return nil, err
-	}
-	meter := s.meters.Meter(ScopeName)
 	r := &Relay{now: now, started: now()}
-	gauges, err := newInstruments(meter.Float64ObservableGauge, [][3]string{
+	var err error
+	r.reg, err = observe(opts, attribute.String("relay", name), [][3]string{
 		{"cassdedup.outbox.pending", "{intent}", "Outbox intents the relay's last pass left pending."},
 		{"cassdedup.outbox.leases", "{shard}", "Shards the relay holds under its lease."},
 		{"cassdedup.outbox.publish.lag", "s", "Time since the relay's last pass that ended without error."},
 		{"cassdedup.outbox.oldest_pending", "s", "The age of the oldest pending outbox intent the relay's last pass read."},
-	})
-	if err != nil {
-		return nil, err
-	}
-	counters, err := newInstruments(meter.Int64ObservableCounter, [][3]string{
+	}, [][3]string{
 		{"cassdedup.outbox.published", "{message}", "Messages the relay published."},
 		{"cassdedup.outbox.dropped", "{intent}", "Intents the relay dropped because their run did not commit."},
 		{"cassdedup.outbox.failed_passes", "{pass}", "Relay passes that ended in an error."},
@@ -87,32 +76,25 @@ func observeRelay(name string, now func() time.Time, opts []Option) (*Relay, err
 		{"cassdedup.outbox.slow_publishes", "{call}", "Publish calls slower than the relay's WithSlowPublish."},
 		{"cassdedup.outbox.leases_lost", "{shard}", "Shards the relay lost because its own lease ran out or was lost."},
 		{"cassdedup.outbox.transient_failures", "{publication}", "Failed publications that count nothing toward parking: timeouts, an unreachable broker."},
-	})
-	if err != nil {
-		return nil, err
-	}
-	attrs := metric.WithAttributes(attribute.String("relay", name))
-	r.reg, err = meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		ok := r.lastOK
-		if ok.IsZero() {
-			ok = r.started
-		}
-		for i, v := range []float64{float64(r.last.Waiting), float64(r.last.Shards), max(r.now().Sub(ok), 0).Seconds(), r.last.Oldest.Seconds()} {
-			o.ObserveFloat64(gauges[i], v, attrs)
-		}
-		t := r.totals
-		for i, v := range []int64{int64(t.Published), int64(t.Dropped), r.failed, int64(t.Fenced), int64(t.Attempts),
-			int64(t.Parked), int64(t.Expired), int64(t.SlowPublishes), int64(t.LeasesLost), int64(t.Transient)} {
-			o.ObserveInt64(counters[i], v, attrs)
-		}
-		return nil
-	}, append(observables(gauges), observables(counters)...)...)
+	}, r.values)
 	if err != nil {
 		return nil, err
 	}
 	return r, nil
+}
+
+// values are the relay's gauges and counters, in the order observeRelay defines them.
+func (r *Relay) values() ([]float64, []int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ok := r.lastOK
+	if ok.IsZero() {
+		ok = r.started
+	}
+	t := r.totals
+	return []float64{float64(r.last.Waiting), float64(r.last.Shards), max(r.now().Sub(ok), 0).Seconds(), r.last.Oldest.Seconds()},
+		[]int64{int64(t.Published), int64(t.Dropped), r.failed, int64(t.Fenced), int64(t.Attempts),
+			int64(t.Parked), int64(t.Expired), int64(t.SlowPublishes), int64(t.LeasesLost), int64(t.Transient)}
 }
 
 // OnPass records one pass; pass it to outbox.Relay.Run (or call it after each Relay.Poll).
