@@ -5,6 +5,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/cassdedup/cassdedup/internal/enumname"
 )
 
 // State is where a PreCheck is in its ownership cycle.
@@ -22,7 +24,7 @@ const (
 )
 
 // String returns the name used in messages and stats.
-func (s State) String() string { return nameOf(uint8(s), "State", "cold", "warming", "warm") }
+func (s State) String() string { return enumname.Of(s, "State", "cold", "warming", "warm") }
 
 // Verdict is a PreCheck's answer about one key.
 type Verdict uint8
@@ -41,15 +43,7 @@ const (
 
 // String returns the name used in messages and stats.
 func (v Verdict) String() string {
-	return nameOf(uint8(v), "Verdict", "not warm", "maybe seen", "clearly new")
-}
-
-// nameOf is the name of the i-th value of an enumeration of type typ, or typ(i) past its end.
-func nameOf(i uint8, typ string, names ...string) string {
-	if int(i) < len(names) {
-		return names[i]
-	}
-	return fmt.Sprintf("%s(%d)", typ, i)
+	return enumname.Of(v, "Verdict", "not warm", "maybe seen", "clearly new")
 }
 
 // Answer is the result of PreCheck.Check.

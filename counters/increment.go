@@ -9,6 +9,7 @@ import (
 	"github.com/gocql/gocql"
 
 	"github.com/cassdedup/cassdedup/events"
+	"github.com/cassdedup/cassdedup/internal/enumname"
 	"github.com/cassdedup/cassdedup/lwt"
 	"github.com/cassdedup/cassdedup/lwt/cas"
 )
@@ -38,13 +39,7 @@ const (
 
 // String names the outcome.
 func (o Outcome) String() string {
-	switch o {
-	case Applied:
-		return "applied"
-	case Duplicate:
-		return "duplicate"
-	}
-	return fmt.Sprintf("Outcome(%d)", int(o))
+	return enumname.Of(o, "Outcome", "", "applied", "duplicate")
 }
 
 // Increment adds op.Delta to op.Counter once per op.ID: it claims the operation with a

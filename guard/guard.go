@@ -10,6 +10,7 @@ import (
 	"github.com/gocql/gocql"
 
 	"github.com/cassdedup/cassdedup/internal/argcheck"
+	"github.com/cassdedup/cassdedup/internal/enumname"
 	"github.com/cassdedup/cassdedup/lwt"
 	"github.com/cassdedup/cassdedup/schema"
 )
@@ -59,10 +60,7 @@ var outcomeNames = [...]string{"", "processed", "duplicate", "in progress", "fai
 
 // String names the outcome.
 func (o Outcome) String() string {
-	if o > 0 && int(o) < len(outcomeNames) {
-		return outcomeNames[o]
-	}
-	return fmt.Sprintf("Outcome(%d)", int(o))
+	return enumname.Of(o, "Outcome", outcomeNames[:]...)
 }
 
 // New returns a strict guard over session: every message goes through the claim LWT until

@@ -1,9 +1,9 @@
 package lwt
 
 import (
-	"fmt"
 	"time"
 
+	"github.com/cassdedup/cassdedup/internal/enumname"
 	"github.com/cassdedup/cassdedup/lwt/cas"
 )
 
@@ -36,10 +36,7 @@ var observationNames = [...]string{"", "lwt", "claim", "takeover", "replay", "ca
 
 // String names the kind in lower case with dashes (for log fields and metric labels).
 func (k ObservationKind) String() string {
-	if k > 0 && int(k) < len(observationNames) {
-		return observationNames[k]
-	}
-	return fmt.Sprintf("ObservationKind(%d)", int(k))
+	return enumname.Of(k, "ObservationKind", observationNames[:]...)
 }
 
 // Observation is what an Observer sees.

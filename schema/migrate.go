@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/gocql/gocql"
+
+	"github.com/cassdedup/cassdedup/internal/enumname"
 )
 
 // MigrationsTable is the table, in the schema's keyspace, in which Migrate records every
@@ -37,10 +39,7 @@ var stateNames = [...]string{"", "pending", "applied", "changed", "unknown"}
 
 // String names the state in lower case.
 func (s MigrationState) String() string {
-	if s > 0 && int(s) < len(stateNames) {
-		return stateNames[s]
-	}
-	return fmt.Sprintf("MigrationState(%d)", int(s))
+	return enumname.Of(s, "MigrationState", stateNames[:]...)
 }
 
 // MigrationStatus is one migration's state in a keyspace.
