@@ -206,9 +206,18 @@ func parseScope(args []string) (guard.Scope, error) {
 	return guard.Scope{Group: args[0], Topic: args[1], Partition: int32(p)}, nil
 }
 
-// getCommand, releaseCommand and purgeCommand make the three verbs for keys and for messages.
-func getCommand(name string, args []string, summary string, resolve func(*flag.FlagSet) func(*env, []string) (target, error)) *command {
-	return &command{name: name, args: args, summary: summary,
+// record is a kind of record that the get, release and purge commands act on: the first word
+// of their names, their arguments, and how they find one (with the flags that takes).
+type record struct {
+	noun    string
+	args    []string
+	resolve func(*flag.FlagSet) func(*env, []string) (target, error)
+}
+
+// get makes the command that shows a record.
+func (r record) get(summary string) *command {
+	resolve := r.resolve
+	return &command{name: r.noun + " get", args: r.args, summary: summary,
 		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 			n := fs.Int("preview", 64, "show at most this many bytes of the result (0: none)")
 			find := resolve(fs)
@@ -229,8 +238,10 @@ func getCommand(name string, args []string, summary string, resolve func(*flag.F
 		}}
 }
 
-func releaseCommand(name string, args []string, summary string, resolve func(*flag.FlagSet) func(*env, []string) (target, error)) *command {
-	return &command{name: name, args: args, summary: summary,
+// release makes the command that releases a record; it refuses a live lease unless -force.
+func (r record) release(summary string) *command {
+	resolve := r.resolve
+	return &command{name: r.noun + " release", args: r.args, summary: summary + "; refuses a live lease unless -force",
 		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 			force := fs.Bool("force", false, "release even a claim whose lease is live (its worker may still be running)")
 			note := fs.String("note", "released by an operator", "stored as the record's last error, for whoever reads it next")
@@ -249,8 +260,10 @@ func releaseCommand(name string, args []string, summary string, resolve func(*fl
 		}}
 }
 
-func purgeCommand(name string, args []string, summary string, resolve func(*flag.FlagSet) func(*env, []string) (target, error)) *command {
-	return &command{name: name, args: args, summary: summary,
+// purge makes the command that deletes a record; it refuses a live lease unless -force.
+func (r record) purge(summary string) *command {
+	resolve := r.resolve
+	return &command{name: r.noun + " purge", args: r.args, summary: summary + "; refuses a live lease unless -force",
 		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 			force := fs.Bool("force", false, "purge even a claim whose lease is live (its worker may still be running)")
 			var wf writeFlags
@@ -380,19 +393,13 @@ func messageResolver(fs *flag.FlagSet) func(*env, []string) (target, error) {
 }
 
 var (
-	keyArgs     = []string{"NAMESPACE", "KEY"}
-	messageArgs = []string{"GROUP", "TOPIC", "PARTITION", "ID"}
+	keyRecord     = record{noun: "key", args: []string{"NAMESPACE", "KEY"}, resolve: keyResolver}
+	messageRecord = record{noun: "message", args: []string{"GROUP", "TOPIC", "PARTITION", "ID"}, resolve: messageResolver}
 
-	keyGetCommand = getCommand("key get", keyArgs,
-		"show a key's record: status, owner, fence, attempts, lease, expiry, TTL, result size and preview", keyResolver)
-	keyReleaseCommand = releaseCommand("key release", keyArgs,
-		"release a key (RELEASED) so the next attempt runs again; refuses a live lease unless -force", keyResolver)
-	keyPurgeCommand = purgeCommand("key purge", keyArgs,
-		"delete a key's record so the next request runs as new; refuses a live lease unless -force", keyResolver)
-	messageGetCommand = getCommand("message get", messageArgs,
-		"show a message's record in the consumer guard", messageResolver)
-	messageReleaseCommand = releaseCommand("message release", messageArgs,
-		"release a message so its next delivery runs the handler again; refuses a live lease unless -force", messageResolver)
-	messagePurgeCommand = purgeCommand("message purge", messageArgs,
-		"delete a message's record so its next delivery is processed as new; refuses a live lease unless -force", messageResolver)
+	keyGetCommand         = keyRecord.get("show a key's record: status, owner, fence, attempts, lease, expiry, TTL, result size and preview")
+	keyReleaseCommand     = keyRecord.release("release a key (RELEASED) so the next attempt runs again")
+	keyPurgeCommand       = keyRecord.purge("delete a key's record so the next request runs as new")
+	messageGetCommand     = messageRecord.get("show a message's record in the consumer guard")
+	messageReleaseCommand = messageRecord.release("release a message so its next delivery runs the handler again")
+	messagePurgeCommand   = messageRecord.purge("delete a message's record so its next delivery is processed as new")
 )
