@@ -52,12 +52,8 @@ func (l *Log) checkOwn(ctx context.Context, items []*lateItem) {
 		claimed, err = l.readClaims(ctx, e0.Counter, items)
 	}
 	now := l.cfg.Now()
-	for _, it := range items {
+	decide(items, err, found, func(it *lateItem) {
 		switch {
-		case err != nil:
-			it.fail(err)
-		case found[it.e.ID]:
-			it.step = stepDone
 		case !claimed[it.e.ID].IsZero():
 			// A retry: follow the claim without a Paxos round. A stale read names a window the
 			// claim left, which settled without the row: the move from it is refused and
@@ -77,13 +73,19 @@ func (l *Log) checkOwn(ctx context.Context, items []*lateItem) {
 		default:
 			it.step = stepClaim
 		}
-	}
+	})
 }
 
 // verifyTarget handles items of one counter whose claims name one window that closed: once
 // it settled, an item whose row is there is done; the others' claims move (claim step).
 func (l *Log) verifyTarget(ctx context.Context, items []*lateItem) {
 	found, err := l.holdsAll(ctx, items[0].e.Counter, items[0].target, items)
+	decide(items, err, found, func(it *lateItem) { it.step = stepClaim })
+}
+
+// decide moves each item on by the reads of its window: a failed read fails it, a row found
+// there makes it done, and rest decides the others.
+func decide(items []*lateItem, err error, found map[string]bool, rest func(*lateItem)) {
 	for _, it := range items {
 		switch {
 		case err != nil:
@@ -91,7 +93,7 @@ func (l *Log) verifyTarget(ctx context.Context, items []*lateItem) {
 		case found[it.e.ID]:
 			it.step = stepDone
 		default:
-			it.step = stepClaim
+			rest(it)
 		}
 	}
 }
