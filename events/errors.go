@@ -7,8 +7,9 @@ import (
 )
 
 // Errors returned by the package. Each is checked with errors.Is; the returned error usually
-// wraps one with the offending value. A write that may or may not have applied lwt.ErrOutcomeUnknown (as a
-// *cas.OutcomeUnknownError carrying the driver's error): each sentinel is defined once, in lwt or lwt/cas.
+// wraps one with the offending value. A write that may or may not have applied matches
+// lwt.ErrOutcomeUnknown (as a *cas.OutcomeUnknownError carrying the driver's error): each
+// sentinel is defined once, in lwt or lwt/cas.
 var (
 	// ErrInvalidCounter is returned for an empty, over-long or non-UTF-8 counter name. It is
 	// counters.ErrInvalidCounter: a counter's name is the same in both packages.
@@ -27,4 +28,16 @@ var (
 	ErrBucketClosed = errors.New("events: bucket closed")
 	// ErrInvalidOption is returned by NewLog for a bad option; the error names the option.
 	ErrInvalidOption = errors.New("events: invalid option")
+	// ErrEventExpired is returned by Record for an event whose Time is older than the Log's
+	// retention (WithLogRetention): its rows and late claim may have expired, so recording it
+	// again could count it twice. It is neither counted nor dropped silently: the caller
+	// decides (dead-letter it, or count it by other means).
+	ErrEventExpired = errors.New("events: event older than the log's retention")
+	// ErrOverflow is returned when a sum of deltas (a window's, a fold's or a total) does not fit
+	// in an int64. Nothing is written: a rollup that would overflow leaves its watermark.
+	ErrOverflow = errors.New("events: counter total overflows int64")
+	// ErrRollupStalled is matched by a *RollupStalledError: a counter's rollup fell further
+	// behind the clock than the maximum lag (WithMaxRollupLag), on its way to the retention,
+	// past which unfolded events expire uncounted.
+	ErrRollupStalled = errors.New("events: rollup stalled")
 )

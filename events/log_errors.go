@@ -1,25 +1,8 @@
 package events
 
 import (
-	"errors"
 	"fmt"
 	"time"
-)
-
-// Errors of the event log's retention and totals. Each is checked with errors.Is.
-var (
-	// ErrEventExpired is returned by Record for an event whose Time is older than the Log's
-	// retention (WithLogRetention): its rows and late claim may have expired, so recording it
-	// again could count it twice. It is neither counted nor dropped silently: the caller
-	// decides (dead-letter it, or count it by other means).
-	ErrEventExpired = errors.New("events: event older than the log's retention")
-	// ErrOverflow is returned when a sum of deltas (a window's, a fold's or a total) does not fit
-	// in an int64. Nothing is written: a rollup that would overflow leaves its watermark.
-	ErrOverflow = errors.New("events: counter total overflows int64")
-	// ErrRollupStalled is matched by a *RollupStalledError: a counter's rollup fell further
-	// behind the clock than the maximum lag (WithMaxRollupLag), on its way to the retention,
-	// past which unfolded events expire uncounted.
-	ErrRollupStalled = errors.New("events: rollup stalled")
 )
 
 // RollupStalledError reports a counter whose rollup is further behind than the Log allows. It
