@@ -38,6 +38,9 @@ type intent struct {
 	attempts    int
 	nextAttempt time.Time
 	lastError   string
+	// Since 020_outbox_key_order.cql: under WithKeyOrder, the key all the run's events carry
+	// ("" when they carry none, or without the option: not ordered).
+	orderKey string
 }
 
 // decision is what an intent's record says.
@@ -84,6 +87,12 @@ func (r *Relay) bucket(ctx context.Context, sh *shard, b int64, rd bucketRead) (
 	var marks []mark
 	var due []settled
 	for _, v := range verdicts {
+		if held, m := r.holdBack(sh, v, now, &st); held {
+			if m != nil {
+				marks = append(marks, *m)
+			}
+			continue
+		}
 		switch {
 		case v.err != nil:
 			err = errors.Join(err, v.err)
@@ -103,10 +112,9 @@ func (r *Relay) bucket(ctx context.Context, sh *shard, b int64, rd bucketRead) (
 		if rerr := r.renewIfDue(ctx, sh); rerr != nil {
 			return st, len(rows), errors.Join(err, rerr)
 		}
-		outcome, pst, perr := r.publishAll(ctx, sh, due)
-		st.add(pst)
+		pm, perr := r.publishDue(ctx, sh, due, &st)
 		err = errors.Join(err, perr)
-		marks = append(marks, r.afterPublish(due, outcome, &st)...)
+		marks = append(marks, pm...)
 	}
 	n, merr := r.mark(ctx, sh, b, marks)
 	for _, m := range marks[:n] {
@@ -124,7 +132,7 @@ func (r *Relay) bucket(ctx context.Context, sh *shard, b int64, rd bucketRead) (
 			}
 		}
 	}
-	st.Waiting = len(rows) - st.Settled // in flight, backing off, failed or unreadable
+	st.Waiting = len(rows) - st.Settled // in flight, backing off, failed, held or unreadable
 	return st, st.Waiting, errors.Join(err, merr, r.parkedError(marks[:n]))
 }
 
@@ -142,13 +150,13 @@ func (r judge) scanBucket(ctx context.Context, b int64, s int) ([]intent, int64,
 	var fence int64
 	var in intent
 	var rf, sealedAt *int64
-	var state, rec, lastErr *string
+	var state, rec, lastErr, orderKey *string
 	var expires, next *time.Time
 	var committed *bool
 	var attempts *int
 	scanned := 0
 	for iter.Scan(&in.namespace, &in.key, &in.fence, &in.owner, &in.stagedAt, &state, &rf, &rec,
-		&expires, &sealedAt, &committed, &attempts, &next, &lastErr) {
+		&expires, &sealedAt, &committed, &attempts, &next, &lastErr, &orderKey) {
 		scanned++
 		if rf != nil {
 			fence = *rf
@@ -158,6 +166,7 @@ func (r judge) scanBucket(ctx context.Context, b int64, s int) ([]intent, int64,
 		}
 		in.record, in.expiresAt, in.nextAttempt, in.lastError = deref(rec), derefT(expires), derefT(next), deref(lastErr)
 		in.sealed, in.committed = sealedAt != nil, committed != nil && *committed
+		in.orderKey = deref(orderKey)
 		in.attempts = 0
 		if attempts != nil {
 			in.attempts = *attempts

@@ -35,8 +35,8 @@ func New(session *gocql.Session, opts ...Option) (*Outbox, error) {
 	}
 	intents := cfg.q.intents
 	return &Outbox{session: session, cfg: cfg, layout: newLayoutGuard(cfg),
-		insert:       "INSERT INTO " + intents + " (bucket, shard, namespace, key, fence, owner, staged_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) USING TTL ?",
-		insertRecord: "INSERT INTO " + intents + " (bucket, shard, namespace, key, fence, owner, staged_at, expires_at, record) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) USING TTL ?",
+		insert:       "INSERT INTO " + intents + " (bucket, shard, namespace, key, fence, owner, staged_at, expires_at, order_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) USING TTL ?",
+		insertRecord: "INSERT INTO " + intents + " (bucket, shard, namespace, key, fence, owner, staged_at, expires_at, record, order_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) USING TTL ?",
 		seal:         "UPDATE " + intents + " USING TTL ? SET events = ? WHERE bucket = ? AND shard = ? AND namespace = ? AND key = ? AND fence = ?",
 	}, nil
 }
@@ -56,8 +56,12 @@ func Table(keyspace string) lwt.Table {
 // is released, or loses its lease, nothing is published. The first Stage of a run writes the
 // run's intent row (one plain write) so the relay will look for the commit.
 //
+// Under WithKeyOrder every event of a run must carry the same key (ErrMixedKeys otherwise), the
+// run's intent goes in the shard of that key, and a Stage of no events stages nothing: the run's
+// first event gives its key.
+//
 // Errors: ErrNoRun (ErrNoCompletion under a claim that no completion of ExecuteOnce ends, such
-// as guard.Guard.ProcessBatch's), ErrUnsupportedKey, ErrInvalidEvent, ErrLayoutMismatch,
+// as guard.Guard.ProcessBatch's), ErrUnsupportedKey, ErrInvalidEvent (ErrMixedKeys), ErrLayoutMismatch,
 // ErrIntentLate, or the driver's error of the intent write. Return them from the run.
 // ErrInvalidEvent is marked lwt.Permanent: the same events would be refused on every retry,
 // so the run is recorded FAILED and replayed, whether it returns the error or not. After any
@@ -78,6 +82,9 @@ func (o *Outbox) Stage(ctx context.Context, events ...Event) error {
 	rec, err := o.cfg.recordOf(comp.Table(), claim.Key)
 	if err != nil {
 		return err
+	}
+	if o.cfg.keyOrder && len(events) == 0 {
+		return nil // no key yet to place the intent by: the first event's Stage writes it
 	}
 	v, err := comp.LoadOrStore(ColumnName, &staged{o: o, rec: rec, claim: *claim})
 	if err != nil {
@@ -115,6 +122,9 @@ type staged struct {
 	stagedAt time.Time
 	// refused is the first refusal of this run's events: its completion fails permanently.
 	refused error
+	// Under WithKeyOrder: the key every event of the run carries, once its first event is staged.
+	orderKey string
+	keyTaken bool
 }
 
 // refuse records a refusal of the run's events and returns it, marked permanent.
@@ -149,6 +159,9 @@ func (s *staged) add(ctx context.Context, events []Event) error {
 	if size > s.o.cfg.maxSize {
 		return refuse(fmt.Errorf("%w: about %d bytes staged, limit %d", ErrInvalidEvent, size, s.o.cfg.maxSize))
 	}
+	if err := s.takeKey(events); err != nil {
+		return refuse(err)
+	}
 	if !s.intent {
 		if err := s.writeIntent(ctx); err != nil {
 			return err
@@ -174,12 +187,12 @@ func (s *staged) writeIntent(ctx context.Context) error {
 		return fmt.Errorf("%w: the repeatable run may commit until %v, more than the horizon (%v) after staging: give its store a lease of at most the horizon",
 			ErrIntentLate, s.claim.CommitBy.Sub(now).Round(time.Millisecond), cfg.horizon)
 	}
-	stmt, args := s.o.insert, []any{cfg.bucketOf(now), shardOf(s.rec.namespace, s.rec.key, cfg.shards), s.rec.namespace, s.rec.key,
+	stmt, args := s.o.insert, []any{cfg.bucketOf(now), s.shard(), s.rec.namespace, s.rec.key,
 		s.claim.Fence, s.claim.Owner, now, s.claim.ExpiresAt}
 	if s.rec.table != "" {
 		stmt, args = s.o.insertRecord, append(args, s.rec.table)
 	}
-	err := s.o.session.Query(stmt, append(args, cfg.ttlUntil(cfg.rowExpiry(s.claim.ExpiresAt)))...).
+	err := s.o.session.Query(stmt, append(args, s.orderKeyValue(), cfg.ttlUntil(cfg.rowExpiry(s.claim.ExpiresAt)))...).
 		WithContext(ctx).Consistency(cfg.consistency).Idempotent(true).Exec()
 	if err != nil {
 		return fmt.Errorf("outbox: write intent: %w", err)
@@ -218,7 +231,7 @@ func (s *staged) CellValue() (any, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), sealTimeout)
 	defer cancel()
 	err = s.o.session.Query(s.o.seal, cfg.ttlUntil(cfg.rowExpiry(s.claim.ExpiresAt)), b, cfg.bucketOf(s.stagedAt),
-		shardOf(s.rec.namespace, s.rec.key, cfg.shards), s.rec.namespace, s.rec.key, s.claim.Fence).
+		s.shard(), s.rec.namespace, s.rec.key, s.claim.Fence).
 		WithContext(ctx).Consistency(cfg.consistency).Idempotent(true).Exec()
 	if err != nil {
 		return nil, fmt.Errorf("outbox: copy the events to the intent: %w", err)

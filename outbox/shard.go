@@ -18,6 +18,8 @@ type shard struct {
 	frontier int64          // the first bucket not yet swept
 	pending  map[int64]bool // swept buckets that still hold pending intents
 	gap      error          // reported by the pass that claimed the shard: its cursor was too old
+	// Under WithKeyOrder, the keys held in this pass: an earlier intent of theirs is unsettled.
+	blocked map[string]bool
 }
 
 // acquire claims shard s if it is free, and loads its cursor; nil when another relay holds it.
@@ -93,6 +95,9 @@ func (r *Relay) work(ctx context.Context, sh *shard) (Stats, error) {
 	}
 	sort.Slice(buckets, func(i, j int) bool { return buckets[i] < buckets[j] })
 	buckets = append(append(open, buckets...), sweep...)
+	if r.cfg.keyOrder {
+		buckets = r.inKeyOrder(sh, buckets, now)
+	}
 	reads := r.readAll(ctx, sh.id, buckets)
 	var st Stats
 	for _, rd := range reads {
