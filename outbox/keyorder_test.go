@@ -435,3 +435,27 @@ func TestKeyOrderBucketsOldestFirst(t *testing.T) {
 	got = r.inKeyOrder(sh, []int64{997, 998, 999, 1000, 985, 990, 991, 992, 993}, now)
 	assert.Equal(t, []int64{985, 990, 991, 992, 993}, got)
 }
+
+// TestKeyOrderHoldsAcrossBuckets: the earlier operation of a key was staged in a bucket that has
+// closed since and stays pending in the relay's cursor; the later one, in a newer bucket, is
+// held until it settles.
+func TestKeyOrderHoldsAcrossBuckets(t *testing.T) {
+	e := keyOrderEnv(t)
+	ctx := ctxT(t)
+	clk := &clock{}
+	box, err := New(e.session, append(e.opts, WithClock(clk.now))...)
+	require.NoError(t, err)
+	e.box = box
+	first := e.startRun(t, ctx, "first", Event{Type: "t", Key: "acct-1"})
+	clk.advance(5 * time.Second) // the first one's bucket (1 s) closes after its horizon (2 s)
+	e.commit(t, ctx, box, "second", Event{Type: "t", Key: "acct-1"})
+
+	pub := &recorder{}
+	r := e.relay(t, pub, WithClock(clk.now))
+	st, _ := pollUntil(t, ctx, r, clk, time.Second, func(st Stats) bool { return st.Held >= 3 })
+	assert.Empty(t, pub.ids(), "held behind the earlier bucket's operation")
+	assert.Zero(t, st.Published)
+	require.NoError(t, first.end(nil))
+	drain(t, ctx, r)
+	assert.Equal(t, []string{EventID("orders", "first", 0), EventID("orders", "second", 0)}, pub.ids())
+}
