@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/cassdedup/cassdedup/guard"
 	"github.com/cassdedup/cassdedup/lwt"
 )
 
@@ -458,4 +459,25 @@ func TestKeyOrderHoldsAcrossBuckets(t *testing.T) {
 	require.NoError(t, first.end(nil))
 	drain(t, ctx, r)
 	assert.Equal(t, []string{EventID("orders", "first", 0), EventID("orders", "second", 0)}, pub.ids())
+}
+
+// TestKeyOrderAcrossNamespaces: the key alone orders, whoever stages: a consumer's handler
+// (guard.Guard.Process) staging an event of acct-9 waits for an operation of acct-9 that is
+// still in flight.
+func TestKeyOrderAcrossNamespaces(t *testing.T) {
+	e := keyOrderEnv(t)
+	ctx := ctxT(t)
+	first := e.startRun(t, ctx, "op-1", Event{Type: "t", Key: "acct-9"})
+	_, err := e.guard(t).Process(ctx, orderMessage("m-1"), func(ctx context.Context, _ guard.Message) error {
+		return e.box.Stage(ctx, Event{Type: "shipment.requested", Key: "acct-9"})
+	})
+	require.NoError(t, err)
+
+	pub := &recorder{}
+	r := e.relay(t, pub)
+	_, _ = pollUntil(t, ctx, r, nil, 0, func(st Stats) bool { return st.Held >= 2 })
+	assert.Empty(t, pub.ids())
+	require.NoError(t, first.end(nil))
+	drain(t, ctx, r)
+	assert.Equal(t, []string{EventID("orders", "op-1", 0), EventID(GuardNamespace("billing", "orders", 3), "m-1", 0)}, pub.ids())
 }
