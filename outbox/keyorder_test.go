@@ -481,3 +481,27 @@ func TestKeyOrderAcrossNamespaces(t *testing.T) {
 	drain(t, ctx, r)
 	assert.Equal(t, []string{EventID("orders", "op-1", 0), EventID(GuardNamespace("billing", "orders", 3), "m-1", 0)}, pub.ids())
 }
+
+// TestKeyOrderAbandonedRunReleasedByOperator: a run that never ends (its process gone) holds its
+// key until an operator releases its record (cassdedup key release): the relay then drops its
+// intent and publishes the later operations of its key; the run's own completion, should it
+// come back, is refused.
+func TestKeyOrderAbandonedRunReleasedByOperator(t *testing.T) {
+	e := keyOrderEnv(t)
+	ctx := ctxT(t)
+	gone := e.startRun(t, ctx, "gone", Event{Type: "t", Key: "acct-1"})
+	e.commit(t, ctx, e.box, "later", Event{Type: "t", Key: "acct-1"})
+	pub := &recorder{}
+	r := e.relay(t, pub)
+	_, _ = pollUntil(t, ctx, r, nil, 0, func(st Stats) bool { return st.Held >= 2 })
+	assert.Empty(t, pub.ids())
+
+	_, err := e.store.ReleaseKey(ctx, lwt.IdempotencyKey("orders", "gone"), lwt.Force())
+	require.NoError(t, err)
+	st := drain(t, ctx, r)
+	assert.Equal(t, []string{EventID("orders", "later", 0)}, pub.ids())
+	assert.Equal(t, 1, st.Dropped)
+	require.ErrorIs(t, gone.end(nil), lwt.ErrLeaseLost)
+	drain(t, ctx, r)
+	assert.Equal(t, []string{EventID("orders", "later", 0)}, pub.ids(), "nothing of the released run")
+}
