@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 	"time"
 
@@ -86,26 +87,36 @@ func orderKeyValue(k string) any {
 }
 
 // inKeyOrder starts a pass of sh under WithKeyOrder: it forgets the keys held in the last pass
-// and returns the buckets to work oldest first, since an earlier bucket may hold an earlier
-// event of a key. A closed bucket that this pass does not read (past the sweep's limit, while
-// a relay catches up) may hold one too, so no bucket after it is worked: those wait until the
-// sweep reaches them, and a relay catching up publishes oldest first.
-func (r *Relay) inKeyOrder(sh *shard, buckets []int64, now time.Time) []int64 {
+// and returns the buckets read (and their reads, which stay paired) in the order to work them:
+// oldest first, since an earlier bucket may hold an earlier event of a key. A closed bucket
+// that this pass did not read (past the sweep's limit, while a relay catches up) may hold one
+// too, so no bucket after it is worked: those wait until the sweep reaches them, and a relay
+// catching up publishes oldest first.
+func (r *Relay) inKeyOrder(sh *shard, buckets []int64, reads []bucketRead, now time.Time) ([]int64, []bucketRead) {
 	sh.blocked = map[string]bool{}
-	sort.Slice(buckets, func(i, j int) bool { return buckets[i] < buckets[j] })
+	idx := make([]int, len(buckets))
 	listed := make(map[int64]bool, len(buckets))
-	for _, b := range buckets {
+	for i, b := range buckets {
+		idx[i] = i
 		listed[b] = true
 	}
+	sort.Slice(idx, func(i, j int) bool { return buckets[idx[i]] < buckets[idx[j]] })
+	limit := int64(math.MaxInt64)
 	width := int64(r.cfg.bucket / time.Second)
 	for b := sh.frontier; b <= r.cfg.bucketOf(now); b += width {
-		if listed[b] {
-			continue
+		if !listed[b] {
+			limit = b
+			break
 		}
-		cut := sort.Search(len(buckets), func(i int) bool { return buckets[i] > b })
-		return buckets[:cut]
 	}
-	return buckets
+	var outB []int64
+	var outR []bucketRead
+	for _, i := range idx {
+		if buckets[i] < limit {
+			outB, outR = append(outB, buckets[i]), append(outR, reads[i])
+		}
+	}
+	return outB, outR
 }
 
 // errHeld is the last error recorded in a held intent: why it is not published yet.

@@ -429,11 +429,22 @@ func TestKeyOrderBucketsOldestFirst(t *testing.T) {
 	r := &Relay{judge: judge{cfg: cfg}}
 	sh := &shard{frontier: 990}
 	// Pending 980 and 985, swept 990 to 997, open 998 to 1000: all read.
-	got := r.inKeyOrder(sh, []int64{997, 998, 999, 1000, 980, 985, 990, 991, 992, 993, 994, 995, 996}, now)
+	work := func(buckets ...int64) []int64 {
+		reads := make([]bucketRead, len(buckets))
+		for i, b := range buckets {
+			reads[i].fence = b // each read stays with its bucket
+		}
+		got, gotReads := r.inKeyOrder(sh, buckets, reads, now)
+		for i, rd := range gotReads {
+			assert.Equal(t, got[i], rd.fence)
+		}
+		return got
+	}
+	got := work(997, 998, 999, 1000, 980, 985, 990, 991, 992, 993, 994, 995, 996)
 	assert.Equal(t, []int64{980, 985, 990, 991, 992, 993, 994, 995, 996, 997, 998, 999, 1000}, got)
 	assert.NotNil(t, sh.blocked)
 	// The sweep stopped at 993: 994 to 996 are closed and unread, so 997 and the open ones wait.
-	got = r.inKeyOrder(sh, []int64{997, 998, 999, 1000, 985, 990, 991, 992, 993}, now)
+	got = work(997, 998, 999, 1000, 985, 990, 991, 992, 993)
 	assert.Equal(t, []int64{985, 990, 991, 992, 993}, got)
 }
 

@@ -95,13 +95,13 @@ func (r *Relay) work(ctx context.Context, sh *shard) (Stats, error) {
 	}
 	sort.Slice(buckets, func(i, j int) bool { return buckets[i] < buckets[j] })
 	buckets = append(append(open, buckets...), sweep...)
-	if r.cfg.keyOrder {
-		buckets = r.inKeyOrder(sh, buckets, now)
-	}
 	reads := r.readAll(ctx, sh.id, buckets)
 	var st Stats
 	for _, rd := range reads {
 		st.RowsRead += rd.scanned
+	}
+	if r.cfg.keyOrder {
+		buckets, reads = r.inKeyOrder(sh, buckets, reads, now)
 	}
 	remaining := map[int64]int{}
 	var werr error
