@@ -113,10 +113,25 @@ func (r *Relay) inKeyOrder(sh *shard, buckets []int64, reads []bucketRead, now t
 	var outR []bucketRead
 	for _, i := range idx {
 		if buckets[i] < limit {
+			sort.SliceStable(reads[i].rows, func(a, b int) bool { return stagedBefore(reads[i].rows[a], reads[i].rows[b]) })
 			outB, outR = append(outB, buckets[i]), append(outR, reads[i])
 		}
 	}
 	return outB, outR
+}
+
+// stagedBefore is the staging order of a key's intents, the same on every pass whatever read
+// them: by staging time (to the millisecond, as stored), then by operation.
+func stagedBefore(a, b intent) bool {
+	switch {
+	case !a.stagedAt.Equal(b.stagedAt):
+		return a.stagedAt.Before(b.stagedAt)
+	case a.namespace != b.namespace:
+		return a.namespace < b.namespace
+	case a.key != b.key:
+		return a.key < b.key
+	}
+	return a.fence < b.fence
 }
 
 // errHeld is the last error recorded in a held intent: why it is not published yet.
