@@ -73,9 +73,9 @@ func NewAdmin(session *gocql.Session, opts ...Option) (*Admin, error) {
 	intents, relays := cfg.q.intents, cfg.q.relays
 	return &Admin{judge: j, layout: newLayoutGuard(cfg), parked: newParkedStatements(cfg),
 		readCursors: "SELECT shard, status, fence, lease_owner, frontier, pending FROM " + relays + " WHERE relay = ? AND shard = ?",
-		insertIfNot: "INSERT INTO " + intents + " (bucket, shard, namespace, key, fence, owner, staged_at, record, committed, events, expires_at)" +
-			" VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS USING TTL ?",
-		reopen: "UPDATE " + intents + " USING TTL ? SET state = null, staged_at = ?, committed = ?, events = ?, expires_at = ?, attempts = null, next_attempt = null" +
+		insertIfNot: "INSERT INTO " + intents + " (bucket, shard, namespace, key, fence, owner, staged_at, record, committed, events, expires_at, order_key)" +
+			" VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS USING TTL ?",
+		reopen: "UPDATE " + intents + " USING TTL ? SET state = null, staged_at = ?, committed = ?, events = ?, expires_at = ?, attempts = null, next_attempt = null, order_key = ?" +
 			" WHERE bucket = ? AND shard = ? AND namespace = ? AND key = ? AND fence = ?" +
 			" IF state IN ('" + StatePublished + "', '" + StateDropped + "', '" + StateParked + "')",
 		arrive: "INSERT INTO " + cfg.q.arrivals + " (bucket, shard, namespace, key, fence, owner, staged_at, record, expires_at, committed)" +
@@ -266,7 +266,10 @@ func (a *Admin) Replay(ctx context.Context, namespace, key string, dryRun bool) 
 // reading the record; without, settled by the record as any intent.
 func (a *Admin) requeue(ctx context.Context, in intent, msgs []Message, cell []byte, dryRun bool) (Replayed, error) {
 	now := a.cfg.now()
-	b, s := a.cfg.bucketOf(now), shardOf(in.namespace, in.key, a.cfg.shards)
+	// Under WithKeyOrder the events go in their key's shard, and in its order as staged now:
+	// after every event of the key staged before the replay.
+	orderKey := a.cfg.orderKeyOf(msgs)
+	b, s := a.cfg.bucketOf(now), a.cfg.intentShard(in.namespace, in.key, orderKey)
 	out := Replayed{Messages: msgs, Bucket: time.Unix(b, 0).UTC(), Shard: s}
 	if dryRun {
 		return out, nil
@@ -285,9 +288,9 @@ func (a *Admin) requeue(ctx context.Context, in intent, msgs []Message, cell []b
 	}
 	// Conditional writes only: the row may carry a relay's conditional mark already.
 	applied, _, err := cas.InsertIfNotExists(ctx, a.session.Query(a.insertIfNot, b, s, in.namespace, in.key, in.fence, in.owner, now,
-		rec, committed, cell, expires, ttl).Consistency(a.cfg.consistency), a.cfg.serial)
+		rec, committed, cell, expires, orderKeyValue(orderKey), ttl).Consistency(a.cfg.consistency), a.cfg.serial)
 	if err == nil && !applied {
-		applied, _, err = cas.UpdateIf(ctx, a.session.Query(a.reopen, ttl, now, committed, cell, expires, b, s, in.namespace, in.key, in.fence).
+		applied, _, err = cas.UpdateIf(ctx, a.session.Query(a.reopen, ttl, now, committed, cell, expires, orderKeyValue(orderKey), b, s, in.namespace, in.key, in.fence).
 			Consistency(a.cfg.consistency), a.cfg.serial)
 	}
 	if err == nil && applied {

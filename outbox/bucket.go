@@ -41,6 +41,9 @@ type intent struct {
 	// arrival: read from its arrival (outbox_arrivals), not its row. Whether the run sealed a
 	// copy of its events is unknown until the bucket's sweep reads the row.
 	arrival bool
+	// Since 020_outbox_key_order.cql: under WithKeyOrder, the key all the run's events carry
+	// ("" when they carry none, or without the option: not ordered).
+	orderKey string
 }
 
 // decision is what an intent's record says.
@@ -87,6 +90,12 @@ func (r *Relay) bucket(ctx context.Context, sh *shard, b int64, rd bucketRead) (
 	var marks []mark
 	var due []settled
 	for _, v := range verdicts {
+		if held, m := r.holdBack(sh, v, now, &st); held {
+			if m != nil {
+				marks = append(marks, *m)
+			}
+			continue
+		}
 		switch {
 		case v.err != nil:
 			err = errors.Join(err, v.err)
@@ -106,10 +115,9 @@ func (r *Relay) bucket(ctx context.Context, sh *shard, b int64, rd bucketRead) (
 		if rerr := r.renewIfDue(ctx, sh); rerr != nil {
 			return st, len(rows), errors.Join(err, rerr)
 		}
-		outcome, pst, perr := r.publishAll(ctx, sh, due)
-		st.add(pst)
+		pm, perr := r.publishDue(ctx, sh, due, &st)
 		err = errors.Join(err, perr)
-		marks = append(marks, r.afterPublish(due, outcome, &st)...)
+		marks = append(marks, pm...)
 	}
 	n, merr := r.mark(ctx, sh, b, marks)
 	if rd.marked != nil {
@@ -130,7 +138,7 @@ func (r *Relay) bucket(ctx context.Context, sh *shard, b int64, rd bucketRead) (
 			}
 		}
 	}
-	st.Waiting = len(rows) - st.Settled // in flight, backing off, failed or unreadable
+	st.Waiting = len(rows) - st.Settled // in flight, backing off, failed, held or unreadable
 	return st, st.Waiting, errors.Join(err, merr, r.parkedError(marks[:n]))
 }
 
@@ -160,13 +168,13 @@ func (r judge) scanBucket(ctx context.Context, b int64, s int) ([]intent, int64,
 	var fence int64
 	var in intent
 	var rf, sealedAt *int64
-	var state, rec, lastErr *string
+	var state, rec, lastErr, orderKey *string
 	var expires, next *time.Time
 	var committed *bool
 	var attempts *int
 	scanned := 0
 	for iter.Scan(&in.namespace, &in.key, &in.fence, &in.owner, &in.stagedAt, &state, &rf, &rec,
-		&expires, &sealedAt, &committed, &attempts, &next, &lastErr) {
+		&expires, &sealedAt, &committed, &attempts, &next, &lastErr, &orderKey) {
 		scanned++
 		if rf != nil {
 			fence = *rf
@@ -181,6 +189,7 @@ func (r judge) scanBucket(ctx context.Context, b int64, s int) ([]intent, int64,
 		}
 		in.record, in.expiresAt, in.nextAttempt, in.lastError = deref(rec), derefT(expires), derefT(next), deref(lastErr)
 		in.sealed, in.committed = sealedAt != nil, committed != nil && *committed
+		in.orderKey = deref(orderKey)
 		in.attempts = 0
 		if attempts != nil {
 			in.attempts = *attempts

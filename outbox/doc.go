@@ -26,8 +26,10 @@
 //     stagers and relays differ by less than half the horizon (WithHorizon); a Stage whose intent
 //     write took longer fails (ErrIntentLate);
 //   - every publication of an event carries the id EventID(namespace, key, sequence); the events
-//     of one operation are published together, in staging order, and there is no order across
-//     operations;
+//     of one operation are published together, in staging order; across operations there is no
+//     order, unless WithKeyOrder: then the events of one key are first published in the order
+//     their operations staged, each once every earlier one of its key is published, dropped or
+//     parked (docs/outbox.md, "Ordering");
 //   - a relay frozen past its shard's lease cannot mark in that shard once a successor worked it
 //     (ErrFenced); each Publish ends within WithPublishTimeout, inside the lease;
 //   - a pass reads only the intents' arrivals staged since the last one (WithArrivalLag ago at

@@ -19,6 +19,12 @@ var (
 	// function again.
 	ErrInvalidEvent = errors.New("outbox: invalid event (nothing of this call was staged; the run fails permanently)")
 
+	// ErrMixedKeys: under WithKeyOrder, an event's key differs from the key of the run's other
+	// events (staged in this call or an earlier one). A run's events must share one key, so they
+	// take one place in that key's order. Nothing of that call was staged, and the run can no
+	// longer commit (Stage returns it marked lwt.Permanent). It matches ErrInvalidEvent.
+	ErrMixedKeys = fmt.Errorf("%w: under WithKeyOrder the events of one run must share one key", ErrInvalidEvent)
+
 	// ErrInvalidOption: an option is out of range, or a required argument is nil.
 	ErrInvalidOption = errors.New("outbox: invalid option")
 

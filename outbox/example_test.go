@@ -138,3 +138,43 @@ func Example_consumerGuard() {
 	// The relay publishes the event with this id, on every publication.
 	fmt.Println(out, outbox.EventID(outbox.GuardNamespace("shipping", "orders", 3), "order-7f3a", 0))
 }
+
+// Key order, as a Debezium user expects of an aggregate: the events of one account are published
+// in the order their operations were staged. Stagers, relays and admins of the intents table all
+// take WithKeyOrder (the first stores it with the layout; one without it is refused); each run's
+// events carry one key, the account's.
+func ExampleWithKeyOrder() {
+	session := connect()
+	defer session.Close()
+	store, err := lwt.NewStore(session, outbox.Table("cassdedup"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	box, err := outbox.New(session, outbox.WithKeyOrder())
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, op := range []struct{ id, typ string }{{"dep-1", "account.credited"}, {"wd-1", "account.debited"}} {
+		_, err := store.ExecuteOnce(context.Background(), lwt.IdempotencyKey("ledger", op.id), func(ctx context.Context) ([]byte, error) {
+			// Every event of this run carries the account's key: another key would be
+			// refused (outbox.ErrMixedKeys).
+			return []byte("ok"), box.Stage(ctx, outbox.Event{Type: op.typ, Key: "acct-42"})
+		})
+		if err != nil {
+			log.Fatal(err)
+		}
+	}
+	pub := outbox.PublisherFunc(func(ctx context.Context, msgs []outbox.Message) error {
+		for _, m := range msgs {
+			fmt.Println(m.Key, m.Type) // acct-42 account.credited, then acct-42 account.debited
+		}
+		return nil
+	})
+	relay, err := outbox.NewRelay(session, pub, outbox.WithKeyOrder())
+	if err != nil {
+		log.Fatal(err)
+	}
+	if _, err := relay.Poll(context.Background()); err != nil {
+		log.Print(err)
+	}
+}

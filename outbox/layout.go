@@ -12,7 +12,7 @@ import (
 	"github.com/cassdedup/cassdedup/lwt/cas"
 )
 
-// The tables of 015_outbox_durable.cql. They keep their names whatever WithTables says: their
+// The tables of 015_outbox_durable.cql (outbox_layout's key_order: 020_outbox_key_order.cql). They keep their names whatever WithTables says: their
 // rows are keyed by the intents table's name, so outboxes of several names share them.
 const (
 	layoutTable = "outbox_layout"
@@ -22,13 +22,14 @@ const (
 // Layout is what stagers, relays and admins of one intents table must agree on, as stored in
 // outbox_layout by the first of them.
 type Layout struct {
-	Shards  int
-	Bucket  time.Duration
-	Horizon time.Duration
+	Shards   int
+	Bucket   time.Duration
+	Horizon  time.Duration
+	KeyOrder bool // WithKeyOrder: intents in the shard of their events' key, published in key order
 }
 
 func (c config) layout() Layout {
-	return Layout{Shards: c.shards, Bucket: c.bucket, Horizon: c.horizon}
+	return Layout{Shards: c.shards, Bucket: c.bucket, Horizon: c.horizon, KeyOrder: c.keyOrder}
 }
 
 // layoutGuard checks the configured layout against the stored one once per instance: the
@@ -42,8 +43,8 @@ type layoutGuard struct {
 
 func newLayoutGuard(cfg config) *layoutGuard {
 	return &layoutGuard{key: cfg.intents,
-		read:   "SELECT shards, bucket_seconds, horizon_seconds FROM " + cfg.q.layout + " WHERE intents = ?",
-		insert: "INSERT INTO " + cfg.q.layout + " (intents, shards, bucket_seconds, horizon_seconds, recorded_at) VALUES (?, ?, ?, ?, ?) IF NOT EXISTS",
+		read:   "SELECT shards, bucket_seconds, horizon_seconds, key_order FROM " + cfg.q.layout + " WHERE intents = ?",
+		insert: "INSERT INTO " + cfg.q.layout + " (intents, shards, bucket_seconds, horizon_seconds, key_order, recorded_at) VALUES (?, ?, ?, ?, ?, ?) IF NOT EXISTS",
 	}
 }
 
@@ -63,7 +64,7 @@ func (g *layoutGuard) ensure(ctx context.Context, session *gocql.Session, cfg *c
 	if !found && store {
 		want := cfg.layout()
 		applied, row, err := cas.InsertIfNotExists(ctx, session.Query(g.insert, g.key, want.Shards,
-			int(want.Bucket/time.Second), int(want.Horizon/time.Second), cfg.now()).Consistency(cfg.consistency), cfg.serial)
+			int(want.Bucket/time.Second), int(want.Horizon/time.Second), want.KeyOrder, cfg.now()).Consistency(cfg.consistency), cfg.serial)
 		if err != nil {
 			return fmt.Errorf("outbox: record layout: %w", err)
 		}
@@ -81,6 +82,9 @@ func (g *layoutGuard) ensure(ctx context.Context, session *gocql.Session, cfg *c
 			}
 			if !cfg.horizonSet {
 				cfg.horizon = stored.Horizon
+			}
+			if !cfg.keyOrderSet {
+				cfg.keyOrder = stored.KeyOrder
 			}
 		}
 		if err := compareLayout(g.key, stored, cfg.layout()); err != nil {
@@ -107,7 +111,9 @@ func layoutOf(row map[string]any) Layout {
 	shards, _ := row["shards"].(int)
 	bucket, _ := row["bucket_seconds"].(int)
 	horizon, _ := row["horizon_seconds"].(int)
-	return Layout{Shards: shards, Bucket: time.Duration(bucket) * time.Second, Horizon: time.Duration(horizon) * time.Second}
+	keyOrder, _ := row["key_order"].(bool) // null in a layout stored before 020_outbox_key_order.cql: off
+	return Layout{Shards: shards, Bucket: time.Duration(bucket) * time.Second, Horizon: time.Duration(horizon) * time.Second,
+		KeyOrder: keyOrder}
 }
 
 // compareLayout is nil when configured matches stored, else an ErrLayoutMismatch naming each
@@ -122,6 +128,9 @@ func compareLayout(table string, stored, configured Layout) error {
 	}
 	if stored.Horizon != configured.Horizon {
 		errs = append(errs, fmt.Errorf("horizon: stored %v, configured %v", stored.Horizon, configured.Horizon))
+	}
+	if stored.KeyOrder != configured.KeyOrder {
+		errs = append(errs, fmt.Errorf("key order (WithKeyOrder): stored %v, configured %v", stored.KeyOrder, configured.KeyOrder))
 	}
 	if len(errs) == 0 {
 		return nil

@@ -87,7 +87,9 @@ func (r *Relay) park(ctx context.Context, m mark) error {
 	if m.err != nil {
 		msg = truncate(m.err.Error(), 1000)
 	}
-	err := r.session.Query(r.st.park, r.cfg.intents, in.shard, in.namespace, in.key, in.fence, in.owner, in.record,
+	// Parked by the operation's shard, where an operator's command looks for it by its key,
+	// whichever shard its intent was in (WithKeyOrder places it by its events' key).
+	err := r.session.Query(r.st.park, r.cfg.intents, shardOf(in.namespace, in.key, r.cfg.shards), in.namespace, in.key, in.fence, in.owner, in.record,
 		in.stagedAt, r.cfg.now(), m.reason, max(m.attempts, in.attempts), msg, m.v.cell).
 		WithContext(ctx).Consistency(r.cfg.consistency).Idempotent(true).Exec()
 	if err != nil {

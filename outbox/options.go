@@ -76,8 +76,10 @@ type config struct {
 	backoff         time.Duration
 	maxBack         time.Duration
 	logger          *slog.Logger
+	keyOrder        bool // WithKeyOrder: the events of one key are published in staging order
 	// Which layout settings an option set: an Admin adopts the stored layout for the others.
 	shardsSet, bucketSet, horizonSet bool
+	keyOrderSet                      bool
 	publishSet                       bool
 	consistency                      gocql.Consistency
 	serial                           gocql.SerialConsistency
@@ -149,8 +151,9 @@ func WithKeyspace(ks string) Option {
 // each must be a plain CQL identifier, and two outboxes must not share an arrivals table (its
 // rows do not say which intents table they announce). schema.Apply creates the default names
 // only: create others with the columns of schema/cql/010_outbox.cql, 012_guard_outbox.cql,
-// 015_outbox_durable.cql and 019_outbox_arrivals.cql. The layout and the parked events stay in
-// outbox_layout and outbox_parked, keyed by the intents table's name.
+// 015_outbox_durable.cql, 019_outbox_arrivals.cql and 020_outbox_key_order.cql. The layout
+// and the parked events stay in outbox_layout and outbox_parked, keyed by the intents table's
+// name.
 func WithTables(intents, relays, arrivals string) Option {
 	return set(!optcheck.All(schema.ValidateIdentifier, intents, relays, arrivals), optcheck.Call("WithTables", intents, relays, arrivals), notIdentifier,
 		func(c *config) { c.intents, c.relays, c.arrivals = intents, relays, arrivals })
@@ -241,6 +244,29 @@ func WithMaxAttempts(n int) Option {
 func WithPublishBackoff(first, maximum time.Duration) Option {
 	return set(first <= 0 || maximum <= 0, optcheck.Call("WithPublishBackoff", first, maximum), "must be positive",
 		func(c *config) { c.backoff, c.maxBack = first, maximum })
+}
+
+// WithKeyOrder publishes the events of one key (Event.Key) in the order their operations were
+// staged, across operations, as a Debezium user expects of an aggregate: an event waits while an
+// earlier event of its key is undecided (its run in flight), backing off after a failed
+// publication, or unpublished for any other reason, and goes out once that one is published,
+// dropped (its run did not commit) or parked. Keys do not wait for each other.
+//
+// Under it every event of a run must carry the same key (Stage refuses another with
+// ErrMixedKeys, which fails the run permanently); a run whose events all have the empty key has
+// no order and waits for nothing. The run's intent goes in the shard of its events' key rather
+// than of its operation's, so every event of a key is published by the one relay that holds
+// that shard: one hot key is one relay's throughput, and the operations of a key go out one
+// Publish call after another. A parked event breaks the order only by its absence; an
+// operator's replay or unpark publishes it again later, after the events staged since.
+//
+// Like the shard count it lays out the intents table: stagers, relays and admins of one table
+// must agree on it, and the first of them stores it in outbox_layout (schema/cql/
+// 020_outbox_key_order.cql); one that disagrees is refused with ErrLayoutMismatch. An Admin
+// takes it from the stored layout. docs/outbox.md ("Ordering") says what it costs.
+func WithKeyOrder() Option {
+	return set(false, "WithKeyOrder()", "",
+		func(c *config) { c.keyOrder, c.keyOrderSet = true, true })
 }
 
 // WithLogger sets the logger of a relay: slow publications, failed ones, parked events, lost

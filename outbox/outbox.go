@@ -38,8 +38,8 @@ func New(session *gocql.Session, opts ...Option) (*Outbox, error) {
 	}
 	intents, arrivals := cfg.q.intents, cfg.q.arrivals
 	return &Outbox{session: session, cfg: cfg, layout: newLayoutGuard(cfg),
-		insert:       "INSERT INTO " + intents + " (bucket, shard, namespace, key, fence, owner, staged_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) USING TTL ?",
-		insertRecord: "INSERT INTO " + intents + " (bucket, shard, namespace, key, fence, owner, staged_at, expires_at, record) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) USING TTL ?",
+		insert:       "INSERT INTO " + intents + " (bucket, shard, namespace, key, fence, owner, staged_at, expires_at, order_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) USING TTL ?",
+		insertRecord: "INSERT INTO " + intents + " (bucket, shard, namespace, key, fence, owner, staged_at, expires_at, record, order_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) USING TTL ?",
 		seal:         "UPDATE " + intents + " USING TTL ? SET events = ? WHERE bucket = ? AND shard = ? AND namespace = ? AND key = ? AND fence = ?",
 		arrive:       "INSERT INTO " + arrivals + " (bucket, shard, namespace, key, fence, owner, staged_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) USING TTL ?",
 		arriveRecord: "INSERT INTO " + arrivals + " (bucket, shard, namespace, key, fence, owner, staged_at, expires_at, record) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) USING TTL ?",
@@ -61,8 +61,12 @@ func Table(keyspace string) lwt.Table {
 // is released, or loses its lease, nothing is published. The first Stage of a run writes the
 // run's intent row (one plain write) so the relay will look for the commit.
 //
+// Under WithKeyOrder every event of a run must carry the same key (ErrMixedKeys otherwise), the
+// run's intent goes in the shard of that key, and a Stage of no events stages nothing: the run's
+// first event gives its key.
+//
 // Errors: ErrNoRun (ErrNoCompletion under a claim that no completion of ExecuteOnce ends, such
-// as guard.Guard.ProcessBatch's), ErrUnsupportedKey, ErrInvalidEvent, ErrLayoutMismatch,
+// as guard.Guard.ProcessBatch's), ErrUnsupportedKey, ErrInvalidEvent (ErrMixedKeys), ErrLayoutMismatch,
 // ErrIntentLate, or the driver's error of the intent write. Return them from the run.
 // ErrInvalidEvent is marked lwt.Permanent: the same events would be refused on every retry,
 // so the run is recorded FAILED and replayed, whether it returns the error or not. After any
@@ -83,6 +87,9 @@ func (o *Outbox) Stage(ctx context.Context, events ...Event) error {
 	rec, err := o.cfg.recordOf(comp.Table(), claim.Key)
 	if err != nil {
 		return err
+	}
+	if o.cfg.keyOrder && len(events) == 0 {
+		return nil // no key yet to place the intent by: the first event's Stage writes it
 	}
 	v, err := comp.LoadOrStore(ColumnName, &staged{o: o, rec: rec, claim: *claim})
 	if err != nil {
@@ -120,6 +127,9 @@ type staged struct {
 	stagedAt time.Time
 	// refused is the first refusal of this run's events: its completion fails permanently.
 	refused error
+	// Under WithKeyOrder: the key every event of the run carries, once its first event is staged.
+	orderKey string
+	keyTaken bool
 }
 
 // refuse records a refusal of the run's events and returns it, marked permanent.
@@ -154,6 +164,9 @@ func (s *staged) add(ctx context.Context, events []Event) error {
 	if size > s.o.cfg.maxSize {
 		return refuse(fmt.Errorf("%w: about %d bytes staged, limit %d", ErrInvalidEvent, size, s.o.cfg.maxSize))
 	}
+	if err := s.takeKey(events); err != nil {
+		return refuse(err)
+	}
 	if !s.intent {
 		if err := s.writeIntent(ctx); err != nil {
 			return err
@@ -179,7 +192,7 @@ func (s *staged) writeIntent(ctx context.Context) error {
 		return fmt.Errorf("%w: the repeatable run may commit until %v, more than the horizon (%v) after staging: give its store a lease of at most the horizon",
 			ErrIntentLate, s.claim.CommitBy.Sub(now).Round(time.Millisecond), cfg.horizon)
 	}
-	stmt, arrive, args := s.o.insert, s.o.arrive, []any{cfg.bucketOf(now), shardOf(s.rec.namespace, s.rec.key, cfg.shards), s.rec.namespace, s.rec.key,
+	stmt, arrive, args := s.o.insert, s.o.arrive, []any{cfg.bucketOf(now), s.shard(), s.rec.namespace, s.rec.key,
 		s.claim.Fence, s.claim.Owner, now, s.claim.ExpiresAt}
 	if s.rec.table != "" {
 		stmt, arrive, args = s.o.insertRecord, s.o.arriveRecord, append(args, s.rec.table)
@@ -192,7 +205,7 @@ func (s *staged) writeIntent(ctx context.Context) error {
 	batch := s.o.session.NewBatch(gocql.UnloggedBatch).WithContext(ctx)
 	batch.Cons = cfg.consistency
 	batch.Entries = append(batch.Entries,
-		gocql.BatchEntry{Stmt: stmt, Args: append(args, cfg.ttlUntil(cfg.rowExpiry(s.claim.ExpiresAt))), Idempotent: true},
+		gocql.BatchEntry{Stmt: stmt, Args: append(args, s.orderKeyValue(), cfg.ttlUntil(cfg.rowExpiry(s.claim.ExpiresAt))), Idempotent: true},
 		gocql.BatchEntry{Stmt: arrive, Args: append(args[:len(args):len(args)], cfg.arrivalTTL()), Idempotent: true})
 	err := s.o.session.ExecuteBatch(batch)
 	if err != nil {
@@ -232,7 +245,7 @@ func (s *staged) CellValue() (any, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), sealTimeout)
 	defer cancel()
 	err = s.o.session.Query(s.o.seal, cfg.ttlUntil(cfg.rowExpiry(s.claim.ExpiresAt)), b, cfg.bucketOf(s.stagedAt),
-		shardOf(s.rec.namespace, s.rec.key, cfg.shards), s.rec.namespace, s.rec.key, s.claim.Fence).
+		s.shard(), s.rec.namespace, s.rec.key, s.claim.Fence).
 		WithContext(ctx).Consistency(cfg.consistency).Idempotent(true).Exec()
 	if err != nil {
 		return nil, fmt.Errorf("outbox: copy the events to the intent: %w", err)

@@ -17,7 +17,7 @@ type Parked struct {
 	Namespace, Key string
 	Record         string // the record's table when not the records table (a guard's)
 	Fence          int64
-	Shard          int
+	Shard          int // the operation's shard, outbox_parked's partition (under WithKeyOrder its intent was in its events' key's)
 	StagedAt       time.Time
 	ParkedAt       time.Time
 	Reason         string

@@ -39,11 +39,12 @@ type Stats struct {
 	Published     int           // messages published
 	Settled       int           // intents marked (published, dropped or parked)
 	Dropped       int           // intents whose run did not commit
-	Waiting       int           // intents left pending: in flight, backing off, failed or unreadable
+	Waiting       int           // intents left pending: in flight, backing off, failed, held or unreadable
 	Failed        int           // operations whose publication failed in the pass
 	Attempts      int           // rejections counted against their operations toward parking (ErrRejected)
 	Transient     int           // failed publications not the events' own (timeout, broker away): backed off, never parked
 	Backoff       int           // committed intents skipped while their backoff runs
+	Held          int           // committed intents held back (WithKeyOrder): an earlier intent of their key is unsettled
 	Parked        int           // operations whose events were parked (outbox_parked)
 	Expired       int           // of them, parked because their record expired first (ErrCommitUnknown)
 	SlowPublishes int           // Publish calls slower than WithSlowPublish
@@ -63,6 +64,7 @@ func (s *Stats) add(o Stats) {
 	s.Attempts += o.Attempts
 	s.Transient += o.Transient
 	s.Backoff += o.Backoff
+	s.Held += o.Held
 	s.Parked += o.Parked
 	s.Expired += o.Expired
 	s.SlowPublishes += o.SlowPublishes

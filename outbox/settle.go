@@ -27,7 +27,7 @@ func newJudge(session *gocql.Session, cfg config) judge {
 	return judge{session: session, cfg: cfg,
 		read: "SELECT status, owner, fence, " + ColumnName + " FROM " + records + " WHERE namespace = ? AND key = ?",
 		bucket: "SELECT namespace, key, fence, owner, staged_at, state, relay_fence, record, expires_at, writetime(events)," +
-			" committed, attempts, next_attempt, last_error FROM " + intents + " WHERE bucket = ? AND shard = ?",
+			" committed, attempts, next_attempt, last_error, order_key FROM " + intents + " WHERE bucket = ? AND shard = ?",
 		copy: "SELECT events FROM " + intents + " WHERE bucket = ? AND shard = ? AND namespace = ? AND key = ? AND fence = ?",
 	}
 }

@@ -22,6 +22,8 @@ type shard struct {
 	// settled (see arrivals.go); claimedAt tells the buckets another relay may have worked.
 	open      map[int64]*openBucket
 	claimedAt time.Time
+	// Under WithKeyOrder, the keys held in this pass: an earlier intent of theirs is unsettled.
+	blocked map[string]bool
 }
 
 // acquire claims shard s if it is free, and loads its cursor; nil when another relay holds it.
@@ -97,11 +99,18 @@ func (r *Relay) work(ctx context.Context, sh *shard) (Stats, error) {
 	}
 	sort.Slice(buckets, func(i, j int) bool { return buckets[i] < buckets[j] })
 	buckets = append(append(open, buckets...), sweep...)
-	r.trackOpen(sh, open, now)
+	// Under WithKeyOrder every open bucket is read whole on each pass, as before arrivals: an
+	// arrival carries no event key, and holding a key back needs every pending intent of it.
+	if !r.cfg.keyOrder {
+		r.trackOpen(sh, open, now)
+	}
 	reads := r.readAll(ctx, sh, buckets, now)
 	var st Stats
 	for _, rd := range reads {
 		st.RowsRead += rd.scanned
+	}
+	if r.cfg.keyOrder {
+		buckets, reads = r.inKeyOrder(sh, buckets, reads, now)
 	}
 	remaining := map[int64]int{}
 	var werr error

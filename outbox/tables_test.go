@@ -17,12 +17,12 @@ func TestTablesNamed(t *testing.T) {
 	e := newEnv(t)
 	ctx := ctxT(t)
 	// The columns of schema/cql/010_outbox.cql, 012_guard_outbox.cql, 015_outbox_durable.cql and
-	// 019_outbox_arrivals.cql, under other names.
+	// 019_outbox_arrivals.cql and 020_outbox_key_order.cql, under other names.
 	for _, stmt := range []string{
 		`CREATE TABLE ` + e.ks + `.shop_intents (bucket bigint, shard int, namespace text, key text, fence bigint,
 			owner uuid, staged_at timestamp, state text, settled_at timestamp, relay_fence bigint STATIC, record text,
 			events blob, expires_at timestamp, committed boolean, attempts int, next_attempt timestamp, last_error text,
-			PRIMARY KEY ((bucket, shard), namespace, key, fence))`,
+			order_key text, PRIMARY KEY ((bucket, shard), namespace, key, fence))`,
 		`CREATE TABLE ` + e.ks + `.shop_relays (relay text, shard int, fingerprint blob, status text, owner uuid,
 			fence bigint, lease_until timestamp, lease_owner uuid, attempts int, result blob, created_at timestamp,
 			updated_at timestamp, expires_at timestamp, epoch bigint, shards int, frontier bigint, pending set<bigint>,

@@ -113,9 +113,11 @@ var outboxPendingCommand = &command{
 					Frontier: tptr(c.Frontier), Pending: c.Pending})
 			}
 			now := time.Now()
-			lv := map[string]any{"shards": layout.Shards, "bucket": layout.Bucket.String(), "horizon": layout.Horizon.String()}
+			lv := map[string]any{"shards": layout.Shards, "bucket": layout.Bucket.String(), "horizon": layout.Horizon.String(),
+				"key_order": layout.KeyOrder}
 			return e.emit(map[string]any{"pending": out, "truncated": truncated, "shards": cv, "layout": lv}, func(w io.Writer) {
-				fmt.Fprintf(w, "layout: %d shards, buckets of %v, horizon %v\n", layout.Shards, layout.Bucket, layout.Horizon)
+				fmt.Fprintf(w, "layout: %d shards, buckets of %v, horizon %v, key order %v\n", layout.Shards, layout.Bucket, layout.Horizon,
+					onOff(layout.KeyOrder))
 				row(w, "NAMESPACE", "KEY", "FENCE", "VERDICT", "EVENTS", "STAGED", "SHARD", "ATTEMPTS")
 				for _, p := range out {
 					verdict := p.Verdict
@@ -187,4 +189,12 @@ func deref(t *time.Time) time.Time {
 		return time.Time{}
 	}
 	return *t
+}
+
+// onOff prints a layout switch such as the key order.
+func onOff(b bool) string {
+	if b {
+		return "on"
+	}
+	return "off"
 }

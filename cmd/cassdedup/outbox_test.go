@@ -80,7 +80,7 @@ func TestOutboxCommands(t *testing.T) {
 	r = cli(t, nil, "outbox", "pending", "-keyspace", ks, "-shards", "8")
 	assert.Equal(t, exitUsage, r.code)
 	assert.Contains(t, r.stderr, "layout differs")
-	assert.Contains(t, ok(t, "outbox", "pending", "-keyspace", ks), "layout: 16 shards")
+	assert.Contains(t, ok(t, "outbox", "pending", "-keyspace", ks), "layout: 16 shards, buckets of 1m0s, horizon 1m0s, key order off")
 }
 
 // TestOutboxParkedCommands: a parked event is listed (exit 1: an incident), unparked or
