@@ -19,6 +19,17 @@ type lateItem struct {
 	target time.Time // the window the claim names; zero before the claim
 	step   lateStep
 	err    error
+	// counted: the item is in Stats.LateEvents. An item can take the claim step more than
+	// once (its claim's target closed without its row, so the claim moves), and counts once.
+	counted bool
+}
+
+// countLate adds it to Stats.LateEvents unless it is there already.
+func (l *Log) countLate(it *lateItem) {
+	if !it.counted {
+		it.counted = true
+		l.stats.lateEvents.Add(1)
+	}
 }
 
 // lateStep is what an item needs next.

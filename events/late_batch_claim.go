@@ -58,13 +58,13 @@ func (l *Log) checkOwn(ctx context.Context, items []*lateItem) {
 			// A retry: follow the claim without a Paxos round. A stale read names a window the
 			// claim left, which settled without the row: the move from it is refused and
 			// returns the claim's window.
-			l.stats.lateEvents.Add(1)
+			l.countLate(it)
 			it.target, it.window, it.step = claimed[it.e.ID], claimed[it.e.ID], stepWrite
 			if l.closed(it.target, now) {
 				it.step = stepVerify
 			}
 		case old[it.e.ID]:
-			l.stats.lateEvents.Add(1)
+			l.countLate(it)
 			if err := l.recordLate(ctx, it.e, it.own); err != nil {
 				it.fail(err)
 			} else {
@@ -224,7 +224,9 @@ func (l *Log) claimGroup(ctx context.Context, items []*lateItem) {
 			it.window, it.step = it.target, stepWrite
 		}
 	}
-	l.stats.lateEvents.Add(int64(len(items)))
+	for _, it := range items {
+		l.countLate(it)
+	}
 }
 
 // contains reports whether items holds it.

@@ -101,7 +101,8 @@ func TestRecordBatchConsumersRace(t *testing.T) {
 // TestRecordBatchStoppedBetweenItsSteps stops a late batch after its claims (a crash), with
 // half the rows of one set written: a retry while the claims' window is open writes the
 // missing rows there; a retry after it closed finds the written half and moves the claims of
-// the other half, once, even with many retries racing. Every total is exact throughout.
+// the other half, once, even with many retries racing, and counts each event once in its
+// stats. Every total is exact throughout.
 func TestRecordBatchStoppedBetweenItsSteps(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -137,6 +138,11 @@ func TestRecordBatchStoppedBetweenItsSteps(t *testing.T) {
 	first := items[0].target
 	clock.Advance(time.Minute) // the claims' window closes with half the rows
 	requireTotals(t, sumOpen+deltaSum(stale[:60]), crashed, other)
+	// One Log retries first: the written half's claims it follows, the other half's it
+	// verifies, then moves; each of the 120 late events counts once in its stats.
+	first3 := newLog()
+	require.NoError(t, first3.RecordBatch(ctx, stale))
+	require.EqualValues(t, len(stale), first3.Stats().LateEvents, "a late event whose claim moved counts once")
 	var wg sync.WaitGroup
 	errs := make(chan error, 8)
 	for g := range 8 {
