@@ -18,6 +18,9 @@ import (
 //	cassdedup.outbox.oldest_pending {relay}  gauge, s: the age of the oldest pending intent the
 //	                                         last pass read (Stats.Oldest)
 //	cassdedup.outbox.leases         {relay}  gauge: shards the relay holds (Stats.Shards)
+//	cassdedup.outbox.held           {relay}  gauge: committed intents the last pass held back
+//	                                         behind an unsettled earlier one of their key
+//	                                         (Stats.Held, outbox.WithKeyOrder)
 //	cassdedup.outbox.publish.lag    {relay}  gauge, s: time since the last pass that ended
 //	                                         without error; it grows while the relay fails or
 //	                                         does not run at all, when no pass reports anything
@@ -65,6 +68,7 @@ func observeRelay(name string, now func() time.Time, opts []Option) (*Relay, err
 		{"cassdedup.outbox.leases", "{shard}", "Shards the relay holds under its lease."},
 		{"cassdedup.outbox.publish.lag", "s", "Time since the relay's last pass that ended without error."},
 		{"cassdedup.outbox.oldest_pending", "s", "The age of the oldest pending outbox intent the relay's last pass read."},
+		{"cassdedup.outbox.held", "{intent}", "Committed outbox intents the relay's last pass held back behind an unsettled earlier one of their key (WithKeyOrder)."},
 	}, [][3]string{
 		{"cassdedup.outbox.published", "{message}", "Messages the relay published."},
 		{"cassdedup.outbox.dropped", "{intent}", "Intents the relay dropped because their run did not commit."},
@@ -92,7 +96,8 @@ func (r *Relay) values() ([]float64, []int64) {
 		ok = r.started
 	}
 	t := r.totals
-	return []float64{float64(r.last.Waiting), float64(r.last.Shards), max(r.now().Sub(ok), 0).Seconds(), r.last.Oldest.Seconds()},
+	return []float64{float64(r.last.Waiting), float64(r.last.Shards), max(r.now().Sub(ok), 0).Seconds(), r.last.Oldest.Seconds(),
+			float64(r.last.Held)},
 		[]int64{int64(t.Published), int64(t.Dropped), r.failed, int64(t.Fenced), int64(t.Attempts),
 			int64(t.Parked), int64(t.Expired), int64(t.SlowPublishes), int64(t.LeasesLost), int64(t.Transient)}
 }

@@ -125,3 +125,18 @@ func TestObserveRelayRefusesANilProvider(t *testing.T) {
 	_, err := otelobs.ObserveRelay("r", otelobs.WithMeterProvider(nil))
 	assert.ErrorIs(t, err, otelobs.ErrInvalidOption)
 }
+
+// TestRelayHeldIntents: the held-back intents of the last pass (outbox.WithKeyOrder) are a
+// gauge, replaced by each pass.
+func TestRelayHeldIntents(t *testing.T) {
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
+	m, err := otelobs.ObserveRelay("orders", otelobs.WithMeterProvider(mp))
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, m.Unregister()) })
+	m.OnPass(outbox.Stats{Held: 2, Waiting: 3}, nil)
+	assert.Equal(t, 2.0, collect(t, reader)["cassdedup.outbox.held"])
+	m.OnPass(outbox.Stats{}, nil)
+	assert.Equal(t, 0.0, collect(t, reader)["cassdedup.outbox.held"], "the key's earlier intent settled")
+}

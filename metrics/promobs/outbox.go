@@ -17,6 +17,9 @@ import (
 //	cassdedup_outbox_oldest_pending_seconds{relay}     gauge: the age of the oldest pending intent
 //	                                                   the last pass read (Stats.Oldest)
 //	cassdedup_outbox_leases_held{relay}                gauge: shards the relay holds (Stats.Shards)
+//	cassdedup_outbox_held_intents{relay}               gauge: committed intents the last pass held
+//	                                                   back behind an unsettled earlier one of
+//	                                                   their key (Stats.Held, outbox.WithKeyOrder)
 //	cassdedup_outbox_publish_lag_seconds{relay}        gauge: time since the last pass that ended
 //	                                                   without error; it grows while the relay
 //	                                                   fails or does not run at all, when no pass
@@ -51,7 +54,7 @@ type RelayCollector struct {
 	failed           int64
 	started          time.Time
 
-	pending, oldest, leases, lag, passAt                  *prometheus.Desc
+	pending, oldest, leases, lag, passAt, held            *prometheus.Desc
 	published, dropped, failedPasses, attempts, parked    *prometheus.Desc
 	expired, slowPublishes, fenced, leasesLost, transient *prometheus.Desc
 }
@@ -73,6 +76,8 @@ func newRelayCollector(name string, now func() time.Time, opts []Option) (*Relay
 		oldest: desc("cassdedup_outbox_oldest_pending_seconds",
 			"The age of the oldest pending outbox intent the relay's last pass read."),
 		leases: desc("cassdedup_outbox_leases_held", "Shards the relay holds under its lease."),
+		held: desc("cassdedup_outbox_held_intents",
+			"Committed outbox intents the relay's last pass held back behind an unsettled earlier one of their key (WithKeyOrder)."),
 		lag: desc("cassdedup_outbox_publish_lag_seconds",
 			"Time since the relay's last pass that ended without error (since the collector's start before the first)."),
 		passAt:       desc("cassdedup_outbox_last_pass_timestamp_seconds", "When the relay's last pass ended, in Unix seconds."),
@@ -108,7 +113,7 @@ func (c *RelayCollector) OnPass(st outbox.Stats, err error) {
 
 // Describe sends the descriptors.
 func (c *RelayCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.pending, c.oldest, c.leases, c.lag, c.passAt, c.published, c.dropped, c.failedPasses,
+	for _, d := range []*prometheus.Desc{c.pending, c.oldest, c.leases, c.held, c.lag, c.passAt, c.published, c.dropped, c.failedPasses,
 		c.attempts, c.transient, c.parked, c.expired, c.slowPublishes, c.fenced, c.leasesLost} {
 		ch <- d
 	}
@@ -133,6 +138,7 @@ func (c *RelayCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(c.pending, float64(c.last.Waiting))
 	gauge(c.oldest, c.last.Oldest.Seconds())
 	gauge(c.leases, float64(c.last.Shards))
+	gauge(c.held, float64(c.last.Held))
 	gauge(c.lag, max(c.now().Sub(ok), 0).Seconds())
 	gauge(c.passAt, passAt)
 	count(c.published, float64(c.totals.Published))

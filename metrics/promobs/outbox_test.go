@@ -138,3 +138,16 @@ func TestRelayCollectorOptionsValidated(t *testing.T) {
 		assert.ErrorIs(t, err, promobs.ErrInvalidOption)
 	}
 }
+
+// TestRelayCollectorHeldIntents: the held-back intents of the last pass (outbox.WithKeyOrder)
+// are a gauge, replaced by each pass.
+func TestRelayCollectorHeldIntents(t *testing.T) {
+	c, err := promobs.NewRelayCollector("orders")
+	require.NoError(t, err)
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(c)
+	c.OnPass(outbox.Stats{Held: 2, Waiting: 3}, nil)
+	assert.Equal(t, 2.0, gauges(t, reg)["cassdedup_outbox_held_intents"])
+	c.OnPass(outbox.Stats{}, nil)
+	assert.Equal(t, 0.0, gauges(t, reg)["cassdedup_outbox_held_intents"], "the key's earlier intent settled")
+}
