@@ -39,22 +39,23 @@ func TestChainEveryAcceptedOrderTakesEffectOnce(t *testing.T) {
 	assert.Positive(t, s.AcceptedPerS)
 	assert.GreaterOrEqual(t, s.ConsumerLagS, 0.0)
 	assert.GreaterOrEqual(t, s.RelayReadsPerIntent, 1.0, "every published intent was read at least once")
-	p := s.Plain
-	require.NotNil(t, p, "the plain phase ran")
-	assert.Equal(t, 100, p.Accepted)
-	assert.Equal(t, 100, p.Applied)
-	assert.Zero(t, p.Lost)
-	assert.Zero(t, p.DuplicatedEffects)
-	assert.True(t, p.EffectsExact, "the plain phase's counter total is the sum of its orders")
+	p := exactPhase(t, "plain", s.Plain, 100)
 	assert.Equal(t, p.AcceptedPerS, s.PlainAcceptedPerS)
 	assert.InDelta(t, s.AcceptedPerS/p.AcceptedPerS, s.AcceptedVsPlain, 1e-9)
-	c := s.Catchup
-	require.NotNil(t, c, "the catch-up phase ran")
-	assert.Equal(t, 200, c.Accepted)
-	assert.Equal(t, 200, c.Applied)
-	assert.Zero(t, c.Lost)
-	assert.Zero(t, c.DuplicatedEffects)
-	assert.True(t, c.EffectsExact, "the catch-up counter's total is the sum of its orders")
+	c := exactPhase(t, "catch-up", s.Catchup, 200)
 	assert.Positive(t, s.CatchupMsgsPerS)
 	assert.Equal(t, c.CatchupMsgsPerS, s.CatchupMsgsPerS)
+}
+
+// exactPhase requires that the phase ran, and asserts that every one of its orders was
+// acknowledged and took effect once.
+func exactPhase(t *testing.T, name string, p *Summary, orders int) *Summary {
+	t.Helper()
+	require.NotNil(t, p, "the %s phase ran", name)
+	assert.Equal(t, orders, p.Accepted, name)
+	assert.Equal(t, orders, p.Applied, name)
+	assert.Zero(t, p.Lost, name)
+	assert.Zero(t, p.DuplicatedEffects, name)
+	assert.True(t, p.EffectsExact, "the %s phase's counter total is the sum of its orders", name)
+	return p
 }
