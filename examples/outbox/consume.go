@@ -73,15 +73,21 @@ func (c *chain) sawRecord(group string, r *kgo.Record) (guard.Message, error) {
 	if n := c.consumed.Add(1); c.cfg.holdAfter > 0 && n > c.cfg.holdAfter {
 		// Every partition's goroutine that meets a record from here on waits with the first (a
 		// Once's callers wait for its f): the crash tests freeze the process with its poll in flight.
-		c.hold.Do(func() {
-			c.report.say(Line{Event: "holding"})
-			_, _ = bufio.NewReader(os.Stdin).ReadString('\n')
-		})
+		c.holdHere()
 	}
 	if c.report != nil {
 		c.report.say(Line{Event: "consumed", N: 1})
 	}
 	return kafkasub.Message(group, r)
+}
+
+// holdHere reports "holding" and waits for a line on stdin, once; every goroutine that gets
+// here meanwhile waits with the first (a Once's callers wait for its f).
+func (c *chain) holdHere() {
+	c.hold.Do(func() {
+		c.report.say(Line{Event: "holding"})
+		_, _ = bufio.NewReader(os.Stdin).ReadString('\n')
+	})
 }
 
 // sawApplied records an order's effect for the run's summary and report.
@@ -91,9 +97,13 @@ func (c *chain) sawApplied(id string) {
 	if _, ok := c.applied[id]; !ok {
 		c.applied[id] = time.Now()
 	}
+	n := len(c.applied)
 	c.mu.Unlock()
 	if c.report != nil {
 		c.report.say(Line{Event: "applied", Order: id})
+	}
+	if c.cfg.holdAfterApplied > 0 && n > c.cfg.holdAfterApplied {
+		c.holdHere() // inside the poll's handler: its effects recorded, their claims not ended
 	}
 }
 

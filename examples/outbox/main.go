@@ -55,6 +55,8 @@ func runMain() error {
 	flag.StringVar(&rc.instance, "instance", "", "role consume: a static group member id, one per consumer process: "+
 		"a member that rejoins with it (after a broker restart) gets its partitions back without waiting out its old session")
 	flag.BoolVar(&rc.fastPath, "fast-path", false, "role consume: the Bloom fast path on the partitions assigned (kafkasub.WithFastPath)")
+	flag.IntVar(&rc.holdAfterApplied, "hold-after-applied", 0,
+		"role consume (crash tests): once this many effects were applied, hold the poll's handler before its claims end, until a line on stdin")
 	flag.Int64Var(&rc.holdAfterRecords, "hold-after-records", 0,
 		"role consume (crash tests): once this many records were delivered, report \"holding\" at the next one and wait for a line on stdin before processing its poll")
 	flag.DurationVar(&rc.sessionTimeout, "session-timeout", 0, "role consume: the group session timeout (0: franz-go's 45s)")

@@ -50,6 +50,10 @@ type roleConfig struct {
 	// a line on stdin before its poll is processed, so a test can freeze the consumer with
 	// records in flight.
 	holdAfterRecords int64
+	// consume: once this many effects were applied, report "holding" at the next and wait for
+	// a line on stdin inside the poll's handler, after its effects were recorded and before the
+	// guard ends their claims, so a test can kill the consumer between its effects and its marks.
+	holdAfterApplied int
 	// relay: after the first publish that succeeded, report "holding" and wait for a line on
 	// stdin before marking, so a test can kill or freeze the relay between publish and mark.
 	holdAfterPublish bool
@@ -204,7 +208,7 @@ func runRelay(ctx context.Context, session *gocql.Session, cfg roleConfig, rep *
 // guard, so nothing is skipped.
 func runConsumer(ctx context.Context, session *gocql.Session, cfg roleConfig, rep *reporter) error {
 	c := &chain{cfg: config{brokers: cfg.brokers, keyspace: cfg.keyspace, instance: cfg.instance,
-		fastPath: cfg.fastPath, sessionTimeout: cfg.sessionTimeout, holdAfter: cfg.holdAfterRecords}, session: session, counter: cfg.counter,
+		fastPath: cfg.fastPath, sessionTimeout: cfg.sessionTimeout, holdAfter: cfg.holdAfterRecords, holdAfterApplied: cfg.holdAfterApplied}, session: session, counter: cfg.counter,
 		accepted: map[string]time.Time{}, applied: map[string]time.Time{}, runs: map[string]int{},
 		report: rep}
 	cl, err := kgo.NewClient(kgo.SeedBrokers(cfg.brokers...))

@@ -47,9 +47,10 @@ type config struct {
 	// httpidem.WithRepeatableHandler.
 	plainService bool
 	// The consumer's fast path (kafkasub.WithFastPath) and group session timeout (0: the default).
-	fastPath       bool
-	sessionTimeout time.Duration
-	holdAfter      int64 // records; 0: never (see roleConfig.holdAfterRecords)
+	fastPath         bool
+	sessionTimeout   time.Duration
+	holdAfter        int64 // records; 0: never (see roleConfig.holdAfterRecords)
+	holdAfterApplied int   // effects; 0: never (see roleConfig.holdAfterApplied)
 }
 
 // Summary is what the chain delivered, as make bench-e2e writes it.
@@ -118,7 +119,7 @@ type chain struct {
 	consumerStart time.Time
 	// report, if set (a consume role), hears of every poll and every applied effect.
 	report *reporter
-	hold   sync.Once // the consumer's one hold (config.holdAfter)
+	hold   sync.Once // the consumer's one hold (config.holdAfter, config.holdAfterApplied)
 }
 
 // run places the orders through the whole chain and waits until every accepted one took effect

@@ -671,10 +671,11 @@ func (ch *outboxChain) consumerFrozen(t *testing.T) {
 // consumerKilledCatchingUp: the consumer is stopped while two scenarios' worth of orders are
 // placed and published, so it starts behind its topic with every record past the event log's
 // window (the late path, in batches); it is killed with SIGKILL once a quarter of the backlog
-// took effect, with polls in flight and offsets partly committed, and a successor drains the
-// rest. A handler whose claim was written but not ended when the consumer died runs again in
-// the successor (its claim's lease passed), so handler runs are reported, not asserted: the
-// effect is the counter's, and its total must grow by exactly this scenario's amounts.
+// took effect, inside a poll's handler (effects recorded, claims not ended), and a successor
+// drains the rest. A handler whose claim was written but not ended when the consumer died runs
+// again in the successor (its claim's lease passed), so handler runs are reported, not
+// asserted: the effect is the counter's, and its total must grow by exactly this scenario's
+// amounts.
 func (ch *outboxChain) consumerKilledCatchingUp(t *testing.T) {
 	orders := ch.orders("catchupkill", 2*outboxOrders)
 	select {
@@ -689,8 +690,12 @@ func (ch *outboxChain) consumerKilledCatchingUp(t *testing.T) {
 	wait()
 	ch.waitFor(t, "the backlog published", 3*time.Minute, func() bool { return ch.tally(orders).published == len(orders) })
 	args := []string{"-group", "billing", "-instance", "billing-1", "-counter", outboxCounter}
-	catching := ch.start(t, "consume", args...)
-	ch.waitFor(t, "a quarter of the backlog applied", 3*time.Minute, func() bool { return ch.tally(orders).applied >= len(orders)/4 })
+	// The consumer holds inside its poll's handler once a quarter of the backlog took effect,
+	// so the kill lands mid-catch-up however fast the machine drains: the batches in flight
+	// have their claims written and their effects recorded, and neither their claims ended nor
+	// their offsets committed.
+	catching := ch.start(t, "consume", append(args, "-hold-after-applied", fmt.Sprint(len(orders)/4))...)
+	ch.waitFor(t, "the consumer to hold a quarter into the backlog", 3*time.Minute, func() bool { return catching.count("holding") > 0 })
 	kill(t, catching)
 	atKill := ch.tally(orders).applied
 	ch.consumer = ch.start(t, "consume", args...)
