@@ -148,19 +148,7 @@ func (ob *openBucket) sorted() []intent {
 	for _, in := range ob.pending {
 		out = append(out, in)
 	}
-	sort.Slice(out, func(i, j int) bool {
-		a, b := out[i], out[j]
-		if !a.stagedAt.Equal(b.stagedAt) {
-			return a.stagedAt.Before(b.stagedAt)
-		}
-		if a.namespace != b.namespace {
-			return a.namespace < b.namespace
-		}
-		if a.key != b.key {
-			return a.key < b.key
-		}
-		return a.fence < b.fence
-	})
+	sort.Slice(out, func(i, j int) bool { return stagedBefore(out[i], out[j]) })
 	return out
 }
 

@@ -200,7 +200,7 @@ func (r judge) scanBucket(ctx context.Context, b int64, s int) ([]intent, int64,
 	if err := iter.Close(); err != nil {
 		return nil, 0, scanned, fmt.Errorf("outbox: read bucket %d shard %d: %w", b, s, err)
 	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].stagedAt.Before(out[j].stagedAt) })
+	sort.Slice(out, func(i, j int) bool { return stagedBefore(out[i], out[j]) })
 	return out, fence, scanned, nil
 }
 

@@ -113,15 +113,15 @@ func (r *Relay) inKeyOrder(sh *shard, buckets []int64, reads []bucketRead, now t
 	var outR []bucketRead
 	for _, i := range idx {
 		if buckets[i] < limit {
-			sort.SliceStable(reads[i].rows, func(a, b int) bool { return stagedBefore(reads[i].rows[a], reads[i].rows[b]) })
 			outB, outR = append(outB, buckets[i]), append(outR, reads[i])
 		}
 	}
 	return outB, outR
 }
 
-// stagedBefore is the staging order of a key's intents, the same on every pass whatever read
-// them: by staging time (to the millisecond, as stored), then by operation.
+// stagedBefore is the order in which a bucket's intents are worked, the same on every pass
+// whichever read found them (a whole read, or the arrivals): by staging time (to the
+// millisecond, as stored), then by operation. WithKeyOrder publishes a key's events in it.
 func stagedBefore(a, b intent) bool {
 	switch {
 	case !a.stagedAt.Equal(b.stagedAt):
