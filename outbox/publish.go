@@ -103,9 +103,9 @@ func (r *Relay) publishAll(ctx context.Context, sh *shard, due []settled) ([]err
 	}
 	switch {
 	case accepted > 0:
-		r.transient = 0
+		r.transient.Store(0)
 	case len(errs) > 0:
-		r.transient++ // every publication of the pass failed: the next ones wait longer
+		r.transient.Add(1) // every publication of the pass failed: the next ones wait longer
 	}
 	return out, st, errors.Join(errs...)
 }
@@ -113,6 +113,8 @@ func (r *Relay) publishAll(ctx context.Context, sh *shard, due []settled) ([]err
 // publishOnce calls the publisher with a deadline inside the shard's lease, turns its panic
 // into an error, and logs and counts a call slower than WithSlowPublish.
 func (r *Relay) publishOnce(ctx context.Context, sh *shard, msgs []Message, st *Stats) (err error) {
+	r.pubMu.Lock() // the lease's time left is taken once the publisher is ours
+	defer r.pubMu.Unlock()
 	left := sh.claim.LeaseUntil.Sub(r.cfg.now()) - r.cfg.lease/10
 	if left <= 0 {
 		return fmt.Errorf("%w: no time left in the lease to publish", ErrFenced)
@@ -159,7 +161,7 @@ func (r *Relay) afterPublish(due []settled, outcome []error, st *Stats) []mark {
 			continue
 		}
 		attempts, own := v.in.attempts, rejection(err)
-		delay := r.cfg.backoffAfter(max(r.transient, 1))
+		delay := r.cfg.backoffAfter(max(int(r.transient.Load()), 1))
 		if own {
 			attempts++
 			st.Attempts++
