@@ -82,6 +82,11 @@ func (s *Store) fromCache(ctx context.Context, key Key, rec *Record, opts []Call
 		}
 		fp = cc.fingerprint
 	}
+	return s.answerCached(ctx, key, rec, fp)
+}
+
+// answerCached answers a call with fingerprint fp from rec, a record of the cache.
+func (s *Store) answerCached(ctx context.Context, key Key, rec *Record, fp []byte) (Result, error) {
 	_, end := s.startSpan(ctx, "execute", key)
 	if !equalFingerprint(rec.Fingerprint, fp) {
 		s.record(Observation{Kind: ObservedKeyReuse, Key: key})
@@ -178,7 +183,10 @@ func (s *Store) executeOnce(ctx context.Context, key Key, fn func(context.Contex
 	scope, last, scoped := scopeOf(key)
 	// Every call registers before it reads the ownership, so that Own, which registers the
 	// owner before it waits for the scope's calls, waits for this one too.
-	if err := s.enter(ctx, c, scope); err != nil {
+	if rec, err := s.enter(ctx, c, scope); err != nil || rec != nil {
+		if rec != nil {
+			return s.answerCached(ctx, key, rec, c.fingerprint)
+		}
 		return Result{}, err
 	}
 	defer s.fast.flights.Leave(c.cacheKey)
@@ -211,26 +219,41 @@ func (s *Store) executeOnce(ctx context.Context, key Key, fn func(context.Contex
 
 // enter registers c as running in this process. A call of a key already running here is
 // answered without a round trip: ErrInProgress, or, with WithWait, a wait for that call to end.
-func (s *Store) enter(ctx context.Context, c *call, scope string) error {
+// A repeatable call of a running key waits for it when the store has a cache, and returns the
+// record that call committed (rec) if the cache holds it; otherwise it registers and races.
+func (s *Store) enter(ctx context.Context, c *call, scope string) (rec *Record, err error) {
 	for {
 		running, done := s.fast.flights.Enter(c.cacheKey, scope)
-		if !running || (c.repeatable && s.ownerOf(scope) == nil) {
+		repeatable := c.repeatable && s.ownerOf(scope) == nil
+		if !running || (repeatable && s.cache == nil) {
 			// A repeatable call of a running key races it to the table, where the loser
 			// replays the winner's result, as it would from another process. It stays
 			// registered, so an Own that begins meanwhile waits for it; under an owned scope
 			// the fast path's plain write needs the key to itself, so there it waits its turn.
-			return nil
+			return nil, nil
 		}
 		s.fast.flights.Leave(c.cacheKey)
-		if !c.wait {
+		if !c.wait && !repeatable {
 			s.stats.inFlight.Add(1)
 			s.record(Observation{Kind: ObservedConflict, Key: c.key})
-			return &InProgressError{LeaseUntil: s.now().Add(s.cfg.lease)}
+			return nil, &InProgressError{LeaseUntil: s.now().Add(s.cfg.lease)}
+		}
+		// A repeatable call waits rather than racing when the running call's commit will be in
+		// the cache: a client's retry or double submit then costs neither a second run of the
+		// function nor a second Paxos round. If that call committed nothing (it failed, or its
+		// outcome is unknown), this one runs as if it came first.
+		if repeatable {
+			s.stats.joined.Add(1)
 		}
 		select {
 		case <-done:
 		case <-ctx.Done():
-			return ctx.Err()
+			return nil, ctx.Err()
+		}
+		if repeatable {
+			if rec := s.cache.get(c.key); rec != nil {
+				return rec, nil
+			}
 		}
 	}
 }

@@ -30,7 +30,7 @@ func (s *Store) Enter(ctx context.Context, key Key, at time.Time) (*Pass, error)
 	}
 	scope, last, scoped := scopeOf(key)
 	c := &call{key: key, cacheKey: cacheKey(key)}
-	if err := s.enter(ctx, c, scope); err != nil {
+	if _, err := s.enter(ctx, c, scope); err != nil { // not repeatable: no record comes back
 		return nil, err
 	}
 	p := &Pass{s: s, ck: c.cacheKey, scope: scope}

@@ -47,10 +47,14 @@ import (
 // answer of a retry from the node. Give the store a cache (WithCache): a replay, or the commit,
 // puts the result there, and the next retry in the process is answered without running.
 //
-// In one process, calls of a running key race it as calls from other processes do, unless the
-// key's scope is owned (Store.Own): its fast path needs the key to itself, so there a second
-// call gets ErrInProgress (or waits) as without this option. The option is per call because it
-// is a property of the function; httpidem's WithRepeatableHandler passes it for a route.
+// In one process, with a cache, a call of a key whose run is in flight waits for that run (as
+// long as its ctx allows) and is answered from the cache with what it committed, so a client's
+// double submit or retry costs neither a second run nor a second Paxos round; if that run
+// committed nothing, the call runs as if it came first. Without a cache, calls of a running key
+// race it as calls from other processes do. Under an owned scope (Store.Own) the fast path
+// needs the key to itself, so there a second call gets ErrInProgress (or waits) as without this
+// option. The option is per call because it is a property of the function; httpidem's
+// WithRepeatableHandler passes it for a route.
 func WithRepeatableFunction() CallOption {
 	return func(c *callConfig) error { c.repeatable = true; return nil }
 }

@@ -37,6 +37,9 @@ type Stats struct {
 	Superseded int64
 	// Calls of an owned scope refused because its lease was not live (ErrNoLease).
 	NoLease int64
+	// Repeatable calls (WithRepeatableFunction) that met a run of their key in this process
+	// and waited for it rather than running the function too (stores with a cache).
+	Joined int64
 }
 
 // LWTLatencyMean is the mean latency of the LWTs counted.
@@ -51,7 +54,7 @@ type counters struct {
 	claims, takeovers, replays, cacheHits, conflicts, keyReuses, completions, failures, releases,
 	leaseLost, unknown, resolved, lwts, rejected, latTotal, latMax atomic.Int64
 
-	fastPath, fastFailed, fastLWT, falsePositives, staleEpoch, staleConflicts, inFlight, superseded, noLease atomic.Int64
+	fastPath, fastFailed, fastLWT, falsePositives, staleEpoch, staleConflicts, inFlight, superseded, noLease, joined atomic.Int64
 }
 
 func (c *counters) snapshot() Stats {
@@ -65,6 +68,7 @@ func (c *counters) snapshot() Stats {
 		FastPath: c.fastPath.Load(), FastPathFailed: c.fastFailed.Load(), FastPathLWT: c.fastLWT.Load(),
 		FalsePositives: c.falsePositives.Load(), StaleEpoch: c.staleEpoch.Load(),
 		StaleConflicts: c.staleConflicts.Load(), InFlight: c.inFlight.Load(), Superseded: c.superseded.Load(), NoLease: c.noLease.Load(),
+		Joined: c.joined.Load(),
 	}
 }
 
