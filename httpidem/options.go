@@ -163,13 +163,16 @@ func WithWaitInFlight() Option { return set(false, "", "", func(c *config) { c.w
 // WithRepeatableHandler declares that the handler may run more than once per key: its only
 // effects are its response and the events it stages with package outbox (r.Context()), so a
 // request costs one Paxos round instead of two (lwt.WithRepeatableFunction). Requests with one
-// key that race each other all run the handler; one response is stored, and every request,
-// the racers included, is answered with it (the losers' as a replay). A response too large to
+// key that race each other from several processes all run the handler; one response is stored,
+// and every request, the racers included, is answered with it (the losers' as a replay). With
+// a cache, a request whose key is running in the same process waits for that run and gets its
+// response, and runs the handler only if that run committed nothing. A response too large to
 // store is buffered whole rather than streamed, since a loser's must never reach its client,
 // and a response is sent only once committed: a run whose commit did not happen (past its
 // lease, or the node gone under it) is answered 503, since nothing of it took effect.
-// A retry runs the handler again before it finds the stored response: give the store a cache
-// (lwt.WithCache) so that retries of a handler slower than the clients' timeout are answered.
+// Without a cache a retry runs the handler again before it finds the stored response: give the
+// store one (lwt.WithCache) so that retries of a handler slower than the clients' timeout are
+// answered.
 // Never use it for a handler with another effect (a payment, an email, a write elsewhere): use
 // one Middleware per group of routes to keep it to the handlers whose effects are their commit.
 func WithRepeatableHandler() Option {

@@ -281,9 +281,10 @@ type order struct {
 
 // serve starts the order service on listen (host:port; port 0 picks a free one).
 func (c *chain) serve(listen string) (*http.Server, string, error) {
-	// The cache answers a client's retry of a committed order at once: a repeatable handler
+	// The cache answers a client's retry of a committed order at once, and a retry or a double
+	// submit that comes while the order runs waits for its run: without it a repeatable handler
 	// runs again before its insert finds the stored response, so a slow order's retries would
-	// otherwise each take as long as the order itself, and never beat the client's timeout.
+	// each take as long as the order itself, and never beat the client's timeout.
 	store, err := lwt.NewStore(c.session, outbox.Table(c.cfg.keyspace), lwt.WithLease(5*time.Second), lwt.WithCache(100_000))
 	if err != nil {
 		return nil, "", err
