@@ -265,13 +265,21 @@ func runPhase(ctx context.Context, session *gocql.Session, cfg config, catchup b
 	return s, nil
 }
 
-// newEffectLog is the event log the consumer applies the orders' amounts to, with the defaults.
-// An effect is recorded at its message's time, so a redelivery lands on the same row; a message
-// reaches the consumer as late as its relay, its broker or the consumer itself was away (minutes
-// in the crash tests), and such an event takes the log's late path: counted once, never refused.
+// newEffectLog is the event log the consumer applies the orders' amounts to. An effect is
+// recorded at its message's time (the order's staging time), so a redelivery lands on the same
+// row; a message reaches the consumer as late as its relay, its broker or the consumer itself
+// was away (minutes in the crash tests), and such an event takes the log's late path: counted
+// once, never refused. Even on time, an order's event reaches the consumer at least the relay's
+// arrival lag (1 s) after its staging, so the log's grace is longer than the default 2 s, which
+// would leave the relay's pass, the broker and the consumer's poll a second before every effect
+// took the late path (a few reads and a Paxos round per window and poll instead of a write).
 func newEffectLog(session *gocql.Session, keyspace string) (*events.Log, error) {
-	return events.NewLog(session, events.WithKeyspace(keyspace))
+	return events.NewLog(session, events.WithKeyspace(keyspace), events.WithGracePeriod(effectGrace))
 }
+
+// effectGrace is the event log's grace: the relay's arrival lag and a few seconds of the chain's
+// ordinary delays (a pass, a publish, a poll, a rebalance).
+const effectGrace = 5 * time.Second
 
 // order is the request body, and the payload of its event.
 type order struct {
