@@ -677,6 +677,7 @@ func (ch *outboxChain) consumerFrozen(t *testing.T) {
 // asserted: the effect is the counter's, and its total must grow by exactly this scenario's
 // amounts.
 func (ch *outboxChain) consumerKilledCatchingUp(t *testing.T) {
+	const backlogAge = 8 * time.Second // past examples/outbox's effectGrace, a window and the settle time
 	orders := ch.orders("catchupkill", 2*outboxOrders)
 	select {
 	case <-ch.consumer.done: // started by an earlier scenario, whose end killed it
@@ -688,7 +689,12 @@ func (ch *outboxChain) consumerKilledCatchingUp(t *testing.T) {
 	relay := ch.start(t, "relay")
 	wait := ch.placeAll(t, orders)
 	wait()
+	placed := time.Now()
 	ch.waitFor(t, "the backlog published", 3*time.Minute, func() bool { return ch.tally(orders).published == len(orders) })
+	// Every order's window closed past the consumer's grace before it starts (the event log
+	// of examples/outbox: a 1 s window, a 5 s grace, a 1 s settle time), so all of the backlog
+	// takes the late path: a backlog minutes old, as after a deploy or a broker's outage.
+	ch.waitFor(t, "the backlog to age past the event log's grace", time.Minute, func() bool { return time.Since(placed) > backlogAge })
 	args := []string{"-group", "billing", "-instance", "billing-1", "-counter", outboxCounter}
 	// The consumer holds inside its poll's handler once a quarter of the backlog took effect,
 	// so the kill lands mid-catch-up however fast the machine drains: the batches in flight
