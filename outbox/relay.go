@@ -233,7 +233,9 @@ func (r *Relay) Poll(ctx context.Context) (Stats, error) {
 	sort.Ints(ids)
 	for _, w := range r.workAll(ctx, ids) {
 		total.add(w.st)
-		lost(w.shard, w.err)
+		if lost(w.shard, w.err) && w.renew {
+			continue // a lease that ran out while the shard waited: given up quietly, as above
+		}
 		if w.err != nil {
 			errs = append(errs, fmt.Errorf("outbox: shard %d: %w", w.shard, w.err))
 		}
@@ -254,6 +256,7 @@ type worked struct {
 	shard int
 	st    Stats
 	err   error
+	renew bool // err is the renewal's of a shard that waited for a worker: it was not worked
 }
 
 // workAll works the held shards ids, shardWorkers at a time, and returns each one's stats and
@@ -275,7 +278,7 @@ func (r *Relay) workAll(ctx context.Context, ids []int) []worked {
 			for j := next; j < len(ids); j++ {
 				if out[j].err == nil {
 					if err := r.renewIfDue(ctx, r.held[ids[j]]); err != nil {
-						out[j].err = fmt.Errorf("renew: %w", err)
+						out[j].err, out[j].renew = fmt.Errorf("renew: %w", err), true
 					}
 				}
 			}
