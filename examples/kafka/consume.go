@@ -129,7 +129,8 @@ func (c *consumer) tally(r *kgo.Record, res guard.BatchResult) {
 	}
 }
 
-// loopEvery calls fn every d until ctx ends or stop is called, and once more at the end.
+// loopEvery calls fn every d until ctx ends or stop is called; stop returns once the loop ended,
+// so fn is not running after it.
 func loopEvery(ctx context.Context, d time.Duration, fn func()) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
