@@ -37,6 +37,12 @@ func New(store *lwt.Store, opts ...Option) (*Middleware, error) {
 	if cfg.minKeyLength > cfg.maxKeyLength {
 		return nil, bad(optcheck.Call("WithMinKeyLength", cfg.minKeyLength), "longer than WithMaxKeyLength(%d)", cfg.maxKeyLength)
 	}
+	// A repeatable handler's response is its commit: one that fits WithMaxResponseSize but not
+	// the store would be answered 503 on every retry, its handler run each time.
+	if cfg.repeatable && cfg.maxResponse > store.MaxResultSize() {
+		return nil, bad(optcheck.Call("WithMaxResponseSize", cfg.maxResponse),
+			"above the store's result limit of %d bytes (lwt.WithMaxResultSize) under WithRepeatableHandler", store.MaxResultSize())
+	}
 	return &Middleware{store: store, cfg: cfg}, nil
 }
 

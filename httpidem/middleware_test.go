@@ -2,6 +2,7 @@ package httpidem
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"sync"
 	"testing"
@@ -295,4 +296,15 @@ func TestNewRefusesBadOptions(t *testing.T) {
 	m, err := New(store, WithHeader("x-idempotency-key"), WithMethods(http.MethodPut), WithSingleTenantSharedScope())
 	require.NoError(t, err)
 	assert.Equal(t, "X-Idempotency-Key", m.cfg.header)
+
+	// A repeatable handler's response must fit the store: above its limit it would be answered
+	// 503 on every retry. Without the option the oversized response is recorded as such.
+	above := WithMaxResponseSize(store.MaxResultSize() + 1)
+	_, err = New(store, above, WithRepeatableHandler(), WithSingleTenantSharedScope())
+	assert.ErrorIs(t, err, ErrInvalidOption)
+	assert.Contains(t, err.Error(), fmt.Sprintf("WithMaxResponseSize(%d)", store.MaxResultSize()+1))
+	_, err = New(store, above, WithSingleTenantSharedScope())
+	assert.NoError(t, err)
+	_, err = New(store, WithMaxResponseSize(store.MaxResultSize()), WithRepeatableHandler(), WithSingleTenantSharedScope())
+	assert.NoError(t, err)
 }

@@ -148,8 +148,8 @@ func WithMaxBodySize(n int64) Option {
 
 // WithMaxResponseSize sets the largest stored response, in bytes of its encoding (headers and
 // body). A larger response is answered once and recorded as too large (TypeResponseNotStored
-// for retries). It must not exceed the store's lwt.WithMaxResultSize. Default 256 KiB, the
-// store's default.
+// for retries). It must not exceed the store's lwt.WithMaxResultSize; with
+// WithRepeatableHandler New refuses it if it does. Default 256 KiB, the store's default.
 func WithMaxResponseSize(n int) Option {
 	return set(n < 64 || n > lwt.MaxResultSizeLimit, optcheck.Call("WithMaxResponseSize", n),
 		fmt.Sprintf("must be 64 to %d bytes", lwt.MaxResultSizeLimit), func(c *config) { c.maxResponse = n })

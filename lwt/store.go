@@ -127,6 +127,11 @@ func (s *Store) Get(ctx context.Context, key Key) (*Record, error) {
 	return &in.Record, nil
 }
 
+// MaxResultSize is the largest result, in bytes, the store keeps (WithMaxResultSize): a layer
+// that stores its own encoding as the result (package httpidem's responses) checks its limit
+// against it when it is built.
+func (s *Store) MaxResultSize() int { return s.cfg.maxResult }
+
 // ttlSeconds is the TTL that makes a cell written at now expire at expires. Every write of a
 // record derives its TTL from the same expires, so all cells expire within the TTL's
 // one-second resolution of each other.
