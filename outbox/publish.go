@@ -113,8 +113,21 @@ func (r *Relay) publishAll(ctx context.Context, sh *shard, due []settled) ([]err
 // publishOnce calls the publisher with a deadline inside the shard's lease, turns its panic
 // into an error, and logs and counts a call slower than WithSlowPublish.
 func (r *Relay) publishOnce(ctx context.Context, sh *shard, msgs []Message, st *Stats) (err error) {
-	r.pubMu.Lock() // the lease's time left is taken once the publisher is ours
-	defer r.pubMu.Unlock()
+	// While other shards publish, this one's lease and those of the shards no worker holds
+	// are renewed when due; the time left is taken once the publisher is ours.
+	renew := func() error {
+		if r.renewIdle != nil {
+			r.renewIdle()
+		}
+		return r.renewIfDue(ctx, sh)
+	}
+	if err := r.turn.acquire(ctx, r.cfg.lease/6, renew); err != nil {
+		return err
+	}
+	defer r.turn.release()
+	if err := r.renewIfDue(ctx, sh); err != nil {
+		return err
+	}
 	left := sh.claim.LeaseUntil.Sub(r.cfg.now()) - r.cfg.lease/10
 	if left <= 0 {
 		return fmt.Errorf("%w: no time left in the lease to publish", ErrFenced)

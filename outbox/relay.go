@@ -89,9 +89,11 @@ type Relay struct {
 	// transient counts the passes in a row whose publications all failed (none accepted): the
 	// backoff of a failure that is not the events' own grows with it.
 	transient atomic.Int64
-	// pubMu keeps the publisher's calls one at a time (Publisher's contract) while a pass
-	// works several shards at once.
-	pubMu sync.Mutex
+	// turn keeps the publisher's calls one at a time (Publisher's contract) while a pass works
+	// several shards at once; renewIdle, set for the length of a pass's workAll, renews the
+	// leases of the shards no worker holds, for the workers that wait for their turn.
+	turn      publisherTurn
+	renewIdle func()
 }
 
 type relayStatements struct {
@@ -161,10 +163,11 @@ func (r *Relay) Run(ctx context.Context, onPass func(Stats, error)) error {
 	}
 }
 
-// Poll makes one pass: it claims free shards (up to WithMaxShards), then for each held shard
-// reads what arrived in its open buckets since the last pass, its pending buckets and the next
-// closed ones, publishes what committed, marks it and moves the shard's cursor. Errors of single shards are joined; the
-// shards stay held unless fenced.
+// Poll makes one pass: it claims free shards (up to WithMaxShards), then for each held shard,
+// eight shards at a time, reads what arrived in its open buckets since the last pass, its
+// pending buckets and the next closed ones, publishes what committed (one Publish call at a
+// time), marks it and moves the shard's cursor. Errors of single shards are joined; the shards
+// stay held unless fenced.
 func (r *Relay) Poll(ctx context.Context) (Stats, error) {
 	var total Stats
 	if err := argcheck.Call(ErrInvalidOption, "Relay", r == nil, ctx); err != nil {
@@ -260,32 +263,52 @@ type worked struct {
 }
 
 // workAll works the held shards ids, shardWorkers at a time, and returns each one's stats and
-// error in the order of ids. A shard waiting for a worker still has its lease renewed when due
-// (by whichever worker takes the next shard): a pass over many shards can be longer than a
-// lease. Only the pass's goroutine changes r.held, once workAll returned.
+// error in the order of ids. The shards no worker holds at the moment (waiting for one, or
+// done) have their leases renewed when due by whichever worker takes the next shard: a pass
+// over many shards can be longer than a lease. A waiting shard whose renewal failed is not
+// worked; a done one's failure is left to the next pass, which renews it first. Only the
+// pass's goroutine changes r.held, once workAll returned.
 func (r *Relay) workAll(ctx context.Context, ids []int) []worked {
 	out := make([]worked, len(ids))
+	for i, s := range ids {
+		out[i].shard = s
+	}
 	var mu sync.Mutex
+	working := make([]bool, len(ids))
 	next := 0
-	take := func() (int, bool) {
+	// idle renews, when due, the leases of the shards no worker holds; mu is held. A waiting
+	// shard whose renewal failed is not worked; a done one's failure is the next pass's.
+	idle := func() {
+		for j := range ids {
+			if working[j] || out[j].renew {
+				continue // a worker's, or its lease already failed to renew
+			}
+			if err := r.renewIfDue(ctx, r.held[ids[j]]); err != nil && j >= next {
+				out[j].err, out[j].renew = fmt.Errorf("renew: %w", err), true
+			}
+		}
+	}
+	r.renewIdle = func() {
 		mu.Lock()
 		defer mu.Unlock()
+		idle()
+	}
+	defer func() { r.renewIdle = nil }()
+	take := func(done int) (int, bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		if done >= 0 {
+			working[done] = false
+		}
 		for next < len(ids) {
 			i := next
 			next++
-			// The shards after i wait for a worker; renew theirs now if due. A shard whose
-			// renewal failed is not worked: its error tells the pass it was lost.
-			for j := next; j < len(ids); j++ {
-				if out[j].err == nil {
-					if err := r.renewIfDue(ctx, r.held[ids[j]]); err != nil {
-						out[j].err, out[j].renew = fmt.Errorf("renew: %w", err), true
-					}
-				}
-			}
-			out[i].shard = ids[i]
+			working[i] = true
+			idle()
 			if out[i].err == nil {
 				return i, true
 			}
+			working[i] = false
 		}
 		return 0, false
 	}
@@ -294,15 +317,12 @@ func (r *Relay) workAll(ctx context.Context, ids []int) []worked {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i, ok := take(); ok; i, ok = take() {
+			for i, ok := take(-1); ok; i, ok = take(i) {
 				out[i].st, out[i].err = r.work(ctx, r.held[ids[i]])
 			}
 		}()
 	}
 	wg.Wait()
-	for i := range out {
-		out[i].shard = ids[i]
-	}
 	return out
 }
 
