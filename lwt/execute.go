@@ -82,19 +82,20 @@ func (s *Store) fromCache(ctx context.Context, key Key, rec *Record, opts []Call
 		}
 		fp = cc.fingerprint
 	}
-	return s.answerCached(ctx, key, rec, fp)
+	_, end := s.startSpan(ctx, "execute", key)
+	res, err := s.answerCached(key, rec, fp)
+	end(err)
+	return res, err
 }
 
-// answerCached answers a call with fingerprint fp from rec, a record of the cache.
-func (s *Store) answerCached(ctx context.Context, key Key, rec *Record, fp []byte) (Result, error) {
-	_, end := s.startSpan(ctx, "execute", key)
+// answerCached answers a call with fingerprint fp from rec, a record of the cache, in the
+// caller's span.
+func (s *Store) answerCached(key Key, rec *Record, fp []byte) (Result, error) {
 	if !equalFingerprint(rec.Fingerprint, fp) {
 		s.record(Observation{Kind: ObservedKeyReuse, Key: key})
-		end(ErrKeyReuse)
 		return Result{}, ErrKeyReuse
 	}
 	s.record(Observation{Kind: ObservedCacheHit, Key: key})
-	end(nil)
 	return Result{Value: rec.Result, Replay: true, FromCache: true, Attempts: rec.Attempts, Fence: rec.Fence}, nil
 }
 
@@ -183,11 +184,11 @@ func (s *Store) executeOnce(ctx context.Context, key Key, fn func(context.Contex
 	scope, last, scoped := scopeOf(key)
 	// Every call registers before it reads the ownership, so that Own, which registers the
 	// owner before it waits for the scope's calls, waits for this one too.
-	if rec, err := s.enter(ctx, c, scope); err != nil || rec != nil {
-		if rec != nil {
-			return s.answerCached(ctx, key, rec, c.fingerprint)
-		}
+	switch rec, err := s.enter(ctx, c, scope); {
+	case err != nil:
 		return Result{}, err
+	case rec != nil: // a run of the key in this process committed while this call waited
+		return s.answerCached(key, rec, c.fingerprint)
 	}
 	defer s.fast.flights.Leave(c.cacheKey)
 	o := s.ownerOf(scope)
@@ -222,6 +223,7 @@ func (s *Store) executeOnce(ctx context.Context, key Key, fn func(context.Contex
 // A repeatable call of a running key waits for it when the store has a cache, and returns the
 // record that call committed (rec) if the cache holds it; otherwise it registers and races.
 func (s *Store) enter(ctx context.Context, c *call, scope string) (rec *Record, err error) {
+	joined := false
 	for {
 		running, done := s.fast.flights.Enter(c.cacheKey, scope)
 		repeatable := c.repeatable && s.ownerOf(scope) == nil
@@ -242,7 +244,8 @@ func (s *Store) enter(ctx context.Context, c *call, scope string) (rec *Record, 
 		// the cache: a client's retry or double submit then costs neither a second run of the
 		// function nor a second Paxos round. If that call committed nothing (it failed, or its
 		// outcome is unknown), this one runs as if it came first.
-		if repeatable {
+		if repeatable && !joined {
+			joined = true
 			s.stats.joined.Add(1)
 		}
 		select {

@@ -693,7 +693,7 @@ func (ch *outboxChain) consumerKilledCatchingUp(t *testing.T) {
 	ch.waitFor(t, "the backlog published", 3*time.Minute, func() bool { return ch.tally(orders).published == len(orders) })
 	// Every order's window closed past the consumer's grace before it starts (the event log
 	// of examples/outbox: a 1 s window, a 5 s grace, a 1 s settle time), so all of the backlog
-	// takes the late path: a backlog minutes old, as after a deploy or a broker's outage.
+	// takes the late path, as a backlog left by a deploy or a broker's outage does.
 	ch.waitFor(t, "the backlog to age past the event log's grace", time.Minute, func() bool { return time.Since(placed) > backlogAge })
 	args := []string{"-group", "billing", "-instance", "billing-1", "-counter", outboxCounter}
 	// The consumer holds inside its poll's handler once a quarter of the backlog took effect,
