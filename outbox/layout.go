@@ -39,11 +39,14 @@ type layoutGuard struct {
 	done         bool
 	key          string // the intents table's name
 	read, insert string
+	// since is the stored layout's recorded_at (zero if it has none): no stager wrote an
+	// intent of this table before it, as every stager checks the layout first.
+	since time.Time
 }
 
 func newLayoutGuard(cfg config) *layoutGuard {
 	return &layoutGuard{key: cfg.intents,
-		read:   "SELECT shards, bucket_seconds, horizon_seconds, key_order FROM " + cfg.q.layout + " WHERE intents = ?",
+		read:   "SELECT shards, bucket_seconds, horizon_seconds, key_order, recorded_at FROM " + cfg.q.layout + " WHERE intents = ?",
 		insert: "INSERT INTO " + cfg.q.layout + " (intents, shards, bucket_seconds, horizon_seconds, key_order, recorded_at) VALUES (?, ?, ?, ?, ?, ?) IF NOT EXISTS",
 	}
 }
@@ -57,20 +60,23 @@ func (g *layoutGuard) ensure(ctx context.Context, session *gocql.Session, cfg *c
 	if g.done {
 		return nil
 	}
-	stored, found, err := g.load(ctx, session, *cfg)
+	stored, since, found, err := g.load(ctx, session, *cfg)
 	if err != nil {
 		return err
 	}
 	if !found && store {
-		want := cfg.layout()
+		want, now := cfg.layout(), cfg.now()
 		applied, row, err := cas.InsertIfNotExists(ctx, session.Query(g.insert, g.key, want.Shards,
-			int(want.Bucket/time.Second), int(want.Horizon/time.Second), want.KeyOrder, cfg.now()).Consistency(cfg.consistency), cfg.serial)
+			int(want.Bucket/time.Second), int(want.Horizon/time.Second), want.KeyOrder, now).Consistency(cfg.consistency), cfg.serial)
 		if err != nil {
 			return fmt.Errorf("outbox: record layout: %w", err)
 		}
+		g.since = now
 		if !applied { // another one recorded it meanwhile
-			stored, found = layoutOf(row), true
+			stored, found, g.since = layoutOf(row), true, recordedAt(row)
 		}
+	} else if found {
+		g.since = since
 	}
 	if found {
 		if adopt {
@@ -95,16 +101,17 @@ func (g *layoutGuard) ensure(ctx context.Context, session *gocql.Session, cfg *c
 	return nil
 }
 
-func (g *layoutGuard) load(ctx context.Context, session *gocql.Session, cfg config) (Layout, bool, error) {
+// load reads the stored layout and when it was recorded.
+func (g *layoutGuard) load(ctx context.Context, session *gocql.Session, cfg config) (Layout, time.Time, bool, error) {
 	m := map[string]any{}
 	err := session.Query(g.read, g.key).WithContext(ctx).Consistency(cfg.consistency).MapScan(m)
 	if errors.Is(err, gocql.ErrNotFound) {
-		return Layout{}, false, nil
+		return Layout{}, time.Time{}, false, nil
 	}
 	if err != nil {
-		return Layout{}, false, fmt.Errorf("outbox: read layout: %w", err)
+		return Layout{}, time.Time{}, false, fmt.Errorf("outbox: read layout: %w", err)
 	}
-	return layoutOf(m), true, nil
+	return layoutOf(m), recordedAt(m), true, nil
 }
 
 func layoutOf(row map[string]any) Layout {
@@ -114,6 +121,19 @@ func layoutOf(row map[string]any) Layout {
 	keyOrder, _ := row["key_order"].(bool) // null in a layout stored before 020_outbox_key_order.cql: off
 	return Layout{Shards: shards, Bucket: time.Duration(bucket) * time.Second, Horizon: time.Duration(horizon) * time.Second,
 		KeyOrder: keyOrder}
+}
+
+// recordedAt is a layout row's recorded_at, zero when it has none.
+func recordedAt(row map[string]any) time.Time {
+	t, _ := row["recorded_at"].(time.Time)
+	return t
+}
+
+// recorded returns when the layout was first stored (zero if unknown), once ensure succeeded.
+func (g *layoutGuard) recorded() time.Time {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.since
 }
 
 // compareLayout is nil when configured matches stored, else an ErrLayoutMismatch naming each

@@ -57,8 +57,7 @@ func (r *Relay) acquire(ctx context.Context, s int) (*shard, error) {
 			r.cfg.logger.ErrorContext(ctx, "outbox relay: the relay group was away longer than intents live", "shard", s, "error", sh.gap)
 		}
 	} else {
-		// A fresh shard: anything older than the retention has no record left to settle by.
-		sh.frontier = r.cfg.bucketOf(r.cfg.now().Add(-r.cfg.retention - r.cfg.horizon))
+		sh.frontier = r.freshFrontier()
 	}
 	if p, ok := row["pending"].([]int64); ok {
 		for _, b := range p {
@@ -66,6 +65,22 @@ func (r *Relay) acquire(ctx context.Context, s int) (*shard, error) {
 		}
 	}
 	return sh, nil
+}
+
+// freshFrontier is where a shard no relay of this name has swept starts: a retention back, as
+// anything older has no record left to settle by, but not before the layout was recorded. Every
+// stager checks the layout before its first intent, so none staged earlier than that, by a clock
+// within the horizon of the recorder's (twice the horizon, for both clocks). Without this bound a
+// new relay group read a day of empty partitions (1,440 buckets of every shard at the defaults)
+// while the service it had just joined was taking its first orders.
+func (r *Relay) freshFrontier() int64 {
+	from := r.cfg.now().Add(-r.cfg.retention - r.cfg.horizon)
+	if since := r.layout.recorded(); !since.IsZero() {
+		if first := since.Add(-2 * r.cfg.horizon); first.After(from) {
+			from = first
+		}
+	}
+	return r.cfg.bucketOf(from)
 }
 
 // closed reports whether bucket b has ended more than the horizon ago: no intent can still
