@@ -102,8 +102,11 @@ bench-hot-counter:
 ## order accepted → last effect), relay_reads_per_intent (Stats.RowsRead per message published),
 ## and catchup_msgs_per_s with a "catchup" object: a second phase of E2E_CATCHUP orders placed
 ## while the consumer is stopped, then its drain rate from its start to the last effect (0: none),
-## and plain_accepted_per_s and accepted_vs_plain with a "plain" object: a phase of E2E_PLAIN
-## orders served with plain ExecuteOnce (two Paxos rounds per order, not one), in the same run.
+## and the comparison with plain ExecuteOnce (two Paxos rounds per order, not one), in the same
+## run: three more phases of E2E_PLAIN orders, plain, plain, then the one-round service again
+## ("rounds"; the first phase is the first round), and plain_accepted_per_s,
+## repeatable_accepted_per_s and accepted_vs_plain from each service's rounds pooled, with the
+## first plain round whole as "plain".
 E2E_ORDERS  ?= 5000
 E2E_PLAIN   ?= $(E2E_ORDERS)
 # E2E_WARMUP orders go through the chain first, not measured: the first measured phase would

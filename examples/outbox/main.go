@@ -43,7 +43,7 @@ func runMain() error {
 	clients := flag.Int("clients", 16, "concurrent clients")
 	catchup := flag.Int("catchup", 0, "then a catch-up phase: this many orders placed with the consumer stopped, then its drain measured")
 	warmup := flag.Int("warmup", 0, "first run this many orders through the chain, not measured")
-	plain := flag.Int("plain", 0, "also a phase of this many orders served with plain ExecuteOnce, to compare the accepted rates")
+	plain := flag.Int("plain", 0, "also compare with plain ExecuteOnce: three more phases of this many orders (plain, plain, the repeatable service again), the accepted rates pooled per service")
 	jsonOut := flag.String("json", "", "also write the summary as JSON to this file")
 	timeout := flag.Duration("timeout", 10*time.Minute, "give up when the chain has not delivered by then")
 	role := flag.String("role", "", "run one part of the chain: api, relay or consume (default: the whole chain once)")
@@ -94,8 +94,9 @@ func runMain() error {
 	if s.Lost != 0 || s.DuplicatedEffects != 0 {
 		return fmt.Errorf("%d lost, %d applied twice", s.Lost, s.DuplicatedEffects)
 	}
-	if p := s.Plain; p != nil && (p.Lost != 0 || p.DuplicatedEffects != 0) {
-		return fmt.Errorf("plain phase: %d lost, %d applied twice", p.Lost, p.DuplicatedEffects)
+	if r := s.inexact(); r != nil {
+		return fmt.Errorf("comparison round on the %s service: %d lost, %d applied twice, effects exact: %v",
+			r.Service, r.Lost, r.DuplicatedEffects, r.EffectsExact)
 	}
 	if c := s.Catchup; c != nil && (c.Lost != 0 || c.DuplicatedEffects != 0) {
 		return fmt.Errorf("catch-up phase: %d lost, %d applied twice", c.Lost, c.DuplicatedEffects)

@@ -36,9 +36,10 @@ type config struct {
 	// catchup, if not zero, adds a second phase: that many orders placed while the consumer is
 	// stopped, then the consumer started and its drain measured (Summary.Catchup).
 	catchup int
-	// plain, if not zero, adds a phase of that many orders served with plain ExecuteOnce (two
-	// Paxos rounds per new order) instead of the repeatable handler (one), on a topic, a counter
-	// and a consumer group of its own: Summary.Plain, and the ratio of the accepted rates.
+	// plain, if not zero, adds the comparison (see compare): three more phases of that many
+	// orders, two served with plain ExecuteOnce (two Paxos rounds per new order) and one with
+	// the repeatable handler again (one), each on a topic, a counter and a consumer group of its
+	// own: Summary.Rounds, Summary.Plain, and the ratio of the pooled accepted rates.
 	plain int
 	// warmup, if not zero, runs that many orders through the chain first, unmeasured, so that
 	// the first measured phase does not pay for the node's and the processes' warm-up alone.
@@ -87,11 +88,16 @@ type Summary struct {
 	// from its start (every order already placed and published) to the last effect; on the
 	// first phase's summary it repeats the catch-up phase's figure.
 	CatchupMsgsPerS float64 `json:"catchup_msgs_per_s,omitempty"`
-	// PlainAcceptedPerS is AcceptedPerS of the plain phase (config.plain): the same service on
-	// plain ExecuteOnce, in the same run; AcceptedVsPlain is AcceptedPerS divided by it.
-	PlainAcceptedPerS float64 `json:"plain_accepted_per_s,omitempty"`
-	AcceptedVsPlain   float64 `json:"accepted_vs_plain,omitempty"`
-	// Plain is the plain phase, with its own effects_exact, lost and duplicated_effects.
+	// With config.plain the run compares the service with the same service on plain
+	// ExecuteOnce, in rounds (see compare): PlainAcceptedPerS and RepeatableAcceptedPerS are
+	// each service's accepted rate pooled over its rounds, and AcceptedVsPlain their ratio.
+	PlainAcceptedPerS      float64 `json:"plain_accepted_per_s,omitempty"`
+	RepeatableAcceptedPerS float64 `json:"repeatable_accepted_per_s,omitempty"`
+	AcceptedVsPlain        float64 `json:"accepted_vs_plain,omitempty"`
+	// Rounds are the comparison's phases in the order they ran, the first of them this one.
+	Rounds []Round `json:"rounds,omitempty"`
+	// Plain is the first plain round whole, with its own effects_exact, lost and
+	// duplicated_effects.
 	Plain *Summary `json:"plain,omitempty"`
 	// Catchup is the second phase (config.catchup): the consumer stopped while the orders are
 	// placed, then started. Its own effects_exact, lost and duplicated_effects.
@@ -141,17 +147,8 @@ func run(ctx context.Context, session *gocql.Session, cfg config, out io.Writer)
 	}
 	next := cfg.first + cfg.orders
 	if cfg.plain > 0 {
-		pc := cfg
-		pc.orders, pc.first, pc.plainService = cfg.plain, next, true
-		next += cfg.plain
-		fmt.Fprintf(out, "plain phase: %d orders on plain ExecuteOnce\n", pc.orders)
-		p, err := runPhase(ctx, session, pc, false, out)
-		if err != nil {
-			return s, fmt.Errorf("plain phase: %w", err)
-		}
-		s.Plain, s.PlainAcceptedPerS = &p, p.AcceptedPerS
-		if p.AcceptedPerS > 0 {
-			s.AcceptedVsPlain = s.AcceptedPerS / p.AcceptedPerS
+		if next, err = compare(ctx, session, cfg, next, &s, out); err != nil {
+			return s, err
 		}
 	}
 	if cfg.catchup <= 0 {
