@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -26,24 +27,34 @@ func roundOf(service string, p Summary) Round {
 }
 
 // compare measures the plain service against the repeatable one in the order repeatable, plain,
-// plain, repeatable: the first measured phase (s) is the first round, and three phases of
-// cfg.plain orders follow. A node's speed drifts over a run (memtables fill and flush,
-// compactions start), and the phase that ran later would pay for it alone; in this order a
-// steady drift weighs on both services alike. The rates compared are pooled over each service's
-// two rounds (orders accepted over the seconds that took). It returns the next order number.
+// plain, repeatable, each round cfg.plain orders from cfg.compareClients clients. A node's speed
+// drifts over a run (memtables fill and flush, compactions start, the JIT warms up), and a
+// service measured later would be measured on a faster or slower node alone; in this order a
+// steady drift weighs on both alike. The rates compared are pooled over each service's two
+// rounds (orders accepted over the seconds that took).
+//
+// What is compared is what each service reaches, so the rounds must load both to their limit:
+// with too few clients the repeatable service waits on its clients (every tenth order is slow,
+// and its client waits for it), and the rounds would compare the clients. When the clients are
+// the first phase's own, that phase is the first round. It returns the next order number.
 func compare(ctx context.Context, session *gocql.Session, cfg config, next int, s *Summary, out io.Writer) (int, error) {
-	s.Rounds = []Round{roundOf("repeatable", *s)}
-	for _, plain := range []bool{true, true, false} {
+	clients := cmp.Or(cfg.compareClients, cfg.clients)
+	services := []string{"repeatable", "plain", "plain", "repeatable"}
+	s.CompareClients = clients
+	if clients == cfg.clients {
+		s.Rounds, services = []Round{roundOf("repeatable", *s)}, services[1:]
+	}
+	for _, name := range services {
 		pc := cfg
-		pc.orders, pc.first, pc.plainService = cfg.plain, next, plain
+		pc.orders, pc.first, pc.plainService, pc.clients = cfg.plain, next, name == "plain", clients
 		next += cfg.plain
-		name := map[bool]string{true: "plain", false: "repeatable"}[plain]
-		fmt.Fprintf(out, "comparison round %d: %d orders on the %s service\n", len(s.Rounds)+1, pc.orders, name)
+		n := len(s.Rounds) + 1
+		fmt.Fprintf(out, "comparison round %d: %d orders from %d clients on the %s service\n", n, pc.orders, clients, name)
 		p, err := runPhase(ctx, session, pc, false, out)
 		if err != nil {
-			return next, fmt.Errorf("comparison round %d (%s): %w", len(s.Rounds)+1, name, err)
+			return next, fmt.Errorf("comparison round %d (%s): %w", n, name, err)
 		}
-		if plain && s.Plain == nil {
+		if name == "plain" && s.Plain == nil {
 			s.Plain = &p
 		}
 		s.Rounds = append(s.Rounds, roundOf(name, p))

@@ -23,8 +23,11 @@ import (
 // effects, batched ends), keyed by the event id, and commits offsets only past records that were
 // processed or found duplicates.
 func (c *chain) consume(ctx context.Context, topic, group string, g *guard.Guard, logc *events.Log) error {
+	// A fetch waits up to 100 ms for 16 KiB of records, so that a poll carries a tenth of a
+	// second of orders rather than the few of the relay's last publish: the guard's Paxos rounds
+	// and the log's batched writes are per poll and partition, not per record.
 	kopts := []kgo.Opt{kgo.SeedBrokers(c.cfg.brokers...), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(100 * time.Millisecond)}
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(100 * time.Millisecond), kgo.FetchMinBytes(16 << 10)}
 	if c.cfg.instance != "" {
 		kopts = append(kopts, kgo.InstanceID(c.cfg.instance))
 	}

@@ -43,6 +43,7 @@ func runMain() error {
 	clients := flag.Int("clients", 16, "concurrent clients")
 	catchup := flag.Int("catchup", 0, "then a catch-up phase: this many orders placed with the consumer stopped, then its drain measured")
 	warmup := flag.Int("warmup", 0, "first run this many orders through the chain, not measured")
+	compareClients := flag.Int("compare-clients", 0, "the clients of the comparison's rounds (default: -clients)")
 	plain := flag.Int("plain", 0, "also compare with plain ExecuteOnce: three more phases of this many orders (plain, plain, the repeatable service again), the accepted rates pooled per service")
 	jsonOut := flag.String("json", "", "also write the summary as JSON to this file")
 	timeout := flag.Duration("timeout", 10*time.Minute, "give up when the chain has not delivered by then")
@@ -81,7 +82,7 @@ func runMain() error {
 		return err
 	}
 	defer session.Close()
-	s, err := run(ctx, session, config{brokers: strings.Split(*brokers, ","), keyspace: *keyspace, orders: *orders, clients: *clients, catchup: *catchup, plain: *plain, warmup: *warmup}, os.Stdout)
+	s, err := run(ctx, session, config{brokers: strings.Split(*brokers, ","), keyspace: *keyspace, orders: *orders, clients: *clients, catchup: *catchup, plain: *plain, compareClients: *compareClients, warmup: *warmup}, os.Stdout)
 	if err != nil {
 		return err
 	}
