@@ -59,7 +59,10 @@ func Table(keyspace string) lwt.Table {
 // guard.WithCompletionColumns(ColumnName), or anything they call with that ctx. The events are committed
 // in the same conditional write that stores the run's result, or not at all: if the run fails,
 // is released, or loses its lease, nothing is published. The first Stage of a run writes the
-// run's intent row (one plain write) so the relay will look for the commit.
+// run's intent row (one plain write) so the relay will look for the commit. A run of
+// lwt.WithRepeatableFunction has no effect before its commit, so its intent is written with
+// the copy of its events just before the commit (one plain write for both, not two), and the
+// errors of that write, ErrIntentLate among them, are its ExecuteOnce's.
 //
 // Under WithKeyOrder every event of a run must carry the same key (ErrMixedKeys otherwise), the
 // run's intent goes in the shard of that key, and a Stage of no events stages nothing: the run's
@@ -124,6 +127,7 @@ type staged struct {
 	events   []Event
 	size     int
 	intent   bool
+	owed     bool // a repeatable run's Stage was taken: CellValue writes the intent (see add)
 	stagedAt time.Time
 	// refused is the first refusal of this run's events: its completion fails permanently.
 	refused error
@@ -167,8 +171,14 @@ func (s *staged) add(ctx context.Context, events []Event) error {
 	if err := s.takeKey(events); err != nil {
 		return refuse(err)
 	}
-	if !s.intent {
-		if err := s.writeIntent(ctx); err != nil {
+	switch {
+	case s.intent:
+	case s.repeatable():
+		// The run has no effect before its commit, so its intent waits for it: CellValue
+		// writes it with the events' copy, in one write, just before the commit is sent.
+		s.owed = true
+	default:
+		if _, err := s.writeIntent(ctx, false); err != nil {
 			return err
 		}
 	}
@@ -177,19 +187,25 @@ func (s *staged) add(ctx context.Context, events []Event) error {
 	return nil
 }
 
-// writeIntent writes the run's intent row in the bucket of now. It must land before a relay
-// closes that bucket: a write that took more than half the horizon may not have, so it fails.
-func (s *staged) writeIntent(ctx context.Context) error {
+// repeatable reports whether the run is one of lwt.WithRepeatableFunction: no claim, and no
+// record until its commit.
+func (s *staged) repeatable() bool { return !s.claim.CommitBy.IsZero() }
+
+// writeIntent writes the run's intent row in the bucket of now; with seal, also the copy of the
+// events staged so far, which it returns encoded (the completion's cell). It must land before a
+// relay closes that bucket: a write that took more than half the horizon may not have, so it
+// fails.
+func (s *staged) writeIntent(ctx context.Context, seal bool) ([]byte, error) {
 	cfg := s.o.cfg
 	if err := s.o.layout.ensure(ctx, s.o.session, &cfg, true, false); err != nil {
-		return err
+		return nil, err
 	}
 	start := time.Now() // monotonic: the writer's own elapsed time, whatever its wall clock says
 	now := cfg.now()
 	// A run of lwt.WithRepeatableFunction has no record until it commits, and the relay waits
 	// for that record a bounded time after staging (see settle): the commit must come within it.
-	if !s.claim.CommitBy.IsZero() && s.claim.CommitBy.After(now.Add(cfg.horizon)) {
-		return fmt.Errorf("%w: the repeatable run may commit until %v, more than the horizon (%v) after staging: give its store a lease of at most the horizon",
+	if s.repeatable() && s.claim.CommitBy.After(now.Add(cfg.horizon)) {
+		return nil, fmt.Errorf("%w: the repeatable run may commit until %v, more than the horizon (%v) after staging: give its store a lease of at most the horizon",
 			ErrIntentLate, s.claim.CommitBy.Sub(now).Round(time.Millisecond), cfg.horizon)
 	}
 	stmt, arrive, args := s.o.insert, s.o.arrive, []any{cfg.bucketOf(now), s.shard(), s.rec.namespace, s.rec.key,
@@ -201,49 +217,67 @@ func (s *staged) writeIntent(ctx context.Context) error {
 	// the node makes one mutation of this batch (its BatchUpdatesCollector groups updates by
 	// keyspace and key, whatever their tables): one commit log entry per replica, one round
 	// trip. The arrival only shows a relay the intent early: one that did not land is found
-	// by the bucket's last sweep, which reads the intents.
+	// by the bucket's last sweep, which reads the intents. The events' copy, when it comes
+	// with the intent, is a cell of the intent's own row.
+	ttl := cfg.ttlUntil(cfg.rowExpiry(s.claim.ExpiresAt))
 	batch := s.o.session.NewBatch(gocql.UnloggedBatch).WithContext(ctx)
 	batch.Cons = cfg.consistency
 	batch.Entries = append(batch.Entries,
-		gocql.BatchEntry{Stmt: stmt, Args: append(args, s.orderKeyValue(), cfg.ttlUntil(cfg.rowExpiry(s.claim.ExpiresAt))), Idempotent: true},
+		gocql.BatchEntry{Stmt: stmt, Args: append(args, s.orderKeyValue(), ttl), Idempotent: true},
 		gocql.BatchEntry{Stmt: arrive, Args: append(args[:len(args):len(args)], cfg.arrivalTTL()), Idempotent: true})
-	err := s.o.session.ExecuteBatch(batch)
-	if err != nil {
-		return fmt.Errorf("outbox: write intent: %w", err)
+	var sealed []byte
+	if seal {
+		var err error
+		if sealed, err = encodeCell(cell{StagedAt: now, Events: s.events}); err != nil {
+			return nil, err
+		}
+		batch.Entries = append(batch.Entries, gocql.BatchEntry{Stmt: s.o.seal,
+			Args: []any{ttl, sealed, cfg.bucketOf(now), s.shard(), s.rec.namespace, s.rec.key, s.claim.Fence}, Idempotent: true})
+	}
+	if err := s.o.session.ExecuteBatch(batch); err != nil {
+		return nil, fmt.Errorf("outbox: write intent: %w", err)
 	}
 	if elapsed := time.Since(start); elapsed > cfg.horizon/2 {
-		return fmt.Errorf("%w: %v, limit %v", ErrIntentLate, elapsed, cfg.horizon/2)
+		return nil, fmt.Errorf("%w: %v, limit %v", ErrIntentLate, elapsed, cfg.horizon/2)
 	}
 	s.intent, s.stagedAt = true, now
-	return nil
+	return sealed, nil
 }
 
 // sealTimeout bounds the write of the events' copy when a run seals its completion.
 const sealTimeout = 10 * time.Second
 
 // CellValue encodes the staged events for the completion (lwt.CellValue). It first copies them
-// to the intent row: if the record expires before a relay settles the intent, the copy is
-// parked rather than lost, and an intent without one never sent its completion, so the relay
-// may drop it. A refusal of the run's events fails the run permanently.
+// to the intent row (a repeatable run's intent is written here, with the copy): if the record
+// expires before a relay settles the intent, the copy is parked rather than lost, and an intent
+// without one never sent its completion, so the relay may drop it. A refusal of the run's events
+// fails the run permanently.
 func (s *staged) CellValue() (any, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.refused != nil {
 		return nil, lwt.Permanent(s.refused)
 	}
-	if !s.intent {
+	if !s.intent && !s.owed {
 		if len(s.events) == 0 {
 			return nil, errors.Join(ErrNoIntent, errors.New("outbox: a Stage of this run failed"))
 		}
 		return nil, ErrNoIntent
 	}
+	cfg := s.o.cfg
+	ctx, cancel := context.WithTimeout(context.Background(), sealTimeout)
+	defer cancel()
+	if !s.intent { // a repeatable run's: the intent and the copy in one write
+		b, err := s.writeIntent(ctx, true)
+		if err != nil {
+			return nil, err
+		}
+		return b, nil
+	}
 	b, err := encodeCell(cell{StagedAt: s.stagedAt, Events: s.events})
 	if err != nil {
 		return nil, err
 	}
-	cfg := s.o.cfg
-	ctx, cancel := context.WithTimeout(context.Background(), sealTimeout)
-	defer cancel()
 	err = s.o.session.Query(s.o.seal, cfg.ttlUntil(cfg.rowExpiry(s.claim.ExpiresAt)), b, cfg.bucketOf(s.stagedAt),
 		s.shard(), s.rec.namespace, s.rec.key, s.claim.Fence).
 		WithContext(ctx).Consistency(cfg.consistency).Idempotent(true).Exec()
