@@ -71,12 +71,10 @@ func (g *layoutGuard) ensure(ctx context.Context, session *gocql.Session, cfg *c
 		if err != nil {
 			return fmt.Errorf("outbox: record layout: %w", err)
 		}
-		g.since = now
+		since = now
 		if !applied { // another one recorded it meanwhile
-			stored, found, g.since = layoutOf(row), true, recordedAt(row)
+			stored, found, since = layoutOf(row), true, recordedAt(row)
 		}
-	} else if found {
-		g.since = since
 	}
 	if found {
 		if adopt {
@@ -97,7 +95,7 @@ func (g *layoutGuard) ensure(ctx context.Context, session *gocql.Session, cfg *c
 			return err
 		}
 	}
-	g.done = true
+	g.done, g.since = true, since
 	return nil
 }
 

@@ -44,7 +44,7 @@ func runMain() error {
 	catchup := flag.Int("catchup", 0, "then a catch-up phase: this many orders placed with the consumer stopped, then its drain measured")
 	warmup := flag.Int("warmup", 0, "first run this many orders through the chain, not measured")
 	compareClients := flag.Int("compare-clients", 0, "the clients of the comparison's rounds (default: -clients)")
-	plain := flag.Int("plain", 0, "also compare with plain ExecuteOnce: three more phases of this many orders (plain, plain, the repeatable service again), the accepted rates pooled per service")
+	plain := flag.Int("plain", 0, "also compare with plain ExecuteOnce: rounds of this many orders on the repeatable, plain, plain and repeatable service (the first phase is the first round when -compare-clients is -clients), the accepted rates pooled per service")
 	jsonOut := flag.String("json", "", "also write the summary as JSON to this file")
 	timeout := flag.Duration("timeout", 10*time.Minute, "give up when the chain has not delivered by then")
 	role := flag.String("role", "", "run one part of the chain: api, relay or consume (default: the whole chain once)")

@@ -36,10 +36,11 @@ type config struct {
 	// catchup, if not zero, adds a second phase: that many orders placed while the consumer is
 	// stopped, then the consumer started and its drain measured (Summary.Catchup).
 	catchup int
-	// plain, if not zero, adds the comparison (see compare): three more phases of that many
-	// orders, two served with plain ExecuteOnce (two Paxos rounds per new order) and one with
-	// the repeatable handler again (one), each on a topic, a counter and a consumer group of its
-	// own: Summary.Rounds, Summary.Plain, and the ratio of the pooled accepted rates.
+	// plain, if not zero, adds the comparison (see compare): four rounds of that many orders,
+	// two served with plain ExecuteOnce (two Paxos rounds per new order) and two with the
+	// repeatable handler (one), each on a topic, a counter and a consumer group of its own (the
+	// first phase is the first round when compareClients is clients): Summary.Rounds,
+	// Summary.Plain, and the ratio of the pooled accepted rates.
 	plain int
 	// compareClients is how many clients place the comparison's orders (0: clients).
 	compareClients int
