@@ -212,11 +212,11 @@ func WithLease(d time.Duration) Option {
 
 // WithOwnership sets the server lease by which Own holds a scope and the margin by which the
 // owner's fast path stops before that lease could expire (default 10 s and 3 s; the margin at
-// least 1.5 s, the lease whole seconds and at least twice the margin; see lwt.WithOwnership and
-// docs/fastpath.md).
+// least 1.5 s, the lease whole seconds, at least twice the margin and at most a week,
+// lwt.MaxOwnerLease; see lwt.WithOwnership and docs/fastpath.md).
 func WithOwnership(lease, margin time.Duration) Option {
-	return optcheck.Set(ErrInvalidOption, margin < 1500*time.Millisecond || lease < 2*margin || lease%time.Second != 0,
-		optcheck.Call("WithOwnership", lease, margin), "the margin must be at least 1.5s and the lease whole seconds, at least twice the margin",
+	p := lwt.OwnershipProblem(lease, margin)
+	return optcheck.Set(ErrInvalidOption, p != "", optcheck.Call("WithOwnership", lease, margin), p,
 		func(c *config) { c.ownership = append(c.ownership, lwt.WithOwnership(lease, margin)) })
 }
 

@@ -237,10 +237,27 @@ func WithRecorder(r Recorder) Option {
 // DefaultOwnerLease and DefaultOwnerMargin are the fast path's ownership lease (see
 // WithOwnership): the server keeps an owner's lease cell this long after each renewal, and the
 // owner stops admitting on the fast path this much earlier by its own monotonic clock.
+// MinOwnerMargin and MaxOwnerLease bound them: the margin covers Cassandra's one-second TTL
+// resolution; the lease may not outlive the scope_owners row that a renewal every third of it
+// rewrites (the table's TTL, 7 days), and so stays far below Cassandra's TTL limit (20 years),
+// which would refuse the lease cell at Own.
 const (
 	DefaultOwnerLease  = 10 * time.Second
 	DefaultOwnerMargin = 3 * time.Second
+	MinOwnerMargin     = 1500 * time.Millisecond
+	MaxOwnerLease      = 7 * 24 * time.Hour
 )
+
+// OwnershipProblem returns why lease and margin cannot be WithOwnership's, or "" when they can:
+// the margin at least MinOwnerMargin, the lease whole seconds, at least twice the margin and at
+// most MaxOwnerLease. guard.WithOwnership checks with it too.
+func OwnershipProblem(lease, margin time.Duration) string {
+	if margin < MinOwnerMargin || lease < 2*margin || lease%time.Second != 0 || lease > MaxOwnerLease {
+		return fmt.Sprintf("the margin must be at least %v and the lease whole seconds, at least twice the margin and at most %v",
+			MinOwnerMargin, MaxOwnerLease)
+	}
+	return ""
+}
 
 // WithOwnership sets the lease by which Own holds a scope on the server (a cell of the
 // scope_owners table with a TTL of lease, in whole seconds, renewed every third of it) and the
@@ -249,12 +266,12 @@ const (
 // minus margin. The margin must cover Cassandra's one-second TTL resolution, the drift of the
 // two clocks over a lease, and the longest pause between a fast-path record's ownership check
 // and that write's arrival at the replicas (docs/fastpath.md). Defaults 10s and 3s; margin at
-// least 1.5s, lease a whole number of seconds and at least twice the margin.
+// least 1.5s, lease a whole number of seconds, at least twice the margin and at most
+// MaxOwnerLease (OwnershipProblem).
 func WithOwnership(lease, margin time.Duration) Option {
 	return func(c *config) error {
-		if margin < 1500*time.Millisecond || lease < 2*margin || lease%time.Second != 0 {
-			return fmt.Errorf("%w: WithOwnership(%v, %v): the margin must be at least 1.5s and the lease whole seconds, at least twice the margin",
-				ErrInvalidOption, lease, margin)
+		if p := OwnershipProblem(lease, margin); p != "" {
+			return fmt.Errorf("%w: WithOwnership(%v, %v): %s", ErrInvalidOption, lease, margin, p)
 		}
 		c.ownerLease, c.ownerMargin = lease, margin
 		return nil
