@@ -12,6 +12,7 @@ import (
 	"github.com/gocql/gocql"
 
 	"github.com/cassdedup/cassdedup/internal/argcheck"
+	"github.com/cassdedup/cassdedup/internal/textcheck"
 	"github.com/cassdedup/cassdedup/lwt"
 	"github.com/cassdedup/cassdedup/lwt/cas"
 )
@@ -91,6 +92,15 @@ func (a *Admin) ready(ctx context.Context) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.layout.ensure(ctx, a.session, &a.cfg, false, true)
+}
+
+// readyFor checks an operation's namespace and key as the record table's keys are checked
+// (lwt.ErrInvalidKey: empty, too long, not UTF-8), before any read, then calls ready.
+func (a *Admin) readyFor(ctx context.Context, namespace, key string) error {
+	if err := errors.Join(checkName("namespace", namespace), checkName("key", key)); err != nil {
+		return err
+	}
+	return a.ready(ctx)
 }
 
 // Layout returns the layout the admin works with: the stored one, unless options set another
@@ -229,10 +239,7 @@ type Replayed struct {
 // intent for its claim in the current bucket, with a copy of the events. With dryRun it only reads. ErrNotFound when the
 // record is not COMPLETED or carries no events.
 func (a *Admin) Replay(ctx context.Context, namespace, key string, dryRun bool) (Replayed, error) {
-	if err := a.ready(ctx); err != nil {
-		return Replayed{}, err
-	}
-	if err := errors.Join(checkName("namespace", namespace), checkName("key", key)); err != nil {
+	if err := a.readyFor(ctx, namespace, key); err != nil {
 		return Replayed{}, err
 	}
 	if strings.HasPrefix(namespace, guardPrefix) {
@@ -313,9 +320,10 @@ func (a *Admin) requeue(ctx context.Context, in intent, msgs []Message, cell []b
 	return out, nil
 }
 
+// checkName refuses a namespace or key the record table could not hold, in lwt's words.
 func checkName(what, s string) error {
-	if s == "" || len(s) > lwt.DefaultMaxKeyLength {
-		return fmt.Errorf("%w: %s must be 1 to %d bytes", lwt.ErrInvalidKey, what, lwt.DefaultMaxKeyLength)
+	if p := textcheck.Problem(s, lwt.DefaultMaxKeyLength); p != "" {
+		return &lwt.KeyError{Column: what, Reason: p}
 	}
 	return nil
 }

@@ -2,7 +2,6 @@ package outbox
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -87,9 +86,6 @@ func (a *Admin) scanParked(ctx context.Context, q *gocql.Query, s int, fn func(P
 
 // parkedOf reads the parked rows of one operation (one per fence, usually one).
 func (a *Admin) parkedOf(ctx context.Context, namespace, key string) ([]Parked, [][]byte, error) {
-	if err := errors.Join(checkName("namespace", namespace), checkName("key", key)); err != nil {
-		return nil, nil, err
-	}
 	s := shardOf(namespace, key, a.cfg.shards)
 	var out []Parked
 	var cells [][]byte
@@ -130,7 +126,7 @@ func eventsOf(msgs []Message) []Event {
 // operator's decision that its run committed. With dryRun it only reads. ErrNotFound when
 // nothing is parked for the operation.
 func (a *Admin) Unpark(ctx context.Context, namespace, key string, dryRun bool) (Replayed, error) {
-	if err := a.ready(ctx); err != nil {
+	if err := a.readyFor(ctx, namespace, key); err != nil {
 		return Replayed{}, err
 	}
 	ps, cells, err := a.parkedOf(ctx, namespace, key)
@@ -159,7 +155,7 @@ func (a *Admin) Unpark(ctx context.Context, namespace, key string, dryRun bool) 
 // dryRun it only reads. It returns what was (or would be) discarded; ErrNotFound when nothing
 // is parked for the operation.
 func (a *Admin) Discard(ctx context.Context, namespace, key string, dryRun bool) ([]Parked, error) {
-	if err := a.ready(ctx); err != nil {
+	if err := a.readyFor(ctx, namespace, key); err != nil {
 		return nil, err
 	}
 	ps, _, err := a.parkedOf(ctx, namespace, key)
