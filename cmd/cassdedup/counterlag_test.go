@@ -46,3 +46,31 @@ func TestCounterLagCommand(t *testing.T) {
 	r = cli(t, nil, args("counter", "lag", "views", "-max-lag", "0s")...)
 	assert.Equal(t, exitUsage, r.code, r.stderr)
 }
+
+// TestCounterLagMaxLagWithinRetention: a -max-lag past half the retention (what
+// events.WithMaxRollupLag allows) is refused, so no limit answers "ok" for a counter whose
+// unfolded rows may expire first; the default (1h) is brought down to half a shorter -retention,
+// and says so: a counter 40 minutes behind under a 1h retention is stalled.
+func TestCounterLagMaxLagWithinRetention(t *testing.T) {
+	t.Parallel()
+	session, ks := testnode.NewSession(t)
+	ctx := context.Background()
+	past := time.Now().Add(-40 * time.Minute)
+	old, err := events.NewLog(session, events.WithKeyspace(ks), events.WithLogRetention(time.Hour),
+		events.WithClock(func() time.Time { return past }))
+	require.NoError(t, err)
+	require.NoError(t, old.Record(ctx, events.Event{Counter: "views", ID: "old", Delta: 5, Time: past}))
+	args := func(a ...string) []string { return append(a, "-keyspace", ks) }
+
+	r := cli(t, nil, args("counter", "lag", "views", "-retention", "1h")...)
+	require.Equal(t, exitStalled, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "-max-lag is 30m0s, half -retention 1h0m0s")
+	assert.Contains(t, r.stdout, "STALLED: past -max-lag 30m0s")
+
+	for _, a := range [][]string{{"-retention", "1h", "-max-lag", "50m"}, {"-max-lag", "96h"}} {
+		r = cli(t, nil, args(append([]string{"counter", "lag", "views"}, a...)...)...)
+		require.Equal(t, exitUsage, r.code, "%v: %s", a, r.stderr)
+		assert.Contains(t, r.stderr, "-max-lag", a)
+		assert.Contains(t, r.stderr, "half the retention", a)
+	}
+}

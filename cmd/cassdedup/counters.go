@@ -156,11 +156,11 @@ func (l *logFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&l.retention, "retention", events.DefaultLogRetention, "the log's retention (events.WithLogRetention)")
 }
 
-func (e *env) log(l *logFlags) (*events.Log, error) {
+func (e *env) log(l *logFlags, extra ...events.Option) (*events.Log, error) {
 	cl, serial := e.consistencies()
-	return events.NewLog(e.session, events.WithKeyspace(e.keyspace), events.WithConsistency(cl), events.WithSerialConsistency(serial),
-		events.WithBucketWidth(l.width), events.WithGracePeriod(l.grace), events.WithSettleTime(l.settle),
-		events.WithLogRetention(l.retention))
+	return events.NewLog(e.session, append([]events.Option{events.WithKeyspace(e.keyspace), events.WithConsistency(cl),
+		events.WithSerialConsistency(serial), events.WithBucketWidth(l.width), events.WithGracePeriod(l.grace),
+		events.WithSettleTime(l.settle), events.WithLogRetention(l.retention)}, extra...)...)
 }
 
 // logCommand is a command on one event-log counter: the log flags (and the write flags of a
@@ -241,19 +241,33 @@ var counterLagCommand = &command{
 	flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 		var lf logFlags
 		lf.register(fs)
-		maxLag := fs.Duration("max-lag", time.Hour, "exit 3 when the rollup is further behind than this")
+		maxLag := fs.Duration("max-lag", defaultMaxLag, "exit 3 when the rollup is further behind than this; "+
+			"at most half -retention (events.WithMaxRollupLag), so a stall is told long before unfolded rows expire")
 		return func(ctx context.Context, e *env, args []string) error {
 			if *maxLag <= 0 {
 				return fmt.Errorf("%w: -max-lag must be positive", errUsage)
 			}
-			l, err := e.log(&lf)
+			limit := *maxLag
+			if !isSet(fs, "max-lag") && limit > lf.retention/2 {
+				limit = lf.retention / 2
+				fmt.Fprintf(e.stderr, "cassdedup: -max-lag is %v, half -retention %v (its default, %v, is more)\n", limit, lf.retention, defaultMaxLag)
+			}
+			// The log checks the limit as WithMaxRollupLag: a lag allowed past half the retention
+			// would answer "ok" for a counter whose unfolded rows may expire before anyone is told.
+			l, err := e.log(&lf, events.WithMaxRollupLag(limit))
+			if errors.Is(err, events.ErrInvalidOption) && isSet(fs, "max-lag") {
+				return fmt.Errorf("%w: -max-lag %v with -retention %v: %w", errUsage, limit, lf.retention, err)
+			}
 			if err != nil {
 				return err
 			}
-			return lag(ctx, e, l, args[0], lf.retention, *maxLag)
+			return lag(ctx, e, l, args[0], lf.retention, limit)
 		}
 	},
 }
+
+// defaultMaxLag is counter lag's -max-lag when none is given and -retention allows it.
+const defaultMaxLag = time.Hour
 
 // lag prints a counter's rollup lag (what Rollup would find now, nothing written) and fails
 // with errStalled past maxLag.
