@@ -281,7 +281,7 @@ test-faults:
 ## max.message.bytes) every 30 s (internal/soak, build tag soak). Its own durable node, broker and
 ## order service on 127.0.0.81:9342, 127.0.0.82:19492 and 127.0.0.83:19480 (SOAK_HOSTS moves them,
 ## loopback only), stopped at the end, on failure too; SOAK_RATE orders/s (default 10). Writes
-## out/soak.json and fails unless effects are exact, nothing is lost or applied twice, every poison
+## $(OUT)/soak.json and $(OUT)/soak.log (OUT=dir moves both, and the run directories) and fails unless effects are exact, nothing is lost or applied twice, every poison
 ## event is parked and every table's rows are within their bound. Not part of make test.
 SOAK      ?= 10m
 SOAK_RATE ?= 10
@@ -290,14 +290,16 @@ SOAK_TIMEOUT ?= 60m
 # The node's and the broker's run directories are under $(OUT)/soak-run, so the trap stops them
 # even when the test binary dies before its cleanups (a -timeout panic, Ctrl-C), and a run stops
 # what a run before it left behind before it starts.
-SOAK_RUN_DIR := $(CURDIR)/$(OUT)/soak-run
+# Absolute, since the test runs in its package's directory: OUT may be relative or absolute.
+SOAK_OUT_DIR := $(abspath $(OUT))
+SOAK_RUN_DIR := $(SOAK_OUT_DIR)/soak-run
 SOAK_DOWN    := CASSANDRA_RUN_DIR=$(SOAK_RUN_DIR)/node $(NODE) down >/dev/null 2>&1 || true; \
                 KAFKA_RUN_DIR=$(SOAK_RUN_DIR)/broker $(BROKER) down >/dev/null 2>&1 || true
 soak:
 	@mkdir -p $(OUT)
 	$(GO) vet -tags soak ./internal/soak/
 	@$(SOAK_DOWN); trap '$(SOAK_DOWN)' EXIT; \
-	SOAK=$(SOAK) SOAK_RATE=$(SOAK_RATE) SOAK_RUN_DIR=$(SOAK_RUN_DIR) $(GO) test -tags soak -count=1 -run TestSoak -timeout $(SOAK_TIMEOUT) \
+	SOAK=$(SOAK) SOAK_RATE=$(SOAK_RATE) SOAK_RUN_DIR=$(SOAK_RUN_DIR) SOAK_OUT=$(SOAK_OUT_DIR)/soak.json $(GO) test -tags soak -count=1 -run TestSoak -timeout $(SOAK_TIMEOUT) \
 	  -v ./internal/soak/ 2>&1 | tee $(OUT)/soak.log | grep --line-buffered -aE '^(ok|FAIL|panic|--- )|soak: ' || true
 	@grep -q '^--- PASS: TestSoak' $(OUT)/soak.log
 

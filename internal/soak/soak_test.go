@@ -53,7 +53,7 @@ const (
 	boundSlack  = 100 // fixed rows: relay leases and cursors, layouts, counter windows
 )
 
-// Report is out/soak.json.
+// Report is the JSON the run writes to SOAK_OUT (out/soak.json when unset).
 type Report struct {
 	Date              string  `json:"date"`
 	Seconds           float64 `json:"seconds"` // traffic, faults included
