@@ -19,8 +19,10 @@ import (
 // on the conditional write that a fast-path run does not make.
 //
 // Ownership is recorded and fenced on the server (lwt.Store.Own): Own takes the scope at epoch
-// (lwt.ErrSuperseded for an epoch at or below the server's) and waits until the previous owner's
-// lease cannot admit anything more; an owner whose lease is not live, or that was superseded
+// and waits until the previous owner's lease cannot admit anything more, at the server's epoch
+// too (the previous holder died); lwt.ErrSuperseded while a holder at a greater epoch, or at the
+// same epoch for a whole lease, keeps its lease live, lwt.ErrEpochRegressed for an epoch below
+// the server's that nobody holds (the group's generations went back: docs/operating.md); an owner whose lease is not live, or that was superseded
 // without being told, gets lwt.ErrNoLease (outcome Failed) for the scope's messages, so a zombie
 // consumer stops before the partition's new owner starts. Process nothing of the scope before
 // Own returns, and on an error call Own again before processing it. Call Disown as soon as the

@@ -39,10 +39,27 @@ var (
 	// is out of range; the error names it. Nothing was written.
 	ErrInvalidOption = errors.New("lwt: invalid option")
 
-	// ErrSuperseded: the scope that Own was asked to take is held on the server at an epoch at
-	// least as great (another process was assigned it later), or was taken from this store
-	// while Own waited for the previous owner's lease. Nothing is fast-pathed for the scope.
+	// ErrSuperseded: the scope that Own was asked to take is held on the server at a greater
+	// epoch whose holder's lease is live (another process was assigned it later), or at the
+	// same epoch by another holder whose lease stayed live for a whole lease while Own waited,
+	// or was taken from this store while Own waited for the previous owner's lease. Nothing is
+	// fast-pathed for the scope.
 	ErrSuperseded = errors.New("lwt: scope owned at a newer epoch")
+
+	// ErrEpochRegressed: Own was asked for an epoch below the one the server holds for the
+	// scope, and no holder's lease is live: the epochs went back (the consumer group was deleted
+	// or expired and made again, moved to another cluster, or switched to member epochs), so
+	// every Own of the scope would be refused until the row's TTL (7 days after its last
+	// renewal) passed. Nothing is fast-pathed for the scope. Once no process of the old epochs
+	// runs, forget the scopes' owners (cassdedup owners forget; docs/operating.md). An expelled
+	// member whose successor also died can see it for a moment: it matters when it persists.
+	ErrEpochRegressed = errors.New("lwt: the scope's epoch went back")
+
+	// ErrSerialUnavailable: a statement on the owners table, which is always decided at SERIAL
+	// (a quorum of the replicas of every datacentre), found too few replicas alive, though the
+	// store's other statements may use LOCAL_SERIAL. Own is refused: ownership decided in one
+	// datacentre could be taken in another at once. Retry when the datacentres are reachable.
+	ErrSerialUnavailable = errors.New("lwt: ownership needs SERIAL, which the cluster cannot reach")
 
 	// ErrNoLease: the call's scope is owned by this store (Own) but its server lease is not live
 	// (Own is still waiting for the previous owner's lease, a renewal is overdue, or another

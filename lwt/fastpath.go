@@ -88,11 +88,16 @@ func scopeOf(key Key) (scope string, last any, ok bool) {
 // for the scope's calls already running here, so src need not know keys they are adding. The
 // last key value must be a string.
 //
-// Ownership is recorded and fenced on the server (table scope_owners, WithOwnersTable): Own
-// takes the scope with a conditional write of epoch (an epoch at or below the server's gives
-// ErrSuperseded), then waits until the previous owner's lease cell has expired by Cassandra's
-// clock (at most the previous owner's lease, WithOwnership; at once after its Disown) and sets
-// its own, which a goroutine renews every third of the lease until Disown. The fast path admits
+// Ownership is recorded and fenced on the server (table scope_owners, WithOwnersTable, always
+// at SERIAL whatever WithSerialConsistency says; ErrSerialUnavailable when the cluster cannot
+// reach it): Own takes the scope with a conditional write of epoch, then waits until the
+// previous owner's lease cell has expired by Cassandra's clock (at most the previous owner's
+// lease, WithOwnership; at once after its Disown) and sets its own, which a goroutine renews
+// every third of the lease until Disown. At the server's epoch, another holder's scope is taken
+// the same way once its lease cell has expired (a restarted static group member); a holder
+// whose lease stays live for a whole lease meanwhile is not taken from (ErrSuperseded). Below
+// the server's epoch, Own gives ErrSuperseded while the row's holder has a live lease, and
+// ErrEpochRegressed when none has (the epochs went back: see its doc). The fast path admits
 // only until a local monotonic deadline a margin before the lease could expire; past it, or once
 // a renewal finds the scope taken at a newer epoch, every call of the scope gets ErrNoLease,
 // since even the LWT path could meet the new owner's fast path. So do not process the scope
@@ -122,7 +127,7 @@ func (s *Store) Own(ctx context.Context, scope Key, epoch uint64, pre PreCheck, 
 	sk := cacheKey(scope)
 	// Cold at once: an answer from an earlier warm-up of pre must not be acted on now.
 	pre.Invalidate()
-	o := &owner{pre: pre, epoch: epoch, lease: &lease{scope: []byte(sk), epoch: int64(epoch)}}
+	o := &owner{pre: pre, epoch: epoch, lease: &lease{scope: []byte(sk), key: scope, epoch: int64(epoch)}}
 	s.fast.mu.Lock()
 	old := s.fast.owned[sk]
 	if s.fast.owned == nil {

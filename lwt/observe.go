@@ -28,11 +28,14 @@ const (
 	ObservedFastPath                                   // a call ran without a claim on the Bloom fast path
 	ObservedWrite                                      // a plain (non-LWT) write; Op, Latency, Err set
 	ObservedUnconfirmed                                // a counter increment was claimed but not confirmed
+	ObservedSuperseded                                 // an owned scope's renewal found it taken (Stats.Superseded); Key is the scope
+	ObservedNoLease                                    // a call of an owned scope was refused: its lease is not live (ErrNoLease)
+	ObservedEpochRegressed                             // Own met an epoch that went back (ErrEpochRegressed); Key is the scope
 )
 
 var observationNames = [...]string{"", "lwt", "claim", "takeover", "replay", "cache-hit", "conflict",
 	"key-reuse", "complete", "fail", "release", "lease-lost", "outcome-unknown", "outcome-resolved",
-	"fast-path", "write", "unconfirmed"}
+	"fast-path", "write", "unconfirmed", "superseded", "no-lease", "epoch-regressed"}
 
 // String names the kind in lower case with dashes (for log fields and metric labels).
 func (k ObservationKind) String() string {

@@ -37,6 +37,8 @@ type Stats struct {
 	Superseded int64
 	// Calls of an owned scope refused because its lease was not live (ErrNoLease).
 	NoLease int64
+	// Own calls refused because the scope's epoch went back (ErrEpochRegressed).
+	EpochRegressed int64
 	// Repeatable calls (WithRepeatableFunction) that met a run of their key in this process
 	// and waited for it rather than running the function too (stores with a cache).
 	Joined int64
@@ -54,7 +56,7 @@ type counters struct {
 	claims, takeovers, replays, cacheHits, conflicts, keyReuses, completions, failures, releases,
 	leaseLost, unknown, resolved, lwts, rejected, latTotal, latMax atomic.Int64
 
-	fastPath, fastFailed, fastLWT, falsePositives, staleEpoch, staleConflicts, inFlight, superseded, noLease, joined atomic.Int64
+	fastPath, fastFailed, fastLWT, falsePositives, staleEpoch, staleConflicts, inFlight, superseded, noLease, epochRegressed, joined atomic.Int64
 }
 
 func (c *counters) snapshot() Stats {
@@ -68,7 +70,7 @@ func (c *counters) snapshot() Stats {
 		FastPath: c.fastPath.Load(), FastPathFailed: c.fastFailed.Load(), FastPathLWT: c.fastLWT.Load(),
 		FalsePositives: c.falsePositives.Load(), StaleEpoch: c.staleEpoch.Load(),
 		StaleConflicts: c.staleConflicts.Load(), InFlight: c.inFlight.Load(), Superseded: c.superseded.Load(), NoLease: c.noLease.Load(),
-		Joined: c.joined.Load(),
+		EpochRegressed: c.epochRegressed.Load(), Joined: c.joined.Load(),
 	}
 }
 

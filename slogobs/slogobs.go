@@ -5,8 +5,9 @@
 //
 // By default routine events (claims, completions, replays, every LWT) are logged at Debug,
 // releases, failures, conflicts and resolved outcomes at Info, and what an operator should
-// look at (takeovers, lost leases, unknown outcomes, unconfirmed increments, failed or slow
-// LWTs) at Warn. Records below the handler's level cost one Enabled call.
+// look at (takeovers, lost leases, unknown outcomes, unconfirmed increments, owned scopes
+// superseded, failed or slow LWTs) at Warn, and an epoch that went back (lwt.ErrEpochRegressed:
+// a scope nobody can own until an operator forgets its owners) at Error. Records below the handler's level cost one Enabled call.
 //
 // An Observer is safe for concurrent use; it starts no goroutines.
 package slogobs
@@ -80,6 +81,9 @@ var defaultLevels = map[lwt.ObservationKind]slog.Level{
 	lwt.ObservedLeaseLost:       slog.LevelWarn,
 	lwt.ObservedOutcomeUnknown:  slog.LevelWarn,
 	lwt.ObservedUnconfirmed:     slog.LevelWarn,
+	lwt.ObservedNoLease:         slog.LevelInfo,
+	lwt.ObservedSuperseded:      slog.LevelWarn,
+	lwt.ObservedEpochRegressed:  slog.LevelError,
 }
 
 // New returns an Observer that logs to logger with the attribute store=store on every record

@@ -60,9 +60,11 @@ func TestLevelsAndAttributes(t *testing.T) {
 	o.Observe(lwt.Observation{Kind: lwt.ObservedLWT, Key: key, Op: "complete", Applied: true, Latency: 250 * time.Millisecond})
 	o.Observe(lwt.Observation{Kind: lwt.ObservedOutcomeUnknown, Key: key, Op: "claim", Err: errors.New("write timeout")})
 	o.Observe(lwt.Observation{Kind: lwt.ObservedRelease, Key: key})
+	o.Observe(lwt.Observation{Kind: lwt.ObservedEpochRegressed, Key: lwt.Key{"tenant-1"}, Err: lwt.ErrEpochRegressed})
+	o.Observe(lwt.Observation{Kind: lwt.ObservedSuperseded, Key: lwt.Key{"tenant-1"}, Op: "renew"})
 
 	recs := b.records(t)
-	require.Len(t, recs, 4)
+	require.Len(t, recs, 6)
 	assert.Equal(t, map[string]any{"level": "DEBUG", "msg": "lwt", "store": "orders", "key": []any{"tenant-1", "k-1"},
 		"op": "claim", "applied": true, "latency": float64(3 * time.Millisecond)}, without(recs[0], "time"))
 	assert.Equal(t, "WARN", recs[1]["level"], "a slow LWT")
@@ -71,6 +73,10 @@ func TestLevelsAndAttributes(t *testing.T) {
 	assert.Equal(t, "write timeout", recs[2]["error"])
 	assert.Equal(t, "INFO", recs[3]["level"])
 	assert.Equal(t, "release", recs[3]["msg"])
+	assert.Equal(t, "ERROR", recs[4]["level"], "an epoch that went back stalls the scope until an operator acts")
+	assert.Equal(t, "epoch-regressed", recs[4]["msg"])
+	assert.Equal(t, "WARN", recs[5]["level"])
+	assert.Equal(t, "superseded", recs[5]["msg"])
 }
 
 func TestOptions(t *testing.T) {
@@ -93,7 +99,7 @@ func TestOptions(t *testing.T) {
 	assert.ErrorIs(t, err, slogobs.ErrInvalidOption)
 	_, err = slogobs.New(slog.Default(), "s", slogobs.WithLevel(lwt.ObservationKind(99), slog.LevelInfo))
 	assert.ErrorIs(t, err, slogobs.ErrInvalidOption)
-	for k := lwt.ObservedLWT; k <= lwt.ObservedUnconfirmed; k++ {
+	for k := lwt.ObservedLWT; k <= lwt.ObservedEpochRegressed; k++ {
 		_, err := slogobs.New(slog.Default(), "s", slogobs.WithLevel(k, slog.LevelInfo))
 		assert.NoError(t, err, "every kind has a default level: %v", k)
 	}

@@ -16,7 +16,8 @@
 //	                                                    takeover, replay, cache-hit, conflict,
 //	                                                    key-reuse, complete, fail, release,
 //	                                                    lease-lost, outcome-unknown,
-//	                                                    outcome-resolved, fast-path, unconfirmed
+//	                                                    outcome-resolved, fast-path, unconfirmed,
+//	                                                    superseded, no-lease, epoch-regressed
 //
 // The histograms' buckets run from 0.5 ms to 4 s in powers of two: an LWT takes about a
 // millisecond on one loopback node, a few on a LAN, tens to hundreds across datacenters, and
