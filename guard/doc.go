@@ -34,6 +34,19 @@
 // revocation. [Guard.Inspect], [Guard.ReleaseMessage], [Guard.DeleteMessage], [Guard.ScanStuck]
 // and [Guard.ListMessages] are the operator's view of the records.
 //
+// # What an adapter must check
+//
+// A message is found by its scope and ID, and, in ProcessBatch and the fast path's horizon, by
+// its Time: every delivery and every copy of one message must carry the same three, or the
+// copies are two messages and both run. An adapter for a broker takes the id from the message
+// itself (a header its producer set once), and the time from the producer too: on Kafka a record
+// timestamp of type CreateTime, never LogAppendTime (the broker stamps each append, so two
+// copies get two times), or a time the message carries (the outbox's staging time). It refuses
+// a message whose time it cannot vouch for, loudly, as outbox/kafkasub does (kafkasub.ErrBrokerTime
+// through its poison hook and its log), checks its consumer group with [ValidateGroup] before it
+// consumes anything (the guard refuses every message of a group it cannot name), and
+// dead-letters a message the guard refuses as invalid rather than redelivering it forever.
+//
 // Options are typed to [New]: each validates its value, and a bad one fails New with an error
 // that names it and wraps [ErrInvalidOption].
 //

@@ -38,7 +38,7 @@ type Message struct {
 // validate checks m against the guard's limits.
 func (m Message) validate(maxPayload int) error {
 	for _, f := range []struct{ name, v string }{{"group", m.Group}, {"topic", m.Topic}, {"id", m.ID}} {
-		if err := textcheck.Check(ErrInvalidMessage, f.name, f.v, MaxMessageField); err != nil {
+		if err := checkField(f.name, f.v); err != nil {
 			return err
 		}
 	}
@@ -54,3 +54,14 @@ func (m Message) validate(maxPayload int) error {
 // ValidateMessage reports whether m is acceptable to a guard with the default payload limit.
 // The error wraps ErrInvalidMessage or ErrPayloadTooLarge.
 func ValidateMessage(m Message) error { return m.validate(DefaultMaxPayload) }
+
+// ValidateGroup reports whether group can name a consumer group's messages, as every message's
+// group is checked: the error wraps ErrInvalidMessage (empty, over MaxMessageField bytes, not
+// UTF-8). An adapter that knows its group before any message (kafkasub.New) refuses a group the
+// guard would refuse for every record up front.
+func ValidateGroup(group string) error { return checkField("group", group) }
+
+// checkField checks a message's group, topic or id, named what.
+func checkField(what, v string) error {
+	return textcheck.Check(ErrInvalidMessage, what, v, MaxMessageField)
+}

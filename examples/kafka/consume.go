@@ -91,10 +91,15 @@ func newPreCheck(scope guard.Scope) (lwt.PreCheck, error) {
 }
 
 // message turns a record into the guard's message: the id from the producer's header, the
-// time the producer set.
+// time the producer set (kafkasub.RecordTime refuses a time the broker set: the copies of one
+// message would land in different windows).
 func (c *consumer) message(group string, r *kgo.Record) (guard.Message, error) {
+	at, err := kafkasub.RecordTime(r)
+	if err != nil {
+		return guard.Message{}, err
+	}
 	m := guard.Message{Scope: guard.Scope{Group: group, Topic: r.Topic, Partition: r.Partition},
-		Payload: r.Value, Time: r.Timestamp}
+		Payload: r.Value, Time: at}
 	for _, h := range r.Headers {
 		if h.Key == idHeader {
 			m.ID = string(h.Value)

@@ -91,6 +91,11 @@ func decode(r *kgo.Record) (outbox.Message, error) {
 				return m, fmt.Errorf("record at offset %d: %s %q: %w", r.Offset, SeqHeader, h.Value, err)
 			}
 			m.Sequence = seq
+		case TimeHeader:
+			ms, err := strconv.ParseInt(string(h.Value), 10, 64)
+			if err != nil || ms != r.Timestamp.UnixMilli() {
+				return m, fmt.Errorf("record at offset %d: %s %q is not its timestamp %v", r.Offset, TimeHeader, h.Value, r.Timestamp)
+			}
 		default:
 			if m.Headers == nil {
 				m.Headers = map[string]string{}

@@ -7,7 +7,8 @@
 // payload as its value, the event's staging time as its timestamp (the same on every
 // republication, so a consumer that windows by message time, such as guard.Guard's batches,
 // meets a republished event in the same window), and the headers IDHeader, TypeHeader,
-// SeqHeader and the event's own. A Publisher is safe for concurrent use.
+// SeqHeader, TimeHeader (the staging time again, which a broker that restamps records keeps) and
+// the event's own. A Publisher is safe for concurrent use.
 //
 // # Routing
 //
@@ -49,6 +50,10 @@ const (
 	IDHeader   = "event-id"   // outbox.Message.ID: dedup on it
 	TypeHeader = "event-type" // outbox.Message.Type
 	SeqHeader  = "event-seq"  // the event's place in its operation, from 0
+	// TimeHeader is the event's staging time (outbox.Message.StagedAt) in Unix milliseconds, in
+	// decimal: the record's timestamp too, but a header keeps it when the broker restamps the
+	// record (a topic with message.timestamp.type=LogAppendTime). kafkasub.WithTimeHeader reads it.
+	TimeHeader = "event-time"
 )
 
 // ErrUnsafeClient: the client would not make a publication durable and free of producer
@@ -165,6 +170,9 @@ func Record(topic string, m outbox.Message) *kgo.Record {
 		{Key: IDHeader, Value: []byte(m.ID)},
 		{Key: TypeHeader, Value: []byte(m.Type)},
 		{Key: SeqHeader, Value: []byte(strconv.Itoa(m.Sequence))},
+	}
+	if !m.StagedAt.IsZero() {
+		h = append(h, kgo.RecordHeader{Key: TimeHeader, Value: []byte(strconv.FormatInt(m.StagedAt.UnixMilli(), 10))})
 	}
 	for k, v := range m.Headers {
 		h = append(h, kgo.RecordHeader{Key: k, Value: []byte(v)})

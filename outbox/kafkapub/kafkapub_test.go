@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"testing"
 	"time"
 
@@ -62,6 +63,7 @@ func TestPublishToTheBroker(t *testing.T) {
 		}
 		seen[h[IDHeader]]++
 		assert.True(t, r.Timestamp.Equal(at), "the staging time, on every copy")
+		assert.Equal(t, strconv.FormatInt(at.UnixMilli(), 10), h[TimeHeader], "and in its header")
 		switch h[IDHeader] {
 		case msgs[0].ID:
 			assert.Equal(t, "o-1", string(r.Key))

@@ -11,6 +11,7 @@ import (
 	"github.com/cassdedup/cassdedup/bloom"
 	"github.com/cassdedup/cassdedup/guard"
 	"github.com/cassdedup/cassdedup/lwt"
+	"github.com/cassdedup/cassdedup/outbox/kafkapub"
 	"github.com/cassdedup/cassdedup/outbox/kafkasub"
 )
 
@@ -37,4 +38,23 @@ func ExampleNew() {
 	if err := consumer.Run(ctx); err != nil { // until ctx ends
 		log.Fatal(err)
 	}
+}
+
+// A consumer of a topic whose broker stamps every record (message.timestamp.type=LogAppendTime):
+// each message's time is the event's staging time, which kafkapub writes in a header, so the
+// copies of one event meet in the guard's tables whenever they were appended.
+func ExampleWithTimeHeader() {
+	var session *gocql.Session // cqlsession.NewCluster(...).CreateSession()
+	g, err := guard.New(session)
+	if err != nil {
+		log.Fatal(err)
+	}
+	apply := func(ctx context.Context, m guard.Message) error { return nil }
+	consumer, err := kafkasub.New(g, apply,
+		kafkasub.WithClient(kgo.SeedBrokers("127.0.0.1:19092"), kgo.ConsumerGroup("billing"), kgo.ConsumeTopics("orders")),
+		kafkasub.WithTimeHeader(kafkapub.TimeHeader))
+	if err != nil {
+		log.Fatal(err)
+	}
+	_ = consumer.Run(context.Background())
 }

@@ -1,7 +1,8 @@
 // Package kafkasub consumes a Kafka topic through the consumer guard with franz-go: the
 // consumer side of kafkapub. A Consumer is a member of a consumer group that turns every
 // record into a guard.Message (the id from kafkapub.IDHeader, or a function of yours; the
-// record's timestamp as its Time; the group, topic and partition as its scope), runs each
+// record's timestamp as its Time when its producer set it, or the event's own time from a header
+// with WithTimeHeader; the group, topic and partition as its scope), runs each
 // partition's records of a poll through Guard.ProcessBatch (Guard.ProcessPoll with NewPoll),
 // commits a partition's offset only past records that are done (processed, a duplicate, or
 // dead-lettered), and seeks a partition back to its first record that is not, so Kafka
@@ -12,6 +13,15 @@
 // partition is revoked or lost. Own records the ownership on the server under a lease, so a
 // consumer expelled from the group that has not noticed yet is fenced: its fast path stops
 // before the partition's new owner starts its own (docs/fastpath.md).
+//
+// # Message times that cannot change
+//
+// The guard places a message by its Time, so every copy of one event must carry the same one.
+// A record whose timestamp the broker set (a topic with message.timestamp.type=LogAppendTime)
+// does not: Message refuses it (ErrBrokerTime, through WithPoison, and logged at level ERROR at
+// the first of each topic). On such a topic, or with producers that restamp a re-send, take the
+// time from the event: WithTimeHeader(kafkapub.TimeHeader) reads the staging time kafkapub
+// writes in every record.
 //
 // It lives in a module of its own so the library never requires a Kafka client.
 package kafkasub
@@ -25,9 +35,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/cassdedup/cassdedup/guard"
+	"github.com/cassdedup/cassdedup/internal/argcheck"
 	"github.com/cassdedup/cassdedup/internal/loop"
 	"github.com/cassdedup/cassdedup/lwt"
-	"github.com/cassdedup/cassdedup/outbox/kafkapub"
 )
 
 // Errors. Each matches with errors.Is.
@@ -38,6 +48,15 @@ var (
 	// ErrNoID: a record has no kafkapub.IDHeader (with the default WithMessage). It cannot be
 	// deduplicated, so it is handed to WithPoison as a poison record.
 	ErrNoID = errors.New("kafkasub: record without an event id")
+	// ErrBrokerTime: a record's timestamp was set by the broker (its topic has
+	// message.timestamp.type=LogAppendTime), so two copies of one event carry two times, and the
+	// guard, which places a message by its time, would run both. Such a record is handed to
+	// WithPoison, and the first of each topic is logged at level ERROR. Set the topic to
+	// CreateTime, or take the time from the event itself (WithTimeHeader).
+	ErrBrokerTime = errors.New("kafkasub: record time set by the broker")
+	// ErrNoTime: with WithTimeHeader, a record without the header, or with a value that is not
+	// Unix milliseconds. It is handed to WithPoison as a poison record.
+	ErrNoTime = errors.New("kafkasub: record without an event time")
 )
 
 // Consumer is one member of a consumer group whose records go through a guard. Run it once.
@@ -49,8 +68,9 @@ type Consumer struct {
 	client  *kgo.Client
 	group   string
 
-	mu    sync.Mutex
-	parts map[partition]*ownership // the partitions assigned now
+	mu     sync.Mutex
+	parts  map[partition]*ownership // the partitions assigned now
+	warned map[string]bool          // the topics whose broker time was logged (brokerTime)
 
 	// crash, a test's hook, makes Run stop dead before a poll's commit when it returns true:
 	// no commit, no Disown, no leave, as if the process were killed there.
@@ -99,7 +119,7 @@ func newConsumer(c *Consumer, opts []Option) (*Consumer, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.cfg, c.parts = cfg, map[partition]*ownership{}
+	c.cfg, c.parts, c.warned = cfg, map[partition]*ownership{}, map[string]bool{}
 	kopts := append(append([]kgo.Opt{}, cfg.client...), kgo.DisableAutoCommit(), kgo.BlockRebalanceOnPoll(),
 		kgo.OnPartitionsAssigned(c.assigned), kgo.OnPartitionsRevoked(c.revoked), kgo.OnPartitionsLost(c.revoked))
 	if c.client, err = kgo.NewClient(kopts...); err != nil {
@@ -110,18 +130,32 @@ func newConsumer(c *Consumer, opts []Option) (*Consumer, error) {
 		c.client.Close()
 		return nil, fmt.Errorf("%w: WithClient needs kgo.ConsumerGroup and kgo.ConsumeTopics", ErrInvalidOption)
 	}
+	// The guard would refuse every record of a group it cannot name, and the consumer never move.
+	if err := guard.ValidateGroup(c.group); err != nil {
+		c.client.Close()
+		return nil, fmt.Errorf("%w: kgo.ConsumerGroup: the guard refuses it for every record: %w", ErrInvalidOption, err)
+	}
 	return c, nil
 }
 
 // Client is the consumer's franz-go client, for metrics and admin requests. Do not poll it,
 // commit with it or close it: Run does.
-func (c *Consumer) Client() *kgo.Client { return c.client }
+func (c *Consumer) Client() *kgo.Client {
+	if c == nil {
+		return nil
+	}
+	return c.client
+}
 
 // Run polls until ctx ends, then disowns the partitions, leaves the group and closes the client,
 // and returns nil. Nothing stops it earlier: a fetch error is logged and the client kept (it
 // reconnects and rejoins by itself), a record that failed is delivered again after
-// WithRetryBackoff, and so is a poison record whose WithPoison hook failed. Call it once.
+// WithRetryBackoff, and so is a poison record whose WithPoison hook failed. Call it once. A nil
+// Consumer or context gives lwt.ErrInvalidArgument.
 func (c *Consumer) Run(ctx context.Context) error {
+	if err := argcheck.Call(lwt.ErrInvalidArgument, "*kafkasub.Consumer", c == nil, ctx); err != nil {
+		return err
+	}
 	defer c.close()
 	for ctx.Err() == nil {
 		fetches := c.client.PollRecords(ctx, c.cfg.maxPoll)
@@ -224,16 +258,7 @@ func (c *Consumer) partition(ctx context.Context, p kgo.FetchTopicPartition) pol
 	if !c.own(ctx, p.Topic, p.Partition) {
 		return pollOutcome{seek: recs[0]}
 	}
-	msgs := make([]guard.Message, 0, len(recs))
-	bad := map[int]error{}
-	for i, r := range recs {
-		m, err := c.cfg.message(c.group, r)
-		if err != nil {
-			bad[i] = err
-			m = guard.Message{} // invalid: the guard stores nothing for it
-		}
-		msgs = append(msgs, m)
-	}
+	msgs, bad := c.messages(recs)
 	var results []guard.BatchResult
 	var err error
 	if c.apply != nil {
@@ -247,9 +272,7 @@ func (c *Consumer) partition(ctx context.Context, p kgo.FetchTopicPartition) pol
 	}
 	var out pollOutcome
 	for i, res := range results {
-		if err, ok := bad[i]; ok {
-			res = guard.BatchResult{Outcome: guard.Poison, Err: err}
-		}
+		res = poisoned(res, bad[i])
 		if c.cfg.results != nil {
 			c.cfg.results(recs[i], res)
 		}
@@ -276,6 +299,54 @@ func (c *Consumer) partition(ctx context.Context, p kgo.FetchTopicPartition) pol
 		}
 	}
 	return out
+}
+
+// messages turns recs into the guard's messages. bad holds the errors of the records the message
+// function refused; their messages are left invalid, so the guard stores nothing for them.
+func (c *Consumer) messages(recs []*kgo.Record) (msgs []guard.Message, bad map[int]error) {
+	msgs, bad = make([]guard.Message, len(recs)), map[int]error{}
+	for i, r := range recs {
+		m, err := c.cfg.message(c.group, r)
+		if err != nil {
+			bad[i] = err
+			if errors.Is(err, ErrBrokerTime) {
+				c.brokerTime(r.Topic, err)
+			}
+			continue
+		}
+		msgs[i] = m
+	}
+	return msgs, bad
+}
+
+// brokerTime logs, once per topic, that its records carry the broker's time: each is refused
+// (the poison hook gets it), so the topic's configuration must change, or the consumer's
+// options (WithTimeHeader).
+func (c *Consumer) brokerTime(topic string, err error) {
+	c.mu.Lock()
+	first := !c.warned[topic]
+	c.warned[topic] = true
+	c.mu.Unlock()
+	if first {
+		c.cfg.log.Error("kafkasub: the topic's records carry the broker's time, and each is refused as poison", "group", c.group,
+			"topic", topic, "err", err)
+	}
+}
+
+// poisoned returns res as Poison when its record can never be processed: the message function
+// refused it (err), or the guard refused its message as invalid (an id over 255 bytes or not
+// UTF-8, a payload over the guard's limit, no time), which every delivery would meet again. A
+// message ahead of the clock (guard.ErrFutureMessage) is not: the clock catches up with it.
+func poisoned(res guard.BatchResult, err error) guard.BatchResult {
+	if err != nil {
+		return guard.BatchResult{Outcome: guard.Poison, Err: err}
+	}
+	invalid := errors.Is(res.Err, guard.ErrInvalidMessage) && !errors.Is(res.Err, guard.ErrFutureMessage) ||
+		errors.Is(res.Err, guard.ErrPayloadTooLarge)
+	if res.Outcome == guard.Failed && invalid {
+		return guard.BatchResult{Outcome: guard.Poison, Err: res.Err}
+	}
+	return res
 }
 
 // own makes sure, with the fast path on, that the guard owns the partition at the generation it
@@ -357,25 +428,6 @@ func (c *Consumer) close() {
 		}
 		delete(c.parts, p)
 	}
-}
-
-// Message is the default of WithMessage: the id from the record's kafkapub.IDHeader, the
-// record's value as the payload (its hash detects two different records sharing an id), its
-// timestamp as the time (kafkapub sets the event's staging time, the same on every
-// republication), and the group, topic and partition as the scope. A record without the header
-// gives ErrNoID.
-func Message(group string, r *kgo.Record) (guard.Message, error) {
-	m := guard.Message{Scope: guard.Scope{Group: group, Topic: r.Topic, Partition: r.Partition},
-		Payload: r.Value, Time: r.Timestamp}
-	for _, h := range r.Headers {
-		if h.Key == kafkapub.IDHeader {
-			m.ID = string(h.Value)
-		}
-	}
-	if m.ID == "" {
-		return m, fmt.Errorf("%w: %s/%d@%d has no %s header", ErrNoID, r.Topic, r.Partition, r.Offset, kafkapub.IDHeader)
-	}
-	return m, nil
 }
 
 // PreCheck makes the pre-check of a partition the consumer was assigned (WithFastPath):

@@ -37,6 +37,7 @@ type fixture struct {
 	session *gocql.Session
 	ks      string
 	ids     []string
+	msgs    []outbox.Message // published, in the order of ids
 	adm     *kadm.Client
 
 	mu      sync.Mutex
@@ -44,6 +45,11 @@ type fixture struct {
 }
 
 func newFixture(t *testing.T, partitions int32, n int) *fixture {
+	return newFixtureWith(t, partitions, n, nil)
+}
+
+// newFixtureWith is newFixture on a topic created with configs.
+func newFixtureWith(t *testing.T, partitions int32, n int, configs map[string]*string) *fixture {
 	session, ks := testnode.NewSession(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -53,7 +59,7 @@ func newFixture(t *testing.T, partitions int32, n int) *fixture {
 	require.NoError(t, err)
 	t.Cleanup(cl.Close)
 	f.adm = kadm.NewClient(cl)
-	_, err = f.adm.CreateTopic(ctx, partitions, 1, nil, f.topic)
+	_, err = f.adm.CreateTopic(ctx, partitions, 1, configs, f.topic)
 	require.NoError(t, err)
 	t.Cleanup(func() { _, _ = f.adm.DeleteTopics(context.Background(), f.topic) })
 	pub, err := kafkapub.New(cl, f.topic)
@@ -65,6 +71,7 @@ func newFixture(t *testing.T, partitions int32, n int) *fixture {
 		msgs[i] = outbox.Message{ID: id, Type: "order.placed", Payload: []byte(fmt.Sprint(i)), StagedAt: time.Now()}
 	}
 	require.NoError(t, pub.Publish(ctx, msgs))
+	f.msgs = msgs
 	return f
 }
 

@@ -18,6 +18,7 @@ type Option func(*config) error
 type config struct {
 	client   []kgo.Opt
 	message  func(group string, r *kgo.Record) (guard.Message, error)
+	setBy    string // the option that set message, if any: WithMessage or WithTimeHeader
 	preCheck PreCheck
 	poison   func(ctx context.Context, r *kgo.Record, err error) error
 	results  func(r *kgo.Record, res guard.BatchResult)
@@ -71,16 +72,40 @@ func WithClient(opts ...kgo.Opt) Option {
 
 // WithMessage replaces Message, the default that reads the id from kafkapub.IDHeader: fn turns a
 // record of group into the guard's message. The id must be the same on every delivery and every
-// producer duplicate of the record, and so must the time (ProcessBatch places records by it). A
-// record fn refuses is a poison record (WithPoison).
+// producer duplicate of the record, and so must the time (ProcessBatch places records by it):
+// take the record's timestamp through RecordTime, which refuses one the broker set, or the
+// event's own time (HeaderTimeMessage). A record fn refuses is a poison record (WithPoison).
+// Give WithMessage or WithTimeHeader, not both.
 func WithMessage(fn func(group string, r *kgo.Record) (guard.Message, error)) Option {
 	return func(c *config) error {
 		if fn == nil {
 			return fmt.Errorf("%w: WithMessage(nil)", ErrInvalidOption)
 		}
-		c.message = fn
-		return nil
+		return c.setMessage("WithMessage", fn)
 	}
+}
+
+// WithTimeHeader takes each message's Time from the record header named header instead of the
+// record's timestamp (HeaderTimeMessage): Unix milliseconds in decimal, as kafkapub.TimeHeader
+// carries the event's staging time. The time is then the event's own, the same on every copy
+// whatever the topic's message.timestamp.type (LogAppendTime included) or a producer that
+// restamps a re-send. A record without the header is a poison record (ErrNoTime).
+func WithTimeHeader(header string) Option {
+	return func(c *config) error {
+		if header == "" {
+			return fmt.Errorf("%w: WithTimeHeader(\"\")", ErrInvalidOption)
+		}
+		return c.setMessage("WithTimeHeader", HeaderTimeMessage(header))
+	}
+}
+
+// setMessage makes fn the message function, unless another option already set it.
+func (c *config) setMessage(by string, fn func(group string, r *kgo.Record) (guard.Message, error)) error {
+	if c.setBy != "" && c.setBy != by {
+		return fmt.Errorf("%w: %s and %s both set how a record becomes a message: give one", ErrInvalidOption, c.setBy, by)
+	}
+	c.message, c.setBy = fn, by
+	return nil
 }
 
 // WithFastPath turns the guard's fast path on for the partitions assigned to this consumer: on
