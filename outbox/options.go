@@ -1,7 +1,6 @@
 package outbox
 
 import (
-	"fmt"
 	"log/slog"
 	"math"
 	"time"
@@ -9,6 +8,7 @@ import (
 	"github.com/gocql/gocql"
 
 	"github.com/cassdedup/cassdedup/internal/optcheck"
+	"github.com/cassdedup/cassdedup/internal/textcheck"
 	"github.com/cassdedup/cassdedup/schema"
 )
 
@@ -309,10 +309,11 @@ func WithMaxShards(n int) Option {
 		func(c *config) { c.maxShards = n })
 }
 
-// WithRelayName names the relay group whose relays share the shards. Default "outbox".
+// WithRelayName names the relay group whose relays share the shards (1 to MaxNameLength bytes
+// of UTF-8: it keys the relays' table). Default "outbox".
 func WithRelayName(name string) Option {
-	return set(name == "" || len(name) > MaxNameLength, optcheck.Call("WithRelayName", name), fmt.Sprintf("must be 1 to %d bytes", MaxNameLength),
-		func(c *config) { c.name = name })
+	p := textcheck.Problem(name, MaxNameLength)
+	return set(p != "", optcheck.Call("WithRelayName", name), p, func(c *config) { c.name = name })
 }
 
 // WithPublishBatch sets the most messages per Publish call. Default 500.
