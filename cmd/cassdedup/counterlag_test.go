@@ -67,6 +67,10 @@ func TestCounterLagMaxLagWithinRetention(t *testing.T) {
 	assert.Contains(t, r.stderr, "-max-lag is 30m0s, half -retention 1h0m0s")
 	assert.Contains(t, r.stdout, "STALLED: past -max-lag 30m0s")
 
+	r = cli(t, nil, args("counter", "lag", "views", "-retention", "0s")...)
+	require.Equal(t, exitUsage, r.code, r.stderr)
+	assert.NotContains(t, r.stderr, "-max-lag is", "a retention refused brings no limit down")
+
 	for _, a := range [][]string{{"-retention", "1h", "-max-lag", "50m"}, {"-max-lag", "96h"}} {
 		r = cli(t, nil, args(append([]string{"counter", "lag", "views"}, a...)...)...)
 		require.Equal(t, exitUsage, r.code, "%v: %s", a, r.stderr)

@@ -248,7 +248,7 @@ var counterLagCommand = &command{
 				return fmt.Errorf("%w: -max-lag must be positive", errUsage)
 			}
 			limit := *maxLag
-			if !isSet(fs, "max-lag") && limit > lf.retention/2 {
+			if !isSet(fs, "max-lag") && lf.retention >= events.MinLogRetention && limit > lf.retention/2 {
 				limit = lf.retention / 2
 				fmt.Fprintf(e.stderr, "cassdedup: -max-lag is %v, half -retention %v (its default, %v, is more)\n", limit, lf.retention, defaultMaxLag)
 			}
