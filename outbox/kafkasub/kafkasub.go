@@ -30,6 +30,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -292,8 +293,8 @@ func (c *Consumer) partition(ctx context.Context, p kgo.FetchTopicPartition) pol
 			out.done = recs[i]
 		default:
 			if ctx.Err() == nil {
-				c.cfg.log.Debug("kafkasub: redeliver", "group", c.group, "topic", p.Topic, "partition", p.Partition,
-					"offset", recs[i].Offset, "outcome", res.Outcome, "err", res.Err)
+				c.cfg.log.Log(ctx, redeliverLevel(res.Err), "kafkasub: redeliver", "group", c.group, "topic", p.Topic,
+					"partition", p.Partition, "offset", recs[i].Offset, "outcome", res.Outcome, "err", res.Err)
 			}
 			out.seek = recs[i]
 		}
@@ -347,6 +348,17 @@ func poisoned(res guard.BatchResult, err error) guard.BatchResult {
 		return guard.BatchResult{Outcome: guard.Poison, Err: res.Err}
 	}
 	return res
+}
+
+// redeliverLevel is the level at which a record to deliver again is logged: WARN when the guard
+// refused its message as ahead of the clock, since it holds up its partition until the clock
+// catches up (a producer's clock ahead, a time in the wrong unit); DEBUG for what passes by
+// itself (a failed handler retried, a message another consumer holds).
+func redeliverLevel(err error) slog.Level {
+	if errors.Is(err, guard.ErrFutureMessage) {
+		return slog.LevelWarn
+	}
+	return slog.LevelDebug
 }
 
 // own makes sure, with the fast path on, that the guard owns the partition at the generation it

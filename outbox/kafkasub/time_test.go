@@ -237,3 +237,26 @@ func FuzzHeaderTime(f *testing.F) {
 		}
 	})
 }
+
+// TestFutureRecordIsLoud: a record the guard refuses as ahead of the clock (its producer's clock
+// an hour fast) holds up its partition until the clock catches up, and the consumer says so at
+// level WARN; it did only at level DEBUG.
+func TestFutureRecordIsLoud(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, 1, 1)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(f.seeds...))
+	require.NoError(t, err)
+	ahead := &kgo.Record{Topic: f.topic, Value: []byte("x"), Timestamp: time.Now().Add(time.Hour),
+		Headers: []kgo.RecordHeader{{Key: kafkapub.IDHeader, Value: []byte("from-a-fast-clock")}}}
+	require.NoError(t, cl.ProduceSync(context.Background(), ahead).FirstErr())
+	cl.Close()
+	var logs lockedBuffer
+	stop := run(t, f.consumer(f.guard(), f.handler(0, nil),
+		kafkasub.WithLogger(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})))))
+	f.waitFor("the record ahead of the clock, told at WARN", func() bool {
+		return f.count() == 1 && strings.Contains(logs.String(), "level=WARN msg=\"kafkasub: redeliver\"")
+	})
+	stop()
+	assert.Contains(t, logs.String(), "in the future")
+	assert.False(t, f.committedAll(), "nothing passes it")
+}
