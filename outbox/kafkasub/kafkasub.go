@@ -56,7 +56,8 @@ var (
 	// CreateTime, or take the time from the event itself (WithTimeHeader).
 	ErrBrokerTime = errors.New("kafkasub: record time set by the broker")
 	// ErrNoTime: with WithTimeHeader, a record without the header, or with a value that is not
-	// Unix milliseconds. It is handed to WithPoison as a poison record.
+	// Unix milliseconds; without it, a record without a timestamp (the message format before
+	// Kafka 0.10). It is handed to WithPoison as a poison record.
 	ErrNoTime = errors.New("kafkasub: record without an event time")
 )
 

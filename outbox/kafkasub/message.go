@@ -58,17 +58,21 @@ func message(group string, r *kgo.Record, timeOf func(*kgo.Record) (time.Time, e
 // place r by: the same on every delivery of r and, from a producer that stamps an event once
 // (kafkapub), on every copy. A timestamp the broker set when it appended r (a topic with
 // message.timestamp.type=LogAppendTime) differs between two copies of one event, which the
-// guard would then place apart and both run: RecordTime refuses it with ErrBrokerTime. A
+// guard would then place apart and both run: RecordTime refuses it with ErrBrokerTime, and a
+// record without a timestamp (the message format before Kafka 0.10) with ErrNoTime. A
 // WithMessage function that takes the record's timestamp must take it from here.
 func RecordTime(r *kgo.Record) (time.Time, error) {
 	if r == nil {
 		return time.Time{}, fmt.Errorf("%w: kafkasub: nil record", lwt.ErrInvalidArgument)
 	}
-	if r.Attrs.TimestampType() != 0 {
-		return time.Time{}, fmt.Errorf("%w: %s: its topic's message.timestamp.type is LogAppendTime: "+
-			"set it to CreateTime, or take the time from the event (WithTimeHeader)", ErrBrokerTime, at(r))
+	switch r.Attrs.TimestampType() {
+	case 0:
+		return r.Timestamp, nil
+	case -1: // the message format before Kafka 0.10
+		return time.Time{}, fmt.Errorf("%w: %s has no timestamp: take the time from the event (WithTimeHeader)", ErrNoTime, at(r))
 	}
-	return r.Timestamp, nil
+	return time.Time{}, fmt.Errorf("%w: %s: its topic's message.timestamp.type is LogAppendTime: "+
+		"set it to CreateTime, or take the time from the event (WithTimeHeader)", ErrBrokerTime, at(r))
 }
 
 // headerTime returns the time in r's header named header: Unix milliseconds, in decimal,
