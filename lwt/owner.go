@@ -17,7 +17,7 @@ import (
 
 // ownerStatements are the conditional writes of the scope_owners table (see Own).
 type ownerStatements struct {
-	insert, raise, refresh, takeover, acquire, reacquire, renew, release, read string
+	insert, raise, refresh, takeover, acquire, reacquire, renew, release, read, list, forget string
 }
 
 func buildOwnerStatements(keyspace, name string) (ownerStatements, error) {
@@ -44,6 +44,9 @@ func buildOwnerStatements(keyspace, name string) (ownerStatements, error) {
 			"UPDATE " + t + " SET epoch = ?, holder = ?" + where + "; APPLY BATCH",
 		release: "DELETE lease_holder FROM " + t + where + " IF lease_holder = ?",
 		read:    "SELECT epoch, holder, lease_holder FROM " + t + where,
+		// The operator's: every row (one per scope) and the deletion of one nobody holds.
+		list:   "SELECT record_table, scope, epoch, holder, lease_holder, WRITETIME(holder) AS renewed FROM " + t,
+		forget: "DELETE FROM " + t + where + " IF lease_holder = null",
 	}, nil
 }
 

@@ -41,6 +41,7 @@ var commands = []*command{
 	messageGetCommand, messageReleaseCommand, messagePurgeCommand, messagesListCommand, messagesStuckCommand,
 	countersUnappliedCommand, countersRepairCommand, counterTotalCommand, counterRollupCommand, counterLagCommand,
 	outboxPendingCommand, outboxReplayCommand, outboxParkedCommand, outboxUnparkCommand, outboxDiscardCommand,
+	ownersListCommand, ownersForgetCommand,
 }
 
 // lookup finds the command named by the first one or two words of args.

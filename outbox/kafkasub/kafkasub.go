@@ -384,9 +384,7 @@ func (c *Consumer) own(ctx context.Context, topic string, num int32) bool {
 		err = c.g.Own(ctx, scope, o.epoch, pre)
 	}
 	if err != nil {
-		if ctx.Err() == nil {
-			c.cfg.log.Warn("kafkasub: own", "group", c.group, "topic", topic, "partition", num, "epoch", o.epoch, "err", err)
-		}
+		c.ownFailed(ctx, scope, o.epoch, err)
 		c.g.Disown(scope)
 		return false
 	}
@@ -394,6 +392,23 @@ func (c *Consumer) own(ctx context.Context, topic string, num int32) bool {
 	o.owned = true
 	c.mu.Unlock()
 	return true
+}
+
+// ownFailed logs why Own failed: at Error, with the repair, when the group's generation went
+// back below the one the owners table recorded, since then nothing can own the partition until
+// an operator forgets its owners; at Warn otherwise (retried at the next poll).
+func (c *Consumer) ownFailed(ctx context.Context, scope guard.Scope, epoch uint64, err error) {
+	switch {
+	case ctx.Err() != nil:
+	case errors.Is(err, lwt.ErrEpochRegressed):
+		c.cfg.log.Error("kafkasub: own: the group's generation went back below the one recorded for the partition "+
+			"(the group was deleted or expired and made again, mirrored to another cluster, or switched to KIP-848), "+
+			"so nothing can own it and its records wait: once no consumer of the group's old generations runs, "+
+			"run `cassdedup owners forget GROUP -yes` (docs/operating.md)",
+			"group", c.group, "topic", scope.Topic, "partition", scope.Partition, "epoch", epoch, "err", err)
+	default:
+		c.cfg.log.Warn("kafkasub: own", "group", c.group, "topic", scope.Topic, "partition", scope.Partition, "epoch", epoch, "err", err)
+	}
 }
 
 // assigned records the generation each new partition is assigned at; its Own waits for the
