@@ -85,7 +85,8 @@ func TestOneEpochManyHoldersOneOwns(t *testing.T) {
 	const n = 8
 	var winner *Store
 	for round := range 2 {
-		stores := ownerStores(t, session, ks, n)
+		// A lease of 6 s: the winner's renewals must outlast the losers' retries on its row.
+		stores := ownerStores(t, session, ks, n, WithOwnership(6*time.Second, 2*time.Second))
 		var wg sync.WaitGroup
 		var won, refused atomic.Int32
 		errs := make([]error, n)

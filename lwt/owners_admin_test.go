@@ -3,6 +3,7 @@ package lwt
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -14,7 +15,8 @@ func TestForgetOwnersRepairsAnEpochThatWentBack(t *testing.T) {
 	t.Parallel()
 	ctx := ctxT(t)
 	_, session, ks := newTestStore(t)
-	s := ownerStores(t, session, ks, 2)
+	// A long lease: the held scope's must stay live however slowly a loaded machine renews it.
+	s := ownerStores(t, session, ks, 2, WithOwnership(30*time.Second, 5*time.Second))
 	a, b := s[0], s[1]
 	stale, held := Key{"tenant-reset"}, Key{"tenant-held"}
 	require.NoError(t, a.Own(ctx, stale, 9, newNamespacePreCheck(t, "a"), noKeys))

@@ -21,7 +21,7 @@ func TestOwnersCommands(t *testing.T) {
 	t.Parallel()
 	session, ks := testnode.NewSession(t)
 	ctx := context.Background()
-	g, err := guard.New(session, guard.WithKeyspace(ks), guard.WithOwnership(3*time.Second, 1500*time.Millisecond))
+	g, err := guard.New(session, guard.WithKeyspace(ks), guard.WithOwnership(30*time.Second, 5*time.Second))
 	require.NoError(t, err)
 	own := func(group string, p int32, epoch uint64) error {
 		pre, err := bloom.NewPreCheck(group, bloom.WithExpectedItems(1000))
