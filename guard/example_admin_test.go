@@ -55,3 +55,34 @@ func ExampleWithPartitionRate() {
 	}
 	_ = g // g.ProcessBatch(ctx, poll, handler)
 }
+
+// After a consumer group was deleted and made again, its consumers' Own fails with
+// lwt.ErrEpochRegressed: the owners table still holds the old generations. Once no consumer of
+// the old group runs, list what a repair would forget, then forget it (cassdedup owners forget
+// does the same).
+func ExampleGuard_ForgetOwners() {
+	g, err := guard.New(exampleSession())
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	ctx := context.Background()
+	err = g.ListOwners(ctx, "billing", func(o guard.Owner) error {
+		fmt.Println(o.Scope.Topic, o.Scope.Partition, "epoch", o.Epoch, "live lease:", o.Live())
+		return nil
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	owners, err := g.ForgetOwners(ctx, "billing", false)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, o := range owners {
+		if !o.Forgotten {
+			fmt.Println("kept, a lease is live:", o.Scope.Topic, o.Scope.Partition)
+		}
+	}
+}

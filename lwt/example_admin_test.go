@@ -77,3 +77,27 @@ func ExampleStore_ScanStuck() {
 	}
 	fmt.Println(stats.Rows, "records read,", stats.Matched, "stuck")
 }
+
+// A sticky router whose epochs started again from 1 (its assignment log was lost): Own of every
+// namespace it owned before fails with lwt.ErrEpochRegressed. Once no process of the old
+// epochs runs, a dry run shows what would be forgotten, and the repair forgets the rows nobody
+// holds a lease on; the next Own takes each namespace at any epoch.
+func ExampleStore_ForgetOwners() {
+	session := connect()
+	defer session.Close()
+	store, err := lwt.NewStore(session, lwt.IdempotencyKeys("cassdedup"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	ctx := context.Background()
+	dry, err := store.ForgetOwners(ctx, nil, true)
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, o := range dry {
+		fmt.Println(o.Scope, "epoch", o.Epoch, "would be forgotten:", o.Forgotten)
+	}
+	if _, err := store.ForgetOwners(ctx, nil, false); err != nil {
+		log.Fatal(err)
+	}
+}
