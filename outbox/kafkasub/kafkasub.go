@@ -88,8 +88,9 @@ type partition struct {
 
 // ownership is what the consumer knows of one assigned partition's fast path.
 type ownership struct {
-	epoch uint64 // the generation it was assigned at
-	owned bool   // Own succeeded at epoch
+	epoch     uint64 // the generation it was assigned at
+	owned     bool   // Own succeeded at epoch
+	regressed bool   // Own found the generation went back, and said so at Error
 }
 
 // New returns a consumer that runs handler through the guard g for the records of the franz-go
@@ -384,7 +385,7 @@ func (c *Consumer) own(ctx context.Context, topic string, num int32) bool {
 		err = c.g.Own(ctx, scope, o.epoch, pre)
 	}
 	if err != nil {
-		c.ownFailed(ctx, scope, o.epoch, err)
+		c.ownFailed(ctx, scope, o, err)
 		c.g.Disown(scope)
 		return false
 	}
@@ -394,20 +395,29 @@ func (c *Consumer) own(ctx context.Context, topic string, num int32) bool {
 	return true
 }
 
-// ownFailed logs why Own failed: at Error, with the repair, when the group's generation went
-// back below the one the owners table recorded, since then nothing can own the partition until
-// an operator forgets its owners; at Warn otherwise (retried at the next poll).
-func (c *Consumer) ownFailed(ctx context.Context, scope guard.Scope, epoch uint64, err error) {
+// ownFailed logs why Own failed: at Error, with the repair, the first time an assignment finds
+// the group's generation went back below the one the owners table recorded, since then nothing
+// can own the partition until an operator forgets its owners (later polls at Debug: it is
+// counted, lwt Stats.EpochRegressed); at Warn otherwise (retried at the next poll).
+func (c *Consumer) ownFailed(ctx context.Context, scope guard.Scope, o *ownership, err error) {
+	attrs := []any{"group", c.group, "topic", scope.Topic, "partition", scope.Partition, "epoch", o.epoch, "err", err}
 	switch {
 	case ctx.Err() != nil:
 	case errors.Is(err, lwt.ErrEpochRegressed):
-		c.cfg.log.Error("kafkasub: own: the group's generation went back below the one recorded for the partition "+
+		c.mu.Lock()
+		first := !o.regressed
+		o.regressed = true
+		c.mu.Unlock()
+		level := slog.LevelDebug
+		if first {
+			level = slog.LevelError
+		}
+		c.cfg.log.Log(ctx, level, "kafkasub: own: the group's generation went back below the one recorded for the partition "+
 			"(the group was deleted or expired and made again, mirrored to another cluster, or switched to KIP-848), "+
 			"so nothing can own it and its records wait: once no consumer of the group's old generations runs, "+
-			"run `cassdedup owners forget GROUP -yes` (docs/operating.md)",
-			"group", c.group, "topic", scope.Topic, "partition", scope.Partition, "epoch", epoch, "err", err)
+			"run `cassdedup owners forget GROUP -yes` (docs/operating.md)", attrs...)
 	default:
-		c.cfg.log.Warn("kafkasub: own", "group", c.group, "topic", scope.Topic, "partition", scope.Partition, "epoch", epoch, "err", err)
+		c.cfg.log.Warn("kafkasub: own", attrs...)
 	}
 }
 
