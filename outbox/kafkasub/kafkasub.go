@@ -19,7 +19,8 @@
 // The guard places a message by its Time, so every copy of one event must carry the same one.
 // A record whose timestamp the broker set (a topic with message.timestamp.type=LogAppendTime)
 // does not: Message refuses it (ErrBrokerTime, through WithPoison, and logged at level ERROR at
-// the first of each topic). On such a topic, or with producers that restamp a re-send, take the
+// the first of each topic; the default poison hook holds the partition rather than skip every
+// record of the topic). On such a topic, or with producers that restamp a re-send, take the
 // time from the event: WithTimeHeader(kafkapub.TimeHeader) reads the staging time kafkapub
 // writes in every record.
 //

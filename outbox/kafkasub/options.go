@@ -2,6 +2,7 @@ package kafkasub
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -50,6 +51,11 @@ func newConfig(opts []Option) (config, error) {
 	if cfg.poison == nil {
 		log := cfg.log
 		cfg.poison = func(_ context.Context, r *kgo.Record, err error) error {
+			if errors.Is(err, ErrBrokerTime) {
+				// The topic's setting, not the record's fault: skipping would drop every record of
+				// the topic. Held, they are processed once the consumer reads the event's time.
+				return err
+			}
 			log.Error("kafkasub: poison record skipped", "topic", r.Topic, "partition", r.Partition, "offset", r.Offset, "err", err)
 			return nil
 		}
@@ -124,7 +130,9 @@ func WithFastPath(newPreCheck PreCheck) Option {
 
 // WithPoison sets what happens to a poison record: one whose message used up its attempts
 // (guard.Poison, err is an *guard.PoisonError) or that WithMessage refused. The default logs
-// it and goes on. A hook that returns nil lets the offset move past the record (send it to a
+// it and goes on, except a record refused for its broker's time (ErrBrokerTime): that is the
+// topic's setting, so the default delivers it again, holding up its partition (logged at level
+// ERROR) until the consumer takes the time from the event (WithTimeHeader). A hook that returns nil lets the offset move past the record (send it to a
 // dead-letter topic first); an error delivers the record again.
 func WithPoison(fn func(ctx context.Context, r *kgo.Record, err error) error) Option {
 	return func(c *config) error {

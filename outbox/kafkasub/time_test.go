@@ -260,3 +260,25 @@ func TestFutureRecordIsLoud(t *testing.T) {
 	assert.Contains(t, logs.String(), "in the future")
 	assert.False(t, f.committedAll(), "nothing passes it")
 }
+
+// TestBrokerTimeHeldByDefault: with the default poison hook, records refused for their broker's
+// time are not skipped (that would drop the whole topic): the partition is held, loudly, and a
+// consumer of the same group that takes the time from the event (WithTimeHeader) processes
+// every one of them once.
+func TestBrokerTimeHeldByDefault(t *testing.T) {
+	t.Parallel()
+	f := newFixtureWith(t, 1, 5, logAppendTime)
+	var logs lockedBuffer
+	held := "level=ERROR msg=\"kafkasub: dead-letter\""
+	stop := run(t, f.consumer(f.guard(), f.handler(0, nil), kafkasub.WithLogger(slog.New(slog.NewTextHandler(&logs, nil)))))
+	f.waitFor("the first record held twice", func() bool { return strings.Count(logs.String(), held) >= 2 })
+	stop()
+	assert.Zero(t, f.count(), "nothing ran")
+	assert.False(t, f.committedAll(), "nothing was skipped")
+	assert.Contains(t, logs.String(), "record time set by the broker")
+
+	stop = run(t, f.consumer(f.guard(), f.handler(0, nil), kafkasub.WithTimeHeader(kafkapub.TimeHeader)))
+	f.waitFor("every event and its commit", func() bool { return f.count() == len(f.ids) && f.committedAll() })
+	stop()
+	f.exactlyOnce()
+}
