@@ -70,6 +70,10 @@ func NewAdmin(session *gocql.Session, opts ...Option) (*Admin, error) {
 	if err != nil {
 		return nil, err
 	}
+	// A replay stages like a stager, in the bucket of the cluster's time (clock.go).
+	if err := cfg.measureClock(session, "outbox admin"); err != nil {
+		return nil, err
+	}
 	j := newJudge(session, cfg)
 	intents, relays := cfg.q.intents, cfg.q.relays
 	return &Admin{judge: j, layout: newLayoutGuard(cfg), parked: newParkedStatements(cfg),
@@ -272,6 +276,9 @@ func (a *Admin) Replay(ctx context.Context, namespace, key string, dryRun bool) 
 // there: with cell (a parked copy), marked committed so the relay publishes the copy without
 // reading the record; without, settled by the record as any intent.
 func (a *Admin) requeue(ctx context.Context, in intent, msgs []Message, cell []byte, dryRun bool) (Replayed, error) {
+	if _, err := a.cfg.checkClock(ctx); err != nil {
+		return Replayed{}, err
+	}
 	now := a.cfg.now()
 	// Under WithKeyOrder the events go in their key's shard, and in its order as staged now:
 	// after every event of the key staged before the replay.

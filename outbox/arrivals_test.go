@@ -17,7 +17,7 @@ import (
 func clockedEnv(t *testing.T, clk *testnode.Clock) *env {
 	t.Helper()
 	e := newEnv(t)
-	box, err := New(e.session, append(append([]Option{}, e.opts...), WithClock(clk.Now))...)
+	box, err := New(e.session, append(append([]Option{}, e.opts...), fakeClock(clk.Now))...)
 	require.NoError(t, err)
 	e.box = box
 	return e
@@ -26,7 +26,7 @@ func clockedEnv(t *testing.T, clk *testnode.Clock) *env {
 // stageAt places order key with a stager whose clock reads at.
 func (e *env) stageAt(t *testing.T, ctx context.Context, key string, at time.Time) {
 	t.Helper()
-	box, err := New(e.session, append(append([]Option{}, e.opts...), WithClock(func() time.Time { return at }))...)
+	box, err := New(e.session, append(append([]Option{}, e.opts...), fakeClock(func() time.Time { return at }))...)
 	require.NoError(t, err)
 	f := *e
 	f.box = box
@@ -66,7 +66,7 @@ func TestStragglersPublishedBySweep(t *testing.T) {
 	ctx := ctxT(t)
 	pub := &recorder{}
 	// Buckets of 1s, a horizon of 2s: bucket b closes at b+3s.
-	r := e.relay(t, pub, WithClock(clk.Now), WithRelayLease(20*time.Second))
+	r := e.relay(t, pub, fakeClock(clk.Now), WithRelayLease(20*time.Second))
 	pollAt(t, ctx, r, clk, t0)                    // the claim: buckets from t0+1s on are this relay's alone
 	pollAt(t, ctx, r, clk, t0.Add(3*time.Second)) // buckets t0+1s to t0+3s are read from their start
 
@@ -122,7 +122,7 @@ func TestTakeoverMidBucket(t *testing.T) {
 	ctx := ctxT(t)
 	lag := WithArrivalLag(100 * time.Millisecond)
 	first, next := &recorder{}, &recorder{}
-	r1 := e.relay(t, first, WithClock(clk.Now), lag)
+	r1 := e.relay(t, first, fakeClock(clk.Now), lag)
 	pollAt(t, ctx, r1, clk, t0.Add(100*time.Millisecond))
 
 	e.stageAt(t, ctx, "o-a1", t0.Add(200*time.Millisecond))
@@ -133,7 +133,7 @@ func TestTakeoverMidBucket(t *testing.T) {
 	e.stageAt(t, ctx, "o-b2", t0.Add(550*time.Millisecond)) // after it: the whole read and the arrivals both find it
 	r1.Release(ctx)
 
-	r2 := e.relay(t, next, WithClock(clk.Now), lag)
+	r2 := e.relay(t, next, fakeClock(clk.Now), lag)
 	pollAt(t, ctx, r2, clk, t0.Add(600*time.Millisecond))
 	// Each is in a shard of its own, and a pass works its shards at once: no order between them.
 	assert.ElementsMatch(t, []string{"o-b1", "o-b2"}, keysOf(next), "what the first relay left, from the bucket read whole")

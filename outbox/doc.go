@@ -22,9 +22,11 @@
 //   - a run that is released, fails permanently or loses its lease publishes nothing; a replay
 //     stages nothing new; the events of a committed run expire with its record, and the relay
 //     keeps a copy until they are published or parked (see Limits);
-//   - every committed event is published, at least once, while a relay runs and the clocks of
-//     stagers and relays differ by less than half the horizon (WithHorizon); a Stage whose intent
-//     write took longer fails (ErrIntentLate);
+//   - every committed event is published, at least once, while a relay runs; stagers and relays
+//     judge buckets by the cluster's clock, each measuring its own clock's offset from a
+//     coordinator's (lwt/clock) and refusing while it is not known within an eighth of the horizon
+//     (ErrClockOffset; Outbox.Clock, Relay.Clock); a Stage whose intent write took longer than
+//     half the horizon fails (ErrIntentLate);
 //   - every publication of an event carries the id EventID(namespace, key, sequence); the events
 //     of one operation are published together, in staging order; across operations there is no
 //     order, unless WithKeyOrder: then the events of one key are first published in the order

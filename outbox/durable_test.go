@@ -18,19 +18,19 @@ import (
 	"github.com/cassdedup/cassdedup/lwt"
 )
 
-// clock is a settable clock, shared by a relay and the test.
-type clock struct {
+// handClock is a settable clock, shared by a relay and the test.
+type handClock struct {
 	mu  sync.Mutex
 	off time.Duration
 }
 
-func (c *clock) now() time.Time {
+func (c *handClock) now() time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return time.Now().Add(c.off)
 }
 
-func (c *clock) advance(d time.Duration) {
+func (c *handClock) advance(d time.Duration) {
 	c.mu.Lock()
 	c.off += d
 	c.mu.Unlock()
@@ -62,7 +62,7 @@ func (e *env) recordGone(t *testing.T, key string) {
 
 // pollUntil polls r until done says so, advancing clk by step before each pass, and returns
 // the stats and errors of every pass.
-func pollUntil(t *testing.T, ctx context.Context, r *Relay, clk *clock, step time.Duration, done func(Stats) bool) (Stats, []error) {
+func pollUntil(t *testing.T, ctx context.Context, r *Relay, clk *handClock, step time.Duration, done func(Stats) bool) (Stats, []error) {
 	t.Helper()
 	var total Stats
 	var errs []error
@@ -92,10 +92,10 @@ func pollUntil(t *testing.T, ctx context.Context, r *Relay, clk *clock, step tim
 func TestRelayOutageLongerThanRetention(t *testing.T) {
 	e := longEnv(t)
 	ctx := ctxT(t)
-	clk := &clock{}
+	clk := &handClock{}
 	pub := &recorder{}
 	// A relay ran before the outage: the shards have cursors.
-	before := e.relay(t, pub, WithClock(clk.now))
+	before := e.relay(t, pub, fakeClock(clk.now))
 	_, err := before.Poll(ctx)
 	require.NoError(t, err)
 	before.Release(ctx)
@@ -114,7 +114,7 @@ func TestRelayOutageLongerThanRetention(t *testing.T) {
 
 	clk.advance(25 * time.Hour)
 	var logs bytes.Buffer
-	r := e.relay(t, pub, WithClock(clk.now), WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+	r := e.relay(t, pub, fakeClock(clk.now), WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 	st, errs := pollUntil(t, ctx, r, nil, 0, func(st Stats) bool { return st.Settled >= 3 })
 	assert.Equal(t, 2, st.Parked, "both committed operations parked")
 	assert.Equal(t, 2, st.Expired)
@@ -124,7 +124,7 @@ func TestRelayOutageLongerThanRetention(t *testing.T) {
 	assert.ErrorIs(t, errors.Join(errs...), ErrCommitUnknown, "the pass says so")
 	assert.Contains(t, logs.String(), "events parked")
 
-	admin, err := NewAdmin(e.session, append(e.opts, WithClock(clk.now))...)
+	admin, err := NewAdmin(e.session, append(e.opts, fakeClock(clk.now))...)
 	require.NoError(t, err)
 	parked := map[string]Parked{}
 	require.NoError(t, admin.ListParked(ctx, func(p Parked) error { parked[p.Key] = p; return nil }))
@@ -159,7 +159,7 @@ func TestRelayOutageLongerThanRetention(t *testing.T) {
 	// intents may have expired unread.
 	r.Release(ctx)
 	clk.advance(9 * 24 * time.Hour)
-	late := e.relay(t, pub, WithClock(clk.now))
+	late := e.relay(t, pub, fakeClock(clk.now))
 	_, err = late.Poll(ctx)
 	require.ErrorIs(t, err, ErrOutageTooLong)
 	assert.Contains(t, err.Error(), "may have expired unread")
@@ -172,7 +172,7 @@ func TestRelayOutageLongerThanRetention(t *testing.T) {
 func TestBrokerOutageLongerThanRetention(t *testing.T) {
 	e := longEnv(t)
 	ctx := ctxT(t)
-	clk := &clock{}
+	clk := &handClock{}
 	var down atomic.Bool
 	down.Store(true)
 	pub := &recorder{}
@@ -181,7 +181,7 @@ func TestBrokerOutageLongerThanRetention(t *testing.T) {
 			return errors.New("broker unreachable")
 		}
 		return pub.Publish(ctx, msgs)
-	}), WithClock(clk.now), WithMaxAttempts(2), WithPublishBackoff(time.Second, 2*time.Second))
+	}), fakeClock(clk.now), WithMaxAttempts(2), WithPublishBackoff(time.Second, 2*time.Second))
 	for _, k := range []string{"b-1", "b-2", "b-3"} {
 		_, err := e.placeOrder(ctx, k, 1)
 		require.NoError(t, err)
@@ -247,11 +247,11 @@ func publishEach(ctx context.Context, rec *recorder, msgs []Message, refuse func
 func TestPoisonEventParked(t *testing.T) {
 	e := newEnv(t)
 	ctx := ctxT(t)
-	clk := &clock{}
-	box, err := New(e.session, append(e.opts, WithClock(clk.now))...) // stagers and relay on one clock
+	clk := &handClock{}
+	box, err := New(e.session, append(e.opts, fakeClock(clk.now))...) // stagers and relay on one clock
 	require.NoError(t, err)
 	pub := &poisonPublisher{seen: map[string]int{}}
-	r := e.relay(t, pub, WithClock(clk.now), WithMaxAttempts(3), WithPublishBackoff(time.Second, 2*time.Second))
+	r := e.relay(t, pub, fakeClock(clk.now), WithMaxAttempts(3), WithPublishBackoff(time.Second, 2*time.Second))
 	var good []string
 	stage := func(key, typ string) {
 		_, err := e.store.ExecuteOnce(ctx, lwt.IdempotencyKey("orders", key), func(ctx context.Context) ([]byte, error) {

@@ -3,6 +3,8 @@ package outbox
 import (
 	"errors"
 	"fmt"
+
+	"github.com/cassdedup/cassdedup/lwt/clock"
 )
 
 // Sentinel errors. Test for them with errors.Is.
@@ -47,6 +49,14 @@ var (
 	// ErrIntentLate: the intent row took longer than half the horizon to write, so a relay may
 	// already have swept its bucket. The run must fail (and be retried) rather than commit.
 	ErrIntentLate = errors.New("outbox: intent written too late")
+
+	// ErrClockOffset: the stager's or relay's offset from the cluster's clock is not known
+	// within an eighth of the horizon (never measured, the measurements failed, or their round
+	// trips were too slow), so it cannot tell which bucket the cluster's time is in. A Stage
+	// refused with it wrote nothing, and the run cannot commit (ErrNoIntent); a relay's pass
+	// refused with it read and published nothing. An *clock.OffsetError matches it, with the
+	// offset, its bound and the limit. It is clock.ErrOffset.
+	ErrClockOffset = clock.ErrOffset
 
 	// ErrNoIntent: the run staged events but its intent row was never written; its completion
 	// is refused so the events cannot be committed unseen by the relay.

@@ -24,7 +24,7 @@ func TestFreshRelayStartsAtLayout(t *testing.T) {
 	e.stageAt(t, ctx, "o-clock-behind", t0.Add(-2*time.Second))
 
 	pub := &recorder{}
-	r := e.relay(t, pub, day, WithClock(clk.Now), WithRelayLease(time.Minute))
+	r := e.relay(t, pub, day, fakeClock(clk.Now), WithRelayLease(time.Minute))
 	var buckets int
 	for i := 1; i <= 8; i++ {
 		buckets += pollAt(t, ctx, r, clk, t0.Add(time.Duration(i)*time.Second)).Buckets

@@ -112,3 +112,14 @@ func ctxT(t *testing.T) context.Context {
 	t.Cleanup(cancel)
 	return ctx
 }
+
+// fakeClock is WithClock for a clock that simulates history (moved by hand, or set hours
+// ahead): WithoutClockCheck, as the clock is meant to be off the cluster's.
+func fakeClock(now func() time.Time) Option {
+	return func(c *config) error {
+		if err := WithClock(now)(c); err != nil {
+			return err
+		}
+		return WithoutClockCheck()(c)
+	}
+}

@@ -167,11 +167,11 @@ func TestKeyOrderReleasedOrFailedEarlierReleasesKey(t *testing.T) {
 func TestKeyOrderPoisonHoldsItsKeyUntilParked(t *testing.T) {
 	e := keyOrderEnv(t)
 	ctx := ctxT(t)
-	clk := &clock{}
-	box, err := New(e.session, append(e.opts, WithClock(clk.now))...)
+	clk := &handClock{}
+	box, err := New(e.session, append(e.opts, fakeClock(clk.now))...)
 	require.NoError(t, err)
 	pub := &poisonPublisher{seen: map[string]int{}}
-	r := e.relay(t, pub, WithClock(clk.now), WithMaxAttempts(3), WithPublishBackoff(time.Second, 2*time.Second))
+	r := e.relay(t, pub, fakeClock(clk.now), WithMaxAttempts(3), WithPublishBackoff(time.Second, 2*time.Second))
 	e.commit(t, ctx, box, "bad", Event{Type: "poison", Key: "acct-1"})
 	e.commit(t, ctx, box, "after", Event{Type: "t", Key: "acct-1"})
 	e.commit(t, ctx, box, "other", Event{Type: "t", Key: "acct-2"})
@@ -197,14 +197,14 @@ func TestKeyOrderPoisonHoldsItsKeyUntilParked(t *testing.T) {
 	pub.mu.Lock()
 	pub.seen = map[string]int{}
 	pub.mu.Unlock()
-	admin, err := NewAdmin(e.session, append(e.opts, WithClock(clk.now))...)
+	admin, err := NewAdmin(e.session, append(e.opts, fakeClock(clk.now))...)
 	require.NoError(t, err)
 	res, err := admin.Unpark(ctx, "orders", "bad", false)
 	require.NoError(t, err)
 	assert.Equal(t, keyShard("acct-1", 4), res.Shard)
 	accept := &recorder{}
 	r.Release(ctx)
-	drain(t, ctx, e.relay(t, accept, WithClock(clk.now)))
+	drain(t, ctx, e.relay(t, accept, fakeClock(clk.now)))
 	assert.Equal(t, []string{EventID("orders", "bad", 0)}, accept.ids())
 }
 
@@ -339,7 +339,7 @@ func TestKeyOrderManyGoroutines(t *testing.T) {
 	e := keyOrderEnv(t)
 	ctx := ctxT(t)
 	clk := &stepClock{}
-	box, err := New(e.session, append(e.opts, WithClock(clk.now))...)
+	box, err := New(e.session, append(e.opts, fakeClock(clk.now))...)
 	require.NoError(t, err)
 	keys := []string{"acct-0", "acct-1", "acct-2"}
 	var mu sync.Mutex // one stager of a key at a time, so places follow staging times
@@ -454,8 +454,8 @@ func TestKeyOrderBucketsOldestFirst(t *testing.T) {
 func TestKeyOrderHoldsAcrossBuckets(t *testing.T) {
 	e := keyOrderEnv(t)
 	ctx := ctxT(t)
-	clk := &clock{}
-	box, err := New(e.session, append(e.opts, WithClock(clk.now))...)
+	clk := &handClock{}
+	box, err := New(e.session, append(e.opts, fakeClock(clk.now))...)
 	require.NoError(t, err)
 	e.box = box
 	first := e.startRun(t, ctx, "first", Event{Type: "t", Key: "acct-1"})
@@ -463,7 +463,7 @@ func TestKeyOrderHoldsAcrossBuckets(t *testing.T) {
 	e.commit(t, ctx, box, "second", Event{Type: "t", Key: "acct-1"})
 
 	pub := &recorder{}
-	r := e.relay(t, pub, WithClock(clk.now))
+	r := e.relay(t, pub, fakeClock(clk.now))
 	st, _ := pollUntil(t, ctx, r, clk, time.Second, func(st Stats) bool { return st.Held >= 3 })
 	assert.Empty(t, pub.ids(), "held behind the earlier bucket's operation")
 	assert.Zero(t, st.Published)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/cassdedup/cassdedup/internal/optcheck"
 	"github.com/cassdedup/cassdedup/internal/textcheck"
+	"github.com/cassdedup/cassdedup/lwt/clock"
 	"github.com/cassdedup/cassdedup/schema"
 )
 
@@ -83,7 +84,10 @@ type config struct {
 	publishSet                       bool
 	consistency                      gocql.Consistency
 	serial                           gocql.SerialConsistency
-	now                              func() time.Time
+	now                              func() time.Time // the time judged by: the cluster's, or local's under WithoutClockCheck
+	local                            func() time.Time // the component's own clock (WithClock)
+	unchecked                        bool             // WithoutClockCheck
+	meter                            *clock.Meter     // nil under WithoutClockCheck
 }
 
 // newConfig refuses a constructor's missing argument (a nil session, or publisher) and applies
@@ -181,8 +185,9 @@ func WithBucket(d time.Duration) Option {
 
 // WithHorizon sets how long a bucket stays open after its end: a relay sweeps a bucket for the
 // last time (keeping only its pending intents in view) once the horizon has passed. A stager whose
-// intent write takes longer than half of it fails the run (ErrIntentLate), so the clocks of
-// stagers and relays may differ by up to half the horizon. Default 1m; 2s to 1h.
+// intent write takes longer than half of it fails the run (ErrIntentLate); the other half is the
+// stagers' and relays' allowance for their readings of the cluster's time, each of which must be
+// known within an eighth of the horizon (ErrClockOffset). Default 1m; 2s to 1h.
 func WithHorizon(d time.Duration) Option {
 	return set(d < 2*time.Second || d > time.Hour, optcheck.Call("WithHorizon", d), "must be 2s..1h",
 		func(c *config) { c.horizon, c.horizonSet = d, true })
@@ -270,8 +275,10 @@ func WithKeyOrder() Option {
 }
 
 // WithLogger sets the logger of a relay: slow publications, failed ones, parked events, lost
-// leases and fenced shards are logged there (the same events are counted in Stats). Default
-// none.
+// leases and fenced shards are logged there (the same events are counted in Stats). A stager's,
+// a relay's and an admin's clock measurements log there too: an offset from the cluster's clock
+// over a second, a move of more than a second, a failed measurement, a refusal
+// (ErrClockOffset). Default none.
 func WithLogger(l *slog.Logger) Option {
 	return set(l == nil, "WithLogger(nil)", "no logger",
 		func(c *config) { c.logger = l })
@@ -287,7 +294,8 @@ func WithRelayLease(d time.Duration) Option {
 // WithArrivalLag sets how long after its staging time a relay first looks for an intent. A
 // pass reads the arrivals (019_outbox_arrivals.cql) staged since the last one up to the lag
 // before now, so the lag must cover a staging write's latency and the difference between the
-// stagers' clocks and the relay's: an intent that lands later than that is not lost but waits
+// stagers' readings of the cluster's time and the relay's (their bounds, about a millisecond each
+// on a LAN): an intent that lands later than that is not lost but waits
 // for its bucket's last sweep (the bucket width and the horizon after its staging, 2 minutes
 // with the defaults). Every committed intent is published at least the lag after it was
 // staged. Default 1s; 1ms to half the horizon.
@@ -342,11 +350,23 @@ func WithConsistency(cl gocql.Consistency) Option {
 		func(c *config) { c.consistency = cl })
 }
 
-// WithClock sets the clock of buckets and lease judgements in the caller (tests). Default
-// time.Now.
+// WithClock sets the component's clock. Default time.Now. Stagers and relays judge buckets,
+// horizons and leases by the cluster's time, which they know as this clock plus its offset from
+// the coordinator's clock, measured at the first use and each minute after (see
+// WithoutClockCheck): a stager whose clock is minutes off buckets its intents where every relay
+// looks for them.
 func WithClock(now func() time.Time) Option {
 	return set(now == nil, "WithClock(nil)", "no clock",
 		func(c *config) { c.now = now })
+}
+
+// WithoutClockCheck judges time by the clock of WithClock alone: nothing measures its offset
+// from the cluster's, nothing corrects by it, nothing refuses. It is for tests that simulate
+// history with a fake clock; a stager and a relay built with it must keep their clocks within
+// a quarter of the horizon of each other's, and nothing at run time detects when they do not.
+// Default: measured (docs/outbox.md, "Time").
+func WithoutClockCheck() Option {
+	return set(false, "WithoutClockCheck()", "", func(c *config) { c.unchecked = true })
 }
 
 // bucketOf is the bucket of t: unix seconds truncated to the width.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/cassdedup/cassdedup/internal/argcheck"
 	"github.com/cassdedup/cassdedup/lwt"
+	"github.com/cassdedup/cassdedup/lwt/clock"
 )
 
 // Outbox stages events in claimed runs of an lwt.Store built over Table. It is safe for
@@ -36,6 +37,9 @@ func New(session *gocql.Session, opts ...Option) (*Outbox, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := cfg.measureClock(session, "outbox stager"); err != nil {
+		return nil, err
+	}
 	intents, arrivals := cfg.q.intents, cfg.q.arrivals
 	return &Outbox{session: session, cfg: cfg, layout: newLayoutGuard(cfg),
 		insert:       "INSERT INTO " + intents + " (bucket, shard, namespace, key, fence, owner, staged_at, expires_at, order_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) USING TTL ?",
@@ -44,6 +48,15 @@ func New(session *gocql.Session, opts ...Option) (*Outbox, error) {
 		arrive:       "INSERT INTO " + arrivals + " (bucket, shard, namespace, key, fence, owner, staged_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) USING TTL ?",
 		arriveRecord: "INSERT INTO " + arrivals + " (bucket, shard, namespace, key, fence, owner, staged_at, expires_at, record) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) USING TTL ?",
 	}, nil
+}
+
+// Clock returns what the stager knows of its clock: its offset from the cluster's, the bound,
+// the measurement's age, and the refusals (ErrClockOffset). Zero under WithoutClockCheck.
+func (o *Outbox) Clock() clock.Reading {
+	if o == nil {
+		return clock.Reading{}
+	}
+	return o.cfg.clockReading()
 }
 
 // Table is lwt.IdempotencyKeys(keyspace) with the outbox column declared as a completion
@@ -68,9 +81,14 @@ func Table(keyspace string) lwt.Table {
 // run's intent goes in the shard of that key, and a Stage of no events stages nothing: the run's
 // first event gives its key.
 //
+// The intent is bucketed by the cluster's time: the stager's clock plus its offset from a
+// coordinator's clock, measured at its first Stage and each minute after. While that offset is
+// not known within an eighth of the horizon, Stage refuses with ErrClockOffset and writes
+// nothing (WithoutClockCheck turns the measuring off, for tests with a fake clock).
+//
 // Errors: ErrNoRun (ErrNoCompletion under a claim that no completion of ExecuteOnce ends, such
 // as guard.Guard.ProcessBatch's), ErrUnsupportedKey, ErrInvalidEvent (ErrMixedKeys), ErrLayoutMismatch,
-// ErrIntentLate, or the driver's error of the intent write. Return them from the run.
+// ErrIntentLate, ErrClockOffset, or the driver's error of the intent write. Return them from the run.
 // ErrInvalidEvent is marked lwt.Permanent: the same events would be refused on every retry,
 // so the run is recorded FAILED and replayed, whether it returns the error or not. After any
 // other failed Stage a run that goes on to commit has its completion refused (ErrNoIntent)
@@ -129,6 +147,8 @@ type staged struct {
 	intent   bool
 	owed     bool // a repeatable run's Stage was taken: CellValue writes the intent (see add)
 	stagedAt time.Time
+	// expiresAt is the record's expiry on the cluster's clock, as the intent stores it.
+	expiresAt time.Time
 	// refused is the first refusal of this run's events: its completion fails permanently.
 	refused error
 	// Under WithKeyOrder: the key every event of the run carries, once its first event is staged.
@@ -197,19 +217,31 @@ func (s *staged) repeatable() bool { return !s.claim.CommitBy.IsZero() }
 // fails.
 func (s *staged) writeIntent(ctx context.Context, seal bool) ([]byte, error) {
 	cfg := s.o.cfg
+	// The bucket is the cluster's time's, not this stager's clock's, which may be minutes off
+	// the relays': a time not known well enough refuses the run before anything is written.
+	if _, err := cfg.checkClock(ctx); err != nil {
+		return nil, err
+	}
 	if err := s.o.layout.ensure(ctx, s.o.session, &cfg, true, false); err != nil {
 		return nil, err
 	}
 	start := time.Now() // monotonic: the writer's own elapsed time, whatever its wall clock says
-	now := cfg.now()
+	now, local := cfg.now(), cfg.local()
 	// A run of lwt.WithRepeatableFunction has no record until it commits, and the relay waits
 	// for that record a bounded time after staging (see settle): the commit must come within it.
-	if s.repeatable() && s.claim.CommitBy.After(now.Add(cfg.horizon)) {
+	// Its deadline is the store's, on this component's clock.
+	if s.repeatable() && s.claim.CommitBy.After(local.Add(cfg.horizon)) {
 		return nil, fmt.Errorf("%w: the repeatable run may commit until %v, more than the horizon (%v) after staging: give its store a lease of at most the horizon",
-			ErrIntentLate, s.claim.CommitBy.Sub(now).Round(time.Millisecond), cfg.horizon)
+			ErrIntentLate, s.claim.CommitBy.Sub(local).Round(time.Millisecond), cfg.horizon)
+	}
+	// The record expires by its TTL, which the store computed on this component's clock: the
+	// relay compares the expiry with the cluster's time.
+	expires := s.claim.ExpiresAt
+	if !expires.IsZero() {
+		expires = expires.Add(now.Sub(local))
 	}
 	stmt, arrive, args := s.o.insert, s.o.arrive, []any{cfg.bucketOf(now), s.shard(), s.rec.namespace, s.rec.key,
-		s.claim.Fence, s.claim.Owner, now, s.claim.ExpiresAt}
+		s.claim.Fence, s.claim.Owner, now, expires}
 	if s.rec.table != "" {
 		stmt, arrive, args = s.o.insertRecord, s.o.arriveRecord, append(args, s.rec.table)
 	}
@@ -219,7 +251,7 @@ func (s *staged) writeIntent(ctx context.Context, seal bool) ([]byte, error) {
 	// trip. The arrival only shows a relay the intent early: one that did not land is found
 	// by the bucket's last sweep, which reads the intents. The events' copy, when it comes
 	// with the intent, is a cell of the intent's own row.
-	ttl := cfg.ttlUntil(cfg.rowExpiry(s.claim.ExpiresAt))
+	ttl := cfg.ttlUntil(cfg.rowExpiry(expires))
 	batch := s.o.session.NewBatch(gocql.UnloggedBatch).WithContext(ctx)
 	batch.Cons = cfg.consistency
 	batch.Entries = append(batch.Entries,
@@ -240,7 +272,7 @@ func (s *staged) writeIntent(ctx context.Context, seal bool) ([]byte, error) {
 	if elapsed := time.Since(start); elapsed > cfg.horizon/2 {
 		return nil, fmt.Errorf("%w: %v, limit %v", ErrIntentLate, elapsed, cfg.horizon/2)
 	}
-	s.intent, s.stagedAt = true, now
+	s.intent, s.stagedAt, s.expiresAt = true, now, expires
 	return sealed, nil
 }
 
@@ -278,7 +310,7 @@ func (s *staged) CellValue() (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	err = s.o.session.Query(s.o.seal, cfg.ttlUntil(cfg.rowExpiry(s.claim.ExpiresAt)), b, cfg.bucketOf(s.stagedAt),
+	err = s.o.session.Query(s.o.seal, cfg.ttlUntil(cfg.rowExpiry(s.expiresAt)), b, cfg.bucketOf(s.stagedAt),
 		s.shard(), s.rec.namespace, s.rec.key, s.claim.Fence).
 		WithContext(ctx).Consistency(cfg.consistency).Idempotent(true).Exec()
 	if err != nil {

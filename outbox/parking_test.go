@@ -49,12 +49,12 @@ func (p *slowPublisher) Publish(ctx context.Context, msgs []Message) error {
 func TestTimeoutsParkNothing(t *testing.T) {
 	e := newEnv(t)
 	ctx := ctxT(t)
-	clk := &clock{}
-	box, err := New(e.session, append(e.opts, WithClock(clk.now))...)
+	clk := &handClock{}
+	box, err := New(e.session, append(e.opts, fakeClock(clk.now))...)
 	require.NoError(t, err)
 	pub := &slowPublisher{}
 	pub.slow.Store(true)
-	r := e.relay(t, pub, WithClock(clk.now), WithMaxAttempts(2), WithPublishBackoff(time.Second, 2*time.Second),
+	r := e.relay(t, pub, fakeClock(clk.now), WithMaxAttempts(2), WithPublishBackoff(time.Second, 2*time.Second),
 		WithPublishTimeout(300*time.Millisecond))
 	stage := func(key string) {
 		_, err := e.store.ExecuteOnce(ctx, lwt.IdempotencyKey("orders", key), func(ctx context.Context) ([]byte, error) {
@@ -127,11 +127,11 @@ func (p *wholeRejecter) Publish(ctx context.Context, msgs []Message) error {
 func TestWholeCallRejectionSplits(t *testing.T) {
 	e := newEnv(t)
 	ctx := ctxT(t)
-	clk := &clock{}
-	box, err := New(e.session, append(e.opts, WithClock(clk.now))...)
+	clk := &handClock{}
+	box, err := New(e.session, append(e.opts, fakeClock(clk.now))...)
 	require.NoError(t, err)
 	pub := &wholeRejecter{}
-	r := e.relay(t, pub, WithClock(clk.now), WithMaxAttempts(2), WithPublishBackoff(time.Second, 2*time.Second))
+	r := e.relay(t, pub, fakeClock(clk.now), WithMaxAttempts(2), WithPublishBackoff(time.Second, 2*time.Second))
 	var good []string
 	for i := range 5 {
 		typ, key := "order.placed", fmt.Sprintf("k-%d", i)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/cassdedup/cassdedup/internal/argcheck"
 	"github.com/cassdedup/cassdedup/lwt"
+	"github.com/cassdedup/cassdedup/lwt/clock"
 )
 
 // Publisher sends messages to a broker. Publish returns nil only when every message is durably
@@ -51,7 +52,11 @@ type Stats struct {
 	SlowPublishes int           // Publish calls slower than WithSlowPublish
 	Fenced        int           // shards lost: to a newer relay, or a lease that ran out or was lost
 	LeasesLost    int           // of them, lost because this relay's lease ran out or was lost
-	Oldest        time.Duration // the age of the oldest pending intent read (by the relay's clock)
+	Oldest        time.Duration // the age of the oldest pending intent read (by the cluster's clock)
+	// Clock is the relay's offset from the cluster's clock at the pass's start, its bound, its
+	// age and the meter's counts (Refusals: passes refused with ErrClockOffset). Zero under
+	// WithoutClockCheck.
+	Clock clock.Reading
 }
 
 func (s *Stats) add(o Stats) {
@@ -72,6 +77,9 @@ func (s *Stats) add(o Stats) {
 	s.Fenced += o.Fenced
 	s.LeasesLost += o.LeasesLost
 	s.Oldest = max(s.Oldest, o.Oldest)
+	if o.Clock.Measurements > 0 { // the later reading: a gauge, its counts already totals
+		s.Clock = o.Clock
+	}
 }
 
 // Relay finds committed events through the intents index and publishes them at least once,
@@ -108,6 +116,10 @@ func NewRelay(session *gocql.Session, pub Publisher, opts ...Option) (*Relay, er
 	if err != nil {
 		return nil, err
 	}
+	// Buckets close, arrivals are read and leases judged by the cluster's time (clock.go).
+	if err := cfg.measureClock(session, "outbox relay "+cfg.name); err != nil {
+		return nil, err
+	}
 	intents, relays, parked := cfg.q.intents, cfg.q.relays, cfg.q.parked
 	j := newJudge(session, cfg)
 	layout := newLayoutGuard(cfg)
@@ -134,6 +146,15 @@ func NewRelay(session *gocql.Session, pub Publisher, opts ...Option) (*Relay, er
 		arrivals: "SELECT staged_at, namespace, key, fence, owner, record, expires_at, committed FROM " + cfg.q.arrivals +
 			part + " AND staged_at > ? AND staged_at <= ?",
 	}}, nil
+}
+
+// Clock returns what the relay knows of its clock: its offset from the cluster's, the bound,
+// the measurement's age, and the passes refused (ErrClockOffset). Zero under WithoutClockCheck.
+func (r *Relay) Clock() clock.Reading {
+	if r == nil {
+		return clock.Reading{}
+	}
+	return r.cfg.clockReading()
 }
 
 // Run makes a pass every poll interval until ctx ends, then gives its shards up so another relay
@@ -177,6 +198,12 @@ func (r *Relay) Poll(ctx context.Context) (Stats, error) {
 	defer r.mu.Unlock()
 	// The layout is checked before anything is read or claimed: a relay of another shard
 	// count, bucket width or horizon would read where no stager writes.
+	// A bucket closed by a time not known well enough could be one a stager still writes to.
+	clk, err := r.cfg.checkClock(ctx)
+	total.Clock = clk
+	if err != nil {
+		return total, err
+	}
 	if err := r.layout.ensure(ctx, r.session, &r.cfg, true, false); err != nil {
 		return total, err
 	}

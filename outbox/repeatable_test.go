@@ -130,7 +130,7 @@ func TestRepeatableCrashBeforeCommitWaitsThenRetries(t *testing.T) {
 	crash("o-abandoned")
 
 	pub := &recorder{}
-	r := e.relay(t, pub, WithClock(clock))
+	r := e.relay(t, pub, fakeClock(clock))
 	st, err := r.Poll(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, 2, st.Waiting, "no record yet: the runs may still commit")

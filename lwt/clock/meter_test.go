@@ -28,7 +28,7 @@ func session(t *testing.T) *gocql.Session {
 // skewed is a component's clock set off the host's by a step the test changes.
 type skewed struct{ off atomic.Int64 }
 
-func (s *skewed) now() time.Time         { return time.Now().Add(time.Duration(s.off.Load())) }
+func (s *skewed) now() time.Time        { return time.Now().Add(time.Duration(s.off.Load())) }
 func (s *skewed) set(off time.Duration) { s.off.Store(int64(off)) }
 
 // The node runs on this host, so its clock is the host's: a component 150 s behind measures
