@@ -42,6 +42,7 @@ var commands = []*command{
 	countersUnappliedCommand, countersRepairCommand, counterTotalCommand, counterRollupCommand, counterLagCommand,
 	outboxPendingCommand, outboxReplayCommand, outboxParkedCommand, outboxUnparkCommand, outboxDiscardCommand,
 	ownersListCommand, ownersForgetCommand,
+	clockOffsetCommand,
 }
 
 // lookup finds the command named by the first one or two words of args.
@@ -198,7 +199,7 @@ var usageErrors = []error{
 var errUsage = errors.New("usage")
 
 func exitCode(err error) int {
-	if errors.Is(err, errStalled) {
+	if errors.Is(err, errStalled) || errors.Is(err, errClockOff) {
 		return exitStalled
 	}
 	for _, u := range usageErrors {
