@@ -66,6 +66,8 @@ func runMain() error {
 		"role relay: each Publish's deadline and the Kafka client's delivery timeout (default outbox.DefaultPublishTimeout; shorter than -relay-lease)")
 	flag.IntVar(&rc.maxMessageBytes, "max-message-bytes", 0,
 		"role relay or consume: the topic's max.message.bytes if the role creates it (default: the broker's); the soak makes events over it")
+	flag.DurationVar(&rc.clockOffset, "clock-offset", 0,
+		"role api or relay: run the process's clocks this far off the host's, as on a host whose clock is broken (the library's clock options: lwt.WithClock, outbox.WithClock); the outbox measures the offset against Cassandra and buckets by the cluster's time")
 	flag.BoolVar(&rc.holdAfterPublish, "hold-after-publish", false,
 		"role relay (crash tests): after the first publish, wait for a line on stdin before marking")
 	flag.Parse()

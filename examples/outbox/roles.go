@@ -57,6 +57,9 @@ type roleConfig struct {
 	// relay: after the first publish that succeeded, report "holding" and wait for a line on
 	// stdin before marking, so a test can kill or freeze the relay between publish and mark.
 	holdAfterPublish bool
+	// api, relay: the process's clocks run this far off the host's (a broken clock), set
+	// through the library's clock options; the api reports its stager's reading ("clock").
+	clockOffset time.Duration
 }
 
 // Line is one line a role prints.
@@ -68,6 +71,11 @@ type Line struct {
 	Order  string   `json:"order,omitempty"`  // applied
 	Err    string   `json:"err,omitempty"`
 	Fenced bool     `json:"fenced,omitempty"` // relay-error: a newer relay holds a shard this one worked
+	// clock: the stager's measured offset from the cluster's clock and its bound, and the
+	// Stages it refused (outbox.ErrClockOffset), reported each second and at the end
+	Offset  string `json:"offset,omitempty"`
+	Bound   string `json:"bound,omitempty"`
+	Refused int64  `json:"refused,omitempty"`
 }
 
 // reporter writes Lines from several goroutines.
@@ -103,13 +111,26 @@ func runRole(ctx context.Context, role string, session *gocql.Session, cfg roleC
 }
 
 func serveAPI(ctx context.Context, session *gocql.Session, cfg roleConfig, rep *reporter) error {
-	c := &chain{cfg: config{keyspace: cfg.keyspace}, session: session}
+	c := &chain{cfg: config{keyspace: cfg.keyspace, clockOffset: cfg.clockOffset}, session: session}
 	srv, addr, err := c.serve(cfg.listen)
 	if err != nil {
 		return err
 	}
 	rep.say(Line{Event: "listening", Addr: addr})
-	<-ctx.Done()
+	sayClock := func() {
+		r := c.box.Clock()
+		rep.say(Line{Event: "clock", Offset: r.Offset.String(), Bound: r.Bound.String(), Refused: r.Refusals})
+	}
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for ctx.Err() == nil {
+		select {
+		case <-tick.C:
+			sayClock()
+		case <-ctx.Done():
+		}
+	}
+	sayClock()
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -121,7 +142,7 @@ func serveAPI(ctx context.Context, session *gocql.Session, cfg roleConfig, rep *
 func runRelay(ctx context.Context, session *gocql.Session, cfg roleConfig, rep *reporter) error {
 	// The relay's publisher gives up on a record within the relay's publish timeout.
 	relayOpts := []outbox.Option{outbox.WithKeyspace(cfg.keyspace), outbox.WithPollInterval(50 * time.Millisecond),
-		outbox.WithRelayLease(cfg.relayLease)}
+		outbox.WithRelayLease(cfg.relayLease), outbox.WithClock(offsetClock(cfg.clockOffset))}
 	timeout := outbox.DefaultPublishTimeout
 	if cfg.publishTimeout > 0 {
 		timeout = cfg.publishTimeout
@@ -200,6 +221,11 @@ func runRelay(ctx context.Context, session *gocql.Session, cfg roleConfig, rep *
 			rep.say(l)
 		}
 	})
+}
+
+// offsetClock is the host's clock off by d: a process on a host whose clock is broken.
+func offsetClock(d time.Duration) func() time.Time {
+	return func() time.Time { return time.Now().Add(d) }
 }
 
 // runConsumer consumes until ctx ends. A fetch error is reported and ridden out with the same

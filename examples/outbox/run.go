@@ -50,6 +50,9 @@ type config struct {
 	// plainService is set on the plain phase's config: the service runs without
 	// httpidem.WithRepeatableHandler.
 	plainService bool
+	// clockOffset runs the service's clocks (its store's and its outbox's) this far off the
+	// host's: -role api -clock-offset.
+	clockOffset time.Duration
 	// The consumer's fast path (kafkasub.WithFastPath) and group session timeout (0: the default).
 	fastPath         bool
 	sessionTimeout   time.Duration
@@ -307,11 +310,13 @@ func (c *chain) serve(listen string) (*http.Server, string, error) {
 	// submit that comes while the order runs waits for its run: without it a repeatable handler
 	// runs again before its insert finds the stored response, so a slow order's retries would
 	// each take as long as the order itself, and never beat the client's timeout.
-	store, err := lwt.NewStore(c.session, outbox.Table(c.cfg.keyspace), lwt.WithLease(5*time.Second), lwt.WithCache(100_000))
+	now := offsetClock(c.cfg.clockOffset)
+	store, err := lwt.NewStore(c.session, outbox.Table(c.cfg.keyspace), lwt.WithLease(5*time.Second), lwt.WithCache(100_000),
+		lwt.WithClock(now))
 	if err != nil {
 		return nil, "", err
 	}
-	c.box, err = outbox.New(c.session, outbox.WithKeyspace(c.cfg.keyspace))
+	c.box, err = outbox.New(c.session, outbox.WithKeyspace(c.cfg.keyspace), outbox.WithClock(now))
 	if err != nil {
 		return nil, "", err
 	}

@@ -47,7 +47,8 @@ const (
 // (correctness is asserted; timings are only reported): the API process killed after commits no
 // relay has seen, a relay killed between publish and mark, the broker restarted mid-run, and a
 // relay frozen past its lease, a consumer on the fast path frozen with a poll in flight past
-// its session timeout, and a consumer killed while it catches up a backlog. Each scenario starts its own order service and relays; the
+// its session timeout, a consumer killed while it catches up a backlog, and an order service whose clocks run
+// minutes behind its relay's. Each scenario starts its own order service and relays; the
 // consumer and the counter it feeds run through all of them.
 func TestOutboxChainCrashes(t *testing.T) {
 	ch := startOutboxChain(t)
@@ -57,6 +58,7 @@ func TestOutboxChainCrashes(t *testing.T) {
 	t.Run("relay frozen past its lease", ch.relayFrozen)
 	t.Run("consumer frozen past its session timeout", ch.consumerFrozen)
 	t.Run("consumer killed while catching up", ch.consumerKilledCatchingUp)
+	t.Run("stager and relay clocks minutes off", ch.clocksOff)
 	ch.checkTotal(t)
 }
 
@@ -69,6 +71,9 @@ type chainLine struct {
 	N      int
 	Err    string
 	Fenced bool
+	// clock (an api): its stager's offset from the cluster's clock, the bound, the refusals
+	Offset, Bound string
+	Refused       int64
 }
 
 func (l chainLine) kind() string { return l.Event }
@@ -81,6 +86,7 @@ type chainProc struct {
 	seen      map[string]int // reports by kind
 	published []string       // orders the process published, copies included
 	fenced    int            // passes that found a shard taken by a newer relay
+	clock     chainLine      // the last clock line (an api)
 	errs      []string
 	done      chan struct{} // closed when the process's stdout ended
 }
@@ -192,6 +198,9 @@ func (ch *outboxChain) record(p *chainProc, l chainLine) {
 	if l.Fenced {
 		p.fenced++
 	}
+	if l.Event == "clock" {
+		p.clock = l
+	}
 	p.mu.Unlock()
 	ch.mu.Lock()
 	defer ch.mu.Unlock()
@@ -212,9 +221,9 @@ func (ch *outboxChain) record(p *chainProc, l chainLine) {
 // started it (startProcess kills it in t's cleanup), so each scenario starts its own: an API
 // started by the first scenario was gone in the next one, whose clients then placed no order
 // and whose relay, with nothing committed, published nothing.
-func (ch *outboxChain) startAPI(t *testing.T) *chainProc {
+func (ch *outboxChain) startAPI(t *testing.T, args ...string) *chainProc {
 	t.Helper()
-	api := ch.start(t, "api", "-listen", ch.hosts.api)
+	api := ch.start(t, "api", append([]string{"-listen", ch.hosts.api}, args...)...)
 	ch.waitFor(t, "the order service to listen", time.Minute, func() bool { return api.count("listening") > 0 })
 	return api
 }
@@ -741,4 +750,34 @@ func (ch *outboxChain) total(t *testing.T) int64 {
 	total, err := logc.Total(ctx, outboxCounter)
 	require.NoError(t, err)
 	return total
+}
+
+// clocksOff: the order service runs with its clocks (its store's and its outbox's, set through
+// the library's clock options for the whole process) 3 minutes behind the host's, and its relay
+// 2 minutes ahead: 5 minutes apart, where buckets are a minute wide and close a minute after
+// their end. Each measures its offset against the node and buckets by the cluster's time, so
+// every acknowledged order is published and takes effect once; a Stage refused because the
+// offset was not known well enough (outbox.ErrClockOffset) fails its request, which the client
+// retries, and is counted in the service's report. Judged by their own clocks, the service's
+// intents went into buckets its relay had closed: none was published.
+func (ch *outboxChain) clocksOff(t *testing.T) {
+	orders := ch.orders("clocksoff", outboxOrders)
+	relay := ch.start(t, "relay", "-clock-offset", "2m")
+	api := ch.startAPI(t, "-clock-offset", "-3m")
+	wait := ch.placeAll(t, orders)
+	wait()
+	took := ch.settle(orders, 2*time.Minute)
+	stop(t, api) // its last line is its stager's reading
+	api.mu.Lock()
+	c := api.clock
+	api.mu.Unlock()
+	require.Equal(t, "clock", c.Event, "the service reported its stager's clock")
+	offset, err := time.ParseDuration(c.Offset)
+	require.NoError(t, err)
+	ch.report(t, "the order service's clocks 3 minutes behind the host's, its relay's 2 minutes ahead", orders,
+		fmt.Sprintf("the service measured its offset at %s (±%s) and bucketed by the cluster's time; %d Stages refused "+
+			"(outbox.ErrClockOffset), each retried by its client; every order took effect %s after the last acknowledgement",
+			offset.Round(time.Millisecond), c.Bound, c.Refused, took.Round(time.Millisecond)))
+	assert.InDelta(t, float64(3*time.Minute), float64(offset), float64(time.Second), "the stager's measured offset")
+	stop(t, relay)
 }
