@@ -35,6 +35,7 @@ type Meter struct {
 	mu          sync.Mutex
 	last        *sample
 	attempted   time.Time // monotonic: the last measurement's start
+	succeeded   time.Time // monotonic: the last successful measurement's start, kept or not
 	counts      Reading   // Measurements, Failures, Refusals, Err
 	logged      time.Duration
 	loggedAny   bool
@@ -96,7 +97,15 @@ func (m *Meter) measure(ctx context.Context) error {
 		return m.counts.Err
 	}
 	s := newSample(at, l0, m0, l1, m1)
-	m.last, m.counts.Err = &s, nil
+	m.succeeded, m.counts.Err = m0, nil
+	// A slow round trip (a loaded host or node) gives a wide bound: the sample before it,
+	// carried by the monotonic clock, may still be the tighter one, and is kept then.
+	if m.last != nil {
+		if _, _, bound, _ := m.last.at(m1, l1); bound <= s.base {
+			return nil
+		}
+	}
+	m.last = &s
 	m.logMove(ctx, s.cluster.Sub(s.local), s.base)
 	return nil
 }
@@ -172,9 +181,7 @@ func (m *Meter) Check(ctx context.Context, limit time.Duration) (Reading, error)
 	case !usable:
 		select {
 		case m.sem <- struct{}{}:
-			if m.due() {
-				_ = m.measure(ctx)
-			}
+			m.measureUntil(ctx, limit)
 			<-m.sem
 		case <-ctx.Done():
 			return r, ctx.Err()
@@ -185,6 +192,30 @@ func (m *Meter) Check(ctx context.Context, limit time.Duration) (Reading, error)
 		return r, nil
 	}
 	return m.refuse(ctx, r, limit)
+}
+
+// tries is how many measurements in a row a Check makes while their round trips are too slow
+// for its limit: one slow answer of a loaded node does not refuse a call.
+const tries = 3
+
+// measureUntil measures up to tries times while the reading stays outside limit and the
+// measurements succeed, unless the last attempt was within retryAfter (another caller's, just
+// now); the caller holds sem.
+func (m *Meter) measureUntil(ctx context.Context, limit time.Duration) {
+	m.mu.Lock()
+	recent := !m.attempted.IsZero() && time.Since(m.attempted) < m.cfg.retry
+	m.mu.Unlock()
+	if recent {
+		return
+	}
+	for range tries {
+		if m.measure(ctx) != nil {
+			return
+		}
+		if r := m.Reading(); r.Bound <= limit {
+			return
+		}
+	}
 }
 
 // due reports whether a Check should measure.
@@ -199,7 +230,7 @@ func (m *Meter) due() bool {
 		return true
 	}
 	_, _, bound, age := m.last.at(mono, local)
-	return age >= m.cfg.interval || bound-m.last.base > slipTolerance+time.Duration(float64(age)*MaxDrift)
+	return mono.Sub(m.succeeded) >= m.cfg.interval || bound-m.last.base > slipTolerance+time.Duration(float64(age)*MaxDrift)
 }
 
 // refuse counts and logs a refusal (at most once an interval) and returns its error.

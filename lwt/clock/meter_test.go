@@ -189,3 +189,30 @@ func TestOptionsRefused(t *testing.T) {
 	assert.True(t, errors.Is(err, ErrInvalidOption))
 	assert.Equal(t, Reading{}, m.Reading())
 }
+
+// A measurement whose round trip was slower than the bound the last one still has is not taken:
+// the tighter reading stays, and a Check that needs a tighter one than either measures again,
+// up to tries times.
+func TestSlowRoundTripKeepsTighterReading(t *testing.T) {
+	t.Parallel()
+	m, err := New(session(t))
+	require.NoError(t, err)
+	m.cfg.retry = 0
+	_, err = m.Measure(context.Background())
+	require.NoError(t, err)
+	m.mu.Lock()
+	tight := *m.last
+	tight.base = 0 // tighter than any round trip
+	m.last = &tight
+	m.mu.Unlock()
+	r, err := m.Measure(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, int64(2), r.Measurements)
+	m.mu.Lock()
+	assert.Same(t, &tight, m.last, "the tighter sample is kept")
+	m.mu.Unlock()
+
+	_, err = m.Check(context.Background(), 0) // nothing is that tight: tries measurements, then refused
+	require.ErrorIs(t, err, ErrOffset)
+	assert.Equal(t, int64(2+tries), m.Reading().Measurements)
+}

@@ -12,7 +12,9 @@ type Reading struct {
 	// trip, the coordinator's millisecond, MaxDrift of its age, and how far the component's
 	// clock moved apart from the monotonic clock since (a step, a suspended VM).
 	Bound time.Duration
-	// Age is the time since the last successful measurement, by the monotonic clock.
+	// Age is the age of the measurement the reading is carried from, by the monotonic clock: the
+	// last successful one, or an earlier one whose bound is still tighter than a later slow
+	// round trip's.
 	Age time.Duration
 	// Measured is false until a measurement succeeds; Offset and Bound mean nothing before.
 	Measured bool
