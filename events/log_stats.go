@@ -11,10 +11,15 @@ type LogStats struct {
 	// (see Record), and Rows the rows they carried: Rows / Writes is how many events a write
 	// carried on average.
 	Writes, Rows int64
+	// IndexWrites is the window index rows the Log wrote (one per window, counter and Log that
+	// wrote it) and Starts the conditional writes that gave a counter's rollup row its first
+	// day (one per counter and Log): with Writes and LateRounds, every write an event cost.
+	IndexWrites, Starts int64
 	// Summed is the partitions whose sum the node computed for totals and rollups, Reused the
 	// partition sums taken from the Log's cache instead (final, or checked unchanged by their
-	// marks), and Checks the queries that read marks.
-	Summed, Reused, Checks int64
+	// marks), and Checks the queries that read marks. TotalSummed is the part of Summed that
+	// totals summed (the rest, rollups'): TotalSummed / TotalReads is what a total read.
+	Summed, Reused, Checks, TotalSummed int64
 	// Totals is the Total calls that returned a total, and TotalReads the reads made for them:
 	// concurrent calls of one counter share reads, so TotalReads can be far fewer.
 	Totals, TotalReads int64
@@ -28,6 +33,9 @@ type LogStats struct {
 	// RollupFailures is the Rollup calls (RunRollups' and RollupEvery's included) that returned
 	// an error, Stalled those that found a rollup more than the maximum lag behind.
 	RollupFailures, Stalled int64
+	// Rollups is the Rollup calls (RunRollups' and RollupEvery's included), and TotalFolds the
+	// folds that totals made of the closed windows they had summed (see Total).
+	Rollups, TotalFolds int64
 	// RollupLag is how far behind the clock the rollup of the counter furthest behind is, as this
 	// Log knows it: the clock less the oldest window it wrote and has not seen folded (a fold of
 	// its own, by Rollup, RunRollups or RollupEvery), or less the first failure of a counter it
@@ -39,8 +47,9 @@ type LogStats struct {
 }
 
 type logCounters struct {
-	writes, rows, summed, reused, checks, totals, reads      atomic.Int64
-	lateEvents, lateRounds, expired, rollupFailures, stalled atomic.Int64
+	writes, rows, indexWrites, starts, summed, reused, checks, totalSummed  atomic.Int64
+	totals, reads, lateEvents, lateRounds, expired, rollupFailures, stalled atomic.Int64
+	rollups, totalFolds                                                     atomic.Int64
 }
 
 // Stats returns a snapshot of the Log's counters.
@@ -49,8 +58,9 @@ func (l *Log) Stats() LogStats {
 		return LogStats{}
 	}
 	c := &l.stats
-	s := LogStats{Writes: c.writes.Load(), Rows: c.rows.Load(), Summed: c.summed.Load(), Reused: c.reused.Load(),
-		Checks: c.checks.Load(), Totals: c.totals.Load(), TotalReads: c.reads.Load(),
+	s := LogStats{Writes: c.writes.Load(), Rows: c.rows.Load(), IndexWrites: c.indexWrites.Load(), Starts: c.starts.Load(),
+		Summed: c.summed.Load(), Reused: c.reused.Load(), Checks: c.checks.Load(), TotalSummed: c.totalSummed.Load(),
+		Totals: c.totals.Load(), TotalReads: c.reads.Load(), Rollups: c.rollups.Load(), TotalFolds: c.totalFolds.Load(),
 		LateEvents: c.lateEvents.Load(), LateRounds: c.lateRounds.Load(), Expired: c.expired.Load(),
 		RollupFailures: c.rollupFailures.Load(), Stalled: c.stalled.Load()}
 	if worst, ok := l.laggiest(l.cfg.Now()); ok {

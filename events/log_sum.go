@@ -33,11 +33,12 @@ type check struct {
 // the node, so no event row crosses the network; sums this Log cached are read again only if
 // their partition was written since (see sumEach). now is the clock at the start of the read.
 func (l *Log) sum(ctx context.Context, counter string, legacy []time.Time, windows []window, now time.Time) (int64, error) {
-	total, _, err := l.sumEach(ctx, counter, legacy, windows, now)
+	total, _, err := l.sumEach(ctx, counter, legacy, windows, now, false)
 	return total, err
 }
 
-// sumEach is sum, returning each window's own sum too, in the order of windows.
+// sumEach is sum, returning each window's own sum too, in the order of windows; forTotal
+// counts its partition sums as a total's (LogStats.TotalSummed).
 //
 // A part of a window is read with the node's sum of its rows and the writers' marks beside it
 // (one query, one partition: a consistent view of both), and the pair is cached. A window that
@@ -50,7 +51,7 @@ func (l *Log) sum(ctx context.Context, counter string, legacy []time.Time, windo
 // window filling now, not those of its grace and settle time. One query per partition, not one
 // naming several: the node reads the partitions of an aggregate over an IN list one after
 // another, which measured slower than eight single-partition queries at once (docs/sizing.md).
-func (l *Log) sumEach(ctx context.Context, counter string, legacy []time.Time, windows []window, now time.Time) (int64, []int64, error) {
+func (l *Log) sumEach(ctx context.Context, counter string, legacy []time.Time, windows []window, now time.Time, forTotal bool) (int64, []int64, error) {
 	var reads []read
 	var checks []check
 	var cached []partial // sums taken from the cache, added after the reads
@@ -105,6 +106,9 @@ func (l *Log) sumEach(ctx context.Context, counter string, legacy []time.Time, w
 	if err != nil {
 		return 0, nil, err
 	}
+	if forTotal {
+		l.stats.totalSummed.Add(int64(partReads(reads) + partReads(again)))
+	}
 	parts := append(cached, unchanged...)
 	for i, r := range reads {
 		parts = append(parts, partial{r.win, got[i]})
@@ -113,6 +117,17 @@ func (l *Log) sumEach(ctx context.Context, counter string, legacy []time.Time, w
 		parts = append(parts, partial{r.win, gotAgain[i]})
 	}
 	return addPartials(counter, parts, len(windows))
+}
+
+// partReads returns how many of reads are one part of a window, summed by the node.
+func partReads(reads []read) int {
+	n := 0
+	for _, r := range reads {
+		if !r.legacy && r.mixed == nil {
+			n++
+		}
+	}
+	return n
 }
 
 // partial is one sum of a window (win its index; -1 for a first-layout bucket).

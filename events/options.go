@@ -27,6 +27,7 @@ type config struct {
 	width, grace, settle, skew time.Duration
 	legacyWidth                time.Duration
 	parts                      int
+	rollupConcurrency          int
 	logRetention, maxLag       time.Duration // see WithLogRetention; maxLag 0: a quarter of it
 	logger                     *slog.Logger
 }
@@ -45,6 +46,10 @@ const (
 	// MaxParts bounds WithParts: a total reads every part of the filling window and the marks of
 	// every part of the other unfolded windows.
 	MaxParts = 256
+	// DefaultRollupConcurrency is how many counters a pass of RunRollups or RollupEvery folds at
+	// once (WithRollupConcurrency), and MaxRollupConcurrency its bound.
+	DefaultRollupConcurrency = 16
+	MaxRollupConcurrency     = 256
 )
 
 func defaultConfig() config {
@@ -53,7 +58,7 @@ func defaultConfig() config {
 		events: "counter_events", buckets: "counter_buckets", rollups: "counter_rollups",
 		windowEvents: "counter_window_events", windows: "counter_windows", lateClaims: "counter_late_claims", lateSlices: "counter_late_slices",
 		width: DefaultWindow, grace: DefaultGracePeriod, settle: DefaultSettleTime, skew: time.Minute,
-		legacyWidth: time.Hour, parts: DefaultParts, logRetention: DefaultLogRetention,
+		legacyWidth: time.Hour, parts: DefaultParts, rollupConcurrency: DefaultRollupConcurrency, logRetention: DefaultLogRetention,
 	}
 }
 
@@ -131,6 +136,17 @@ func WithBucketWidth(d time.Duration) Option {
 func WithParts(n int) Option {
 	return optcheck.Set(ErrInvalidOption, n < 1 || n > MaxParts, optcheck.Call("WithParts", n), fmt.Sprintf("must be 1..%d", MaxParts),
 		func(c *config) { c.parts = n })
+}
+
+// WithRollupConcurrency sets how many counters a pass of RunRollups or RollupEvery folds at once
+// (default 16; 1 to MaxRollupConcurrency). Each fold is a serial read of the counter's rollup
+// row, its closed windows' sums and one conditional write, on a partition of its own: a pass
+// over many counters takes the number of counters due over this, times a fold's latency, and a
+// counter's closed windows wait that long for their fold. Raise it while the node's LWT
+// latency stays low; lower it when folds time out.
+func WithRollupConcurrency(n int) Option {
+	return optcheck.Set(ErrInvalidOption, n < 1 || n > MaxRollupConcurrency, optcheck.Call("WithRollupConcurrency", n), fmt.Sprintf("must be 1..%d", MaxRollupConcurrency),
+		func(c *config) { c.rollupConcurrency = n })
 }
 
 // WithLegacyBucketWidth sets the bucket width that the first layout (counter_events) was

@@ -40,7 +40,7 @@ func TestTotalWhilePartsChange(t *testing.T) {
 	require.NoError(t, err)
 	require.Greater(t, stale, int64(n), "the 4-part sums hold copies written with 7 parts")
 
-	sum, err := four.sumTail(ctx, "c", legacy, windows, now, end)
+	sum, _, err := four.sumTail(ctx, "c", legacy, windows, now, end)
 	require.NoError(t, err)
 	require.EqualValues(t, n, st.total+sum)
 	for _, l := range []*Log{four, seven} {

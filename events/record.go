@@ -116,6 +116,7 @@ func (l *Log) ensureIndexed(ctx context.Context, counter string, window time.Tim
 		if err != nil {
 			return fmt.Errorf("events: index window %v of %q: %w", window, counter, err)
 		}
+		l.stats.indexWrites.Add(1)
 		remember(l, l.indexed, k, indexedCacheSize)
 		return nil
 	})
@@ -177,6 +178,7 @@ func (l *Log) ensureStarted(ctx context.Context, counter string, window time.Tim
 		if _, err := q.MapScanCAS(map[string]any{}); err != nil {
 			return fmt.Errorf("events: start counter %q: %w", counter, err)
 		}
+		l.stats.starts.Add(1)
 		remember(l, l.started, counter, startedCacheSize)
 		return nil
 	})

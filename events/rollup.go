@@ -55,6 +55,7 @@ func (l *Log) Rollup(ctx context.Context, counter string) (RollupResult, error) 
 	if err := ValidateCounter(counter); err != nil {
 		return RollupResult{}, err
 	}
+	l.stats.rollups.Add(1)
 	res, err := l.rollupRounds(ctx, counter)
 	if err != nil {
 		l.stats.rollupFailures.Add(1)

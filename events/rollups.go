@@ -11,9 +11,6 @@ import (
 	"github.com/cassdedup/cassdedup/internal/parallel"
 )
 
-// rollupConcurrency bounds the counters one pass of RunRollups or RollupEvery folds at once.
-const rollupConcurrency = 4
-
 // RollupEvery calls Rollup for each counter every interval until ctx is done, and then
 // returns ctx.Err(). It runs in the caller's goroutine. A failed Rollup is retried at the
 // next tick; onError, if not nil, and the Log's logger (WithLogger) are told about it. A
@@ -25,7 +22,9 @@ func (l *Log) RollupEvery(ctx context.Context, interval time.Duration, onError f
 
 // RunRollups folds, every interval, every counter this Log recorded an event for, until each
 // of them is folded past the last window the Log wrote, and returns ctx.Err() when ctx is
-// done. It runs in the caller's goroutine (up to four rollups at a time); run it in every
+// done. A pass folds only the counters with a window that closed since their last fold (so its
+// work follows the windows that closed, not the counters), up to WithRollupConcurrency at a
+// time. It runs in the caller's goroutine; run it in every
 // process that records events, beside any number of other rollers: Rollup is exactly once
 // whoever runs it. A window is folded at most Lag(interval) after it starts, so a total lists
 // about that much of each counter's windows. A failed Rollup is retried at the next tick;
@@ -37,7 +36,7 @@ func (l *Log) RollupEvery(ctx context.Context, interval time.Duration, onError f
 // folded stays exact and is folded by the next Rollup of it from any process (RollupEvery, or
 // RunRollups in a process that records it again).
 func (l *Log) RunRollups(ctx context.Context, interval time.Duration, onError func(counter string, err error)) error {
-	return l.rollupLoop(ctx, interval, onError, l.activeCounters, l.folded)
+	return l.rollupLoop(ctx, interval, onError, l.dueCounters, l.folded)
 }
 
 func (l *Log) rollupLoop(ctx context.Context, interval time.Duration, onError func(string, error),
@@ -62,13 +61,13 @@ func (l *Log) rollupLoop(ctx context.Context, interval time.Duration, onError fu
 	}
 }
 
-// rollPass folds each counter once, up to rollupConcurrency at a time. One counter's failure
+// rollPass folds each counter once, up to WithRollupConcurrency at a time. One counter's failure
 // never stops the others; it returns the first stall found (see WithMaxRollupLag), after the
 // pass, so that the folds that can be made are made.
 func (l *Log) rollPass(ctx context.Context, cs []string, onError func(string, error), folded func(string, RollupResult)) error {
 	var mu sync.Mutex
 	var stall error
-	_ = parallel.ForEach(ctx, len(cs), rollupConcurrency, func(ctx context.Context, i int) error {
+	_ = parallel.ForEach(ctx, len(cs), l.cfg.rollupConcurrency, func(ctx context.Context, i int) error {
 		res, err := l.Rollup(ctx, cs[i])
 		if err != nil && ctx.Err() != nil {
 			return nil // the caller stopped the loop
@@ -98,14 +97,18 @@ func (l *Log) rollPass(ctx context.Context, cs []string, onError func(string, er
 	return stall
 }
 
-// activeCounters returns the counters recorded by this Log and not yet folded past their last
-// window.
-func (l *Log) activeCounters() []string {
+// dueCounters returns the counters recorded by this Log, not yet folded past their last window,
+// that may have a window closed since their last fold: the oldest time the Log knows unfolded
+// (see noteFold) is before the horizon, or nothing is known.
+func (l *Log) dueCounters() []string {
+	h := l.horizon(l.cfg.Now())
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	out := make([]string, 0, len(l.active))
 	for c := range l.active {
-		out = append(out, c)
+		if since, known := l.behind[c]; !known || since.Before(h) {
+			out = append(out, c)
+		}
 	}
 	return out
 }

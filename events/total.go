@@ -44,6 +44,11 @@ const readConcurrency = 8
 // by event id (see partsChanged). With rollups running, the node sums about the events of the
 // window filling now, and none of them is sent to the client; a part whose marks changed
 // after its window ended costs one more round.
+//
+// A read that summed more than two closed windows (a counter no rollup reached for a while)
+// folds them, once its callers have their total, with one conditional write on the watermark
+// it read, as Rollup would: the next total, in any process, reads that fold and sums only the
+// windows closed since.
 func (l *Log) Total(ctx context.Context, counter string) (int64, error) {
 	if err := l.checkCall(ctx); err != nil {
 		return 0, err
@@ -67,50 +72,52 @@ func (l *Log) Total(ctx context.Context, counter string) (int64, error) {
 	}
 }
 
-// readTotal reads the counter's total once (see Total).
-func (l *Log) readTotal(ctx context.Context, counter string) (int64, error) {
+// readTotal reads the counter's total once (see Total), and returns the fold of the closed
+// windows it summed when there were more than maxClosedInTotal of them (nil otherwise).
+func (l *Log) readTotal(ctx context.Context, counter string) (int64, *pendingFold, error) {
 	now := l.cfg.Now()
 	end := l.readEnd(now)
 	st, legacy, windows, err := l.tail(ctx, counter, end)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
-	sum, err := l.sumTail(ctx, counter, legacy, windows, now, end)
+	sum, each, err := l.sumTail(ctx, counter, legacy, windows, now, end)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	l.stats.reads.Add(1)
 	total, err := addChecked(st.total, sum)
 	if err != nil {
-		return 0, fmt.Errorf("events: total of %q: %w", counter, err)
+		return 0, nil, fmt.Errorf("events: total of %q: %w", counter, err)
 	}
-	return total, nil
+	return total, l.foldOf(st, legacy, windows, each, now), nil
 }
 
 // sumTail sums what tail listed at now, and sums again by event id each window whose parts
-// values changed while it was being summed.
-func (l *Log) sumTail(ctx context.Context, counter string, legacy []time.Time, windows []window, now, end time.Time) (int64, error) {
-	sum, each, err := l.sumEach(ctx, counter, legacy, windows, now)
+// values changed while it was being summed; it returns each window's sum too.
+func (l *Log) sumTail(ctx context.Context, counter string, legacy []time.Time, windows []window, now, end time.Time) (int64, []int64, error) {
+	sum, each, err := l.sumEach(ctx, counter, legacy, windows, now, true)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	changed, err := l.partsChanged(ctx, counter, windows, now, end)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	for i, parts := range changed {
 		s, err := l.sumMixed(ctx, counter, windows[i].start, parts)
 		if err != nil {
-			return 0, fmt.Errorf("events: sum window %v of %q: %w", windows[i].start, counter, err)
+			return 0, nil, fmt.Errorf("events: sum window %v of %q: %w", windows[i].start, counter, err)
 		}
 		if sum, err = addChecked(sum, -each[i]); err == nil {
 			sum, err = addChecked(sum, s)
 		}
 		if err != nil {
-			return 0, fmt.Errorf("events: sum of %q: %w", counter, err)
+			return 0, nil, fmt.Errorf("events: sum of %q: %w", counter, err)
 		}
+		each[i] = s
 	}
-	return sum, nil
+	return sum, each, nil
 }
 
 // partsChanged lists again, after their sums, the windows that writers could still write when

@@ -29,7 +29,8 @@ func (l *Log) joinTotal(counter string) *totalRead {
 
 // readTotals makes counter's reads one after another, each for the calls that joined it, until
 // none is waiting. A read is not bound to any caller's context: callers that stop waiting leave
-// it to the others; the driver's timeouts bound it.
+// it to the others; the driver's timeouts bound it. A read that summed more than a few closed
+// windows folds them once its callers have their total, before the next read starts.
 func (l *Log) readTotals(counter string) {
 	for {
 		l.mu.Lock()
@@ -41,7 +42,11 @@ func (l *Log) readTotals(counter string) {
 		}
 		l.totals[counter] = nil // reading: later callers make the next one
 		l.mu.Unlock()
-		r.total, r.err = l.readTotal(context.Background(), counter)
+		var fold *pendingFold
+		r.total, fold, r.err = l.readTotal(context.Background(), counter)
 		close(r.done)
+		if fold != nil {
+			l.applyFold(context.Background(), counter, fold)
+		}
 	}
 }
