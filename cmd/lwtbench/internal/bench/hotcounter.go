@@ -59,12 +59,21 @@ type HotCounterCase struct {
 	MaxIndexRowsProjected1h        float64 `json:"max_index_rows_projected_1h"`
 	PartitionsCounted              int     `json:"partitions_counted"`
 	// RowsPerWrite is the events one write of the Log carried on average (a write holds the
-	// rows queued for one partition), and PartsSummedPerTotal and PartsReusedPerTotal the
-	// partition sums the node computed and those the Log reused from its cache, per total read
-	// (rollups' sums included: they share the Log).
-	RowsPerWrite        float64 `json:"rows_per_write"`
-	PartsSummedPerTotal float64 `json:"parts_summed_per_total"`
-	PartsReusedPerTotal float64 `json:"parts_reused_per_total"`
+	// rows queued for one partition), and WritesPerEvent the writes the Log sent per event
+	// acknowledged: event row writes, window index rows, counter starts and late claims.
+	RowsPerWrite   float64 `json:"rows_per_write"`
+	WritesPerEvent float64 `json:"writes_per_event"`
+	// PartsSummedPerTotal is the partitions the node summed for one total read (the total's own
+	// sums), PartsSummedByRollupsPerTotal the rollups' sums over the same reads (the figure
+	// parts_summed_per_total counted with them before), and PartsReusedPerTotal the sums the Log
+	// reused from its cache, per total read (rollups' included: they share the Log).
+	PartsSummedPerTotal          float64 `json:"parts_summed_per_total"`
+	PartsSummedByRollupsPerTotal float64 `json:"parts_summed_by_rollups_per_total"`
+	PartsReusedPerTotal          float64 `json:"parts_reused_per_total"`
+	// Rollups is the Rollup calls of the case (its RunRollups'), and TotalFolds the folds its
+	// totals made of closed windows they had summed.
+	Rollups    int64 `json:"rollups"`
+	TotalFolds int64 `json:"total_folds"`
 	// WarmupS is how long the same load ran, on other counters, before the first case, and was
 	// not measured.
 	WarmupS                        float64 `json:"warmup_s"`
@@ -246,15 +255,25 @@ func (h *hotRun) result(name string, c Config, elapsed time.Duration) HotCounter
 	if p := h.firstErr.Load(); p != nil {
 		hc.FirstError = *p
 	}
-	st := h.log.Stats()
+	h.costs(&hc, h.log.Stats())
+	return hc
+}
+
+// costs sets what the case's writes and totals cost, from its Log's counters taken when the
+// writers stopped: per write, per event acknowledged and per total read.
+func (h *hotRun) costs(hc *HotCounterCase, st events.LogStats) {
 	if st.Writes > 0 {
 		hc.RowsPerWrite = float64(st.Rows) / float64(st.Writes)
 	}
+	if hc.Events > 0 {
+		hc.WritesPerEvent = float64(st.Writes+st.IndexWrites+st.Starts+st.LateRounds) / float64(hc.Events)
+	}
 	if st.TotalReads > 0 { // one reader: a read per total
-		hc.PartsSummedPerTotal = float64(st.Summed) / float64(st.TotalReads)
+		hc.PartsSummedPerTotal = float64(st.TotalSummed) / float64(st.TotalReads)
+		hc.PartsSummedByRollupsPerTotal = float64(st.Summed-st.TotalSummed) / float64(st.TotalReads)
 		hc.PartsReusedPerTotal = float64(st.Reused) / float64(st.TotalReads)
 	}
-	return hc
+	hc.Rollups, hc.TotalFolds = st.Rollups, st.TotalFolds
 }
 
 // check waits until every window of the run is closed, folds it, and compares each counter's

@@ -36,7 +36,7 @@ func TestHotCounterSmoke(t *testing.T) {
 	raw, err := os.ReadFile(jsons[0])
 	require.NoError(t, err)
 	for _, field := range []string{"events_per_s", "total_p50_ms", "total_p99_ms", "max_partition_rows",
-		"max_partition_rows_projected_1h_10k", "total_exact"} {
+		"max_partition_rows_projected_1h_10k", "total_exact", "writes_per_event", "parts_summed_per_total"} {
 		assert.Contains(t, string(raw), `"`+field+`"`)
 	}
 	r, err := ReadJSON(bytes.NewReader(raw))
@@ -50,6 +50,9 @@ func TestHotCounterSmoke(t *testing.T) {
 		assert.Positive(t, hc.MaxIndexRows, hc.Name)
 		assert.GreaterOrEqual(t, hc.RowsPerWrite, 1.0, hc.Name)
 		assert.Positive(t, hc.PartsSummedPerTotal, hc.Name)
+		// Every event is one row of a write, plus its share of index rows and the counter's start.
+		assert.GreaterOrEqual(t, hc.WritesPerEvent, 1/hc.RowsPerWrite, hc.Name)
+		assert.Positive(t, hc.WritesPerEvent, hc.Name)
 		assert.True(t, hc.TotalExact, "%s: %d of %d wrong, %d unconfirmed, %s", hc.Name, hc.CountersWrong,
 			hc.CountersChecked, hc.Unconfirmed, hc.FirstError)
 	}
