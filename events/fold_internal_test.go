@@ -237,3 +237,36 @@ func TestFoldsRaceWithTotals(t *testing.T) {
 		}
 	}
 }
+
+// TestRollupFoldsInOnePaxosRound folds a counter whose row no other worker moves: the row is
+// read with a plain read and moved with one conditional write, so the fold costs one Paxos
+// round (it read the row at the serial consistency first, a second round). A stale move from
+// the same state is refused, and the totals are exact.
+func TestRollupFoldsInOnePaxosRound(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clock := testnode.NewClock(t0)
+	_, newLog := logsOn(t, clock)
+	l, other := newLog(), newLog()
+	recordEachSecond(t, clock, l, "c", t0, 10)
+	clock.Advance(10 * time.Second)
+	st, err := other.readRollup(ctx, "c", false)
+	require.NoError(t, err)
+	res, err := l.Rollup(ctx, "c")
+	require.NoError(t, err)
+	require.Equal(t, 10, res.Folded)
+	require.EqualValues(t, 10, res.Total)
+	require.Zero(t, l.stats.serialReads.Load(), "no serial read")
+
+	applied, err := other.moveWatermark(ctx, "c", st, RollupResult{Watermark: res.Watermark, Total: 1000})
+	require.NoError(t, err)
+	require.False(t, applied, "a move from the row as it was before the fold")
+	res, err = other.Rollup(ctx, "c")
+	require.NoError(t, err)
+	require.Zero(t, res.Folded)
+	for _, lg := range []*Log{l, other} {
+		total, err := lg.Total(ctx, "c")
+		require.NoError(t, err)
+		require.EqualValues(t, 10, total)
+	}
+}

@@ -50,6 +50,7 @@ type logCounters struct {
 	writes, rows, indexWrites, starts, summed, reused, checks, totalSummed  atomic.Int64
 	totals, reads, lateEvents, lateRounds, expired, rollupFailures, stalled atomic.Int64
 	rollups, totalFolds                                                     atomic.Int64
+	serialReads                                                             atomic.Int64 // of rollup rows: a Paxos round each
 }
 
 // Stats returns a snapshot of the Log's counters.

@@ -36,11 +36,13 @@ const maxRollupRounds = 5
 const legacyClose = time.Hour + 5*time.Minute
 
 // Rollup folds the counter's closed windows into its rollup row, exactly once: it reads the
-// row at the serial consistency, sums the windows from the watermark up to the closing
-// horizon (windows that ended more than the grace period plus the settle time ago), and moves
-// the watermark with a lightweight transaction conditional on the watermark it read. Two
-// workers racing compute the same total for the same horizon; the loser re-reads and finds
-// nothing left to fold. A worker that stops between the sum and the watermark move leaves the
+// row, sums the windows from the watermark up to the closing horizon (windows that ended more
+// than the grace period plus the settle time ago), and moves the watermark with a lightweight
+// transaction conditional on the watermark it read. Two workers racing compute the same total
+// for the same horizon; the loser re-reads, at the serial consistency, and finds nothing left
+// to fold. The first read is a plain one: a fold writes the watermark and the total in one
+// mutation and a watermark only moves forward, so a stale read can only make the conditional
+// write fail, never fold a window twice, and a fold costs one Paxos round instead of two. A worker that stops between the sum and the watermark move leaves the
 // row as it was, so the next one folds the same windows. Rollup may run anywhere, any number of
 // times. Buckets of the first layout (counter_events) are folded by the same rule once closed.
 //
@@ -76,8 +78,8 @@ func (l *Log) Rollup(ctx context.Context, counter string) (RollupResult, error) 
 // rollupRounds folds counter, reading again after each race lost, a bounded number of times.
 func (l *Log) rollupRounds(ctx context.Context, counter string) (RollupResult, error) {
 	lag := time.Duration(-1)
-	for range maxRollupRounds {
-		res, done, err := l.rollupRound(ctx, counter)
+	for round := range maxRollupRounds {
+		res, done, err := l.rollupRound(ctx, counter, round > 0)
 		if lag < 0 {
 			lag = res.Lag // the first round's: what this call found
 		}
@@ -92,7 +94,7 @@ func (l *Log) rollupRounds(ctx context.Context, counter string) (RollupResult, e
 
 // PlanRollup returns what Rollup would do now, and writes nothing: the watermark it would
 // move to, the total there and the number of windows it would fold (0 when nothing is
-// closed). Its reads are Rollup's, at the serial consistency.
+// closed). It reads the row at the serial consistency, as Rollup does after a lost race.
 func (l *Log) PlanRollup(ctx context.Context, counter string) (RollupResult, error) {
 	if err := l.checkCall(ctx); err != nil {
 		return RollupResult{}, err
@@ -100,14 +102,15 @@ func (l *Log) PlanRollup(ctx context.Context, counter string) (RollupResult, err
 	if err := ValidateCounter(counter); err != nil {
 		return RollupResult{}, err
 	}
-	_, res, _, err := l.nextRollup(ctx, counter)
+	_, res, _, err := l.nextRollup(ctx, counter, true)
 	return res, err
 }
 
-// nextRollup reads the rollup row and sums the closed windows after its watermark: the row
-// read, the result a fold would write, and done when there is nothing to fold.
-func (l *Log) nextRollup(ctx context.Context, counter string) (rollupState, RollupResult, bool, error) {
-	st, err := l.readRollup(ctx, counter, true)
+// nextRollup reads the rollup row (at the serial consistency if serial) and sums the closed
+// windows after its watermark: the row read, the result a fold would write, and done when
+// there is nothing to fold.
+func (l *Log) nextRollup(ctx context.Context, counter string, serial bool) (rollupState, RollupResult, bool, error) {
+	st, err := l.readRollup(ctx, counter, serial)
 	if err != nil {
 		return st, RollupResult{}, false, err
 	}
@@ -160,9 +163,10 @@ func lagOf(now, t time.Time) time.Duration {
 	return max(now.Sub(t), 0)
 }
 
-// rollupRound makes one attempt; done is false when another worker moved the watermark.
-func (l *Log) rollupRound(ctx context.Context, counter string) (RollupResult, bool, error) {
-	st, res, done, err := l.nextRollup(ctx, counter)
+// rollupRound makes one attempt, reading the row at the serial consistency if serial; done is
+// false when another worker moved the watermark.
+func (l *Log) rollupRound(ctx context.Context, counter string, serial bool) (RollupResult, bool, error) {
+	st, res, done, err := l.nextRollup(ctx, counter, serial)
 	if err != nil || done {
 		return res, done, err
 	}

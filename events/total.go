@@ -164,6 +164,7 @@ func (l *Log) readRollup(ctx context.Context, counter string, serial bool) (roll
 	q := l.session.Query(l.q.readRollup, counter).WithContext(ctx).Consistency(l.cfg.Consistency)
 	if serial {
 		q = q.Consistency(l.cfg.SerialRead())
+		l.stats.serialReads.Add(1)
 	}
 	var st rollupState
 	var wm, since *time.Time
