@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/cassdedup/cassdedup/lwt"
 )
@@ -55,16 +56,21 @@ func (g *Guard) runFast(ctx context.Context, grp *batchGroup, j int, handler Han
 }
 
 // recordFast records the group's succeeded fast-path messages: one unlogged batch of plain
-// writes into their partition while the guard still owns the scope at the epoch they were
-// admitted under, and otherwise conditional claims completed at once, which cannot overwrite a
-// record another owner made meanwhile.
+// writes into their partition (resolved before the handlers ran) while the guard still owns the
+// scope at the epoch they were admitted under, sent before the lease's deadline or not at all,
+// and otherwise conditional claims completed at once, which cannot overwrite a record another
+// owner made meanwhile.
 func (grp *batchGroup) recordFast(ctx context.Context, g *Guard) {
 	var owned, stale []int
+	var deadline time.Time
 	for _, j := range grp.fastDone {
 		// Held until the write ends, so Disown does not release the scope's server lease
 		// while the record is on its way.
-		if done, ok := grp.passes[j].Hold(); ok && grp.passes[j].Epoch() == grp.passes[grp.fastDone[0]].Epoch() {
+		if d, done, ok := grp.passes[j].Hold(); ok && grp.passes[j].Epoch() == grp.passes[grp.fastDone[0]].Epoch() {
 			defer done()
+			if deadline.IsZero() || d.Before(deadline) {
+				deadline = d
+			}
 			owned = append(owned, j)
 		} else {
 			if ok {
@@ -74,18 +80,29 @@ func (grp *batchGroup) recordFast(ctx context.Context, g *Guard) {
 		}
 	}
 	if len(owned) > 0 {
-		items := make([]lwt.BatchItem, len(owned))
-		for k, j := range owned {
-			items[k] = item(grp.msgs[j])
-		}
-		if err := g.batch.PutCompletedBatch(ctx, grp.partition, items, nil, grp.passes[owned[0]].Epoch()); err != nil {
-			for _, j := range owned {
-				grp.results[j] = BatchResult{Outcome: Failed, Err: fmt.Errorf("guard: record %q: %w", grp.msgs[j].ID, err)}
-			}
-		}
+		grp.putOwned(ctx, g, owned, deadline)
 	}
 	if len(stale) > 0 {
 		grp.recordStale(ctx, g, stale)
+	}
+}
+
+// putOwned writes the records of the owned messages, whose ownership was just checked: a write
+// sent after deadline could reach the table after the next owner's warm-up read it.
+func (grp *batchGroup) putOwned(ctx context.Context, g *Guard, owned []int, deadline time.Time) {
+	ctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	items := make([]lwt.BatchItem, len(owned))
+	for k, j := range owned {
+		items[k] = item(grp.msgs[j])
+	}
+	if err := g.batch.PutCompletedBatch(ctx, grp.partition, items, nil, grp.passes[owned[0]].Epoch()); err != nil {
+		if ctx.Err() != nil {
+			err = fmt.Errorf("the lease's deadline passed: %w", err)
+		}
+		for _, j := range owned {
+			grp.results[j] = BatchResult{Outcome: Failed, Err: fmt.Errorf("guard: record %q: %w", grp.msgs[j].ID, err)}
+		}
 	}
 }
 

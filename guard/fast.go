@@ -15,22 +15,26 @@ import (
 // is a duplicate, and later ones replay this record.
 var fastRecorded = []byte("events: recorded in the bucketed table")
 
-// recordFast is the store's lwt.Recorder: a message of an owned scope that its pre-check knows
+// placeFast is the store's lwt.Recorder: a message of an owned scope that its pre-check knows
 // to be new, with a time of its own, is recorded as COMPLETED in its partition of the bucketed
 // table, by one plain write. That partition is one a later owner's warm-up reads (the windows of
 // the horizon), so the record is its own index and nothing else is written before the answer.
-func (g *Guard) recordFast(ctx context.Context, key lwt.Key, fingerprint, result []byte, epoch uint64, at time.Time) error {
+// The partition is resolved here, before the handler and the ownership check, since its layout
+// may need reading (every few minutes, or a first time): after the check comes only the write.
+func (g *Guard) placeFast(ctx context.Context, key lwt.Key, at time.Time) (lwt.RecordWrite, error) {
 	m, ok := messageOf(key)
 	if !ok {
-		return fmt.Errorf("%w: key %v is not a message's", ErrInvalidMessage, key)
+		return nil, fmt.Errorf("%w: key %v is not a message's", ErrInvalidMessage, key)
 	}
 	m.Time = at
 	p, err := g.partitionOf(ctx, m)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return g.batch.PutCompletedBatch(ctx, p, []lwt.BatchItem{{Key: m.ID, Fingerprint: fingerprint}},
-		[][]byte{result}, epoch)
+	return func(ctx context.Context, fingerprint, result []byte, epoch uint64) error {
+		return g.batch.PutCompletedBatch(ctx, p, []lwt.BatchItem{{Key: m.ID, Fingerprint: fingerprint}},
+			[][]byte{result}, epoch)
+	}, nil
 }
 
 // messageOf is the inverse of Message.key.

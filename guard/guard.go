@@ -112,8 +112,8 @@ func New(session *gocql.Session, opts ...Option) (*Guard, error) {
 	table := lwt.Table{Keyspace: cfg.Keyspace, Name: cfg.records,
 		KeyColumns: []string{"consumer_group", "topic", "partition", "message_id"}, CompletionColumns: cfg.completionCols}
 	// A fast-path message with a time is recorded in the bucketed table, where its record is
-	// also its scope's index (see recordFast).
-	g.store, err = lwt.NewStore(session, table, append(storeOpts, lwt.WithRecorder(g.recordFast))...)
+	// also its scope's index (see placeFast).
+	g.store, err = lwt.NewStore(session, table, append(storeOpts, lwt.WithRecorder(g.placeFast))...)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidOption, err)
 	}
@@ -169,7 +169,7 @@ func (g *Guard) Process(ctx context.Context, m Message, handler Handler) (Outcom
 	// every id whose handler ran on the LWT path, so a pre-check warmed from it may know ids that
 	// were never processed (costing an LWT), but never misses one that was. A duplicate writes
 	// the row again, which is harmless. A message with a time in an owned scope skips it: on the
-	// fast path its record in the bucketed table is its index (recordFast), and on the LWT path,
+	// fast path its record in the bucketed table is its index (placeFast), and on the LWT path,
 	// rarer there, the row is written after the claim.
 	idx := &indexWrite{g: g, ctx: ctx, m: m}
 	if !timed || !g.store.Owns(m.Scope.key()) {

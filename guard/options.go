@@ -220,6 +220,16 @@ func WithOwnership(lease, margin time.Duration) Option {
 		func(c *config) { c.ownership = append(c.ownership, lwt.WithOwnership(lease, margin)) })
 }
 
+// WithWriteRequestTimeout tells the ownership the cluster's write_request_timeout (default 2 s,
+// Cassandra's default; more than 0 and at most 1 min): Own waits it out after taking a scope's
+// lease, before its warm-up reads, so that a record write the previous owner sent before its
+// deadline is applied or dropped first. Set it to the cluster's value where that was raised;
+// see lwt.WithWriteRequestTimeout and docs/fastpath.md.
+func WithWriteRequestTimeout(d time.Duration) Option {
+	return optcheck.Set(ErrInvalidOption, d <= 0 || d > time.Minute, optcheck.Call("WithWriteRequestTimeout", d), "must be more than 0 and at most 1m",
+		func(c *config) { c.ownership = append(c.ownership, lwt.WithWriteRequestTimeout(d)) })
+}
+
 // WithMaxAttempts sets how many handler runs a message gets (default 5; 1 to 1000). When a run
 // fails and it was the last, or a delivery finds the attempts used up (a consumer crashed in
 // the handler each time), the message is reported as Poison from then on.

@@ -30,6 +30,8 @@ func TestBadOptionNamesItself(t *testing.T) {
 		"WithOwnership(10s, 1s)":                         guard.WithOwnership(10*time.Second, time.Second),
 		"WithOwnership(168h0m1s, 3s)":                    guard.WithOwnership(7*24*time.Hour+time.Second, 3*time.Second),
 		"WithOwnership(175200h0m1s, 3s)":                 guard.WithOwnership(20*365*24*time.Hour+time.Second, 3*time.Second),
+		"WithWriteRequestTimeout(0s)":                    guard.WithWriteRequestTimeout(0),
+		"WithWriteRequestTimeout(1m0.001s)":              guard.WithWriteRequestTimeout(time.Minute + time.Millisecond),
 		"lease 2h0m0s exceeds retention 1h0m0s":          guard.WithLease(2 * time.Hour),
 	} {
 		opts := []guard.Option{opt}

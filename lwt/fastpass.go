@@ -80,13 +80,14 @@ func (p *Pass) Owned() bool { return p.o != nil && p.s.owns(p.scope, p.o, p.epoc
 
 // Hold is Owned for the plain write that records the key: call it after the operation ran and
 // right before the write, and call done once the write has ended, so that Disown does not
-// release the scope's lease on the server while the write is on its way. When ok is false,
-// record the key with a conditional write instead (another owner may have run it meanwhile).
-// The time from Hold to the write's arrival must stay under the ownership margin
-// (WithOwnership).
-func (p *Pass) Hold() (done func(), ok bool) {
+// release the scope's lease on the server while the write is on its way. The write must be sent
+// before deadline or not at all: give it a context that ends then. When ok is false, record the
+// key with a conditional write instead (another owner may have run it meanwhile). Nothing but
+// the write may stand between Hold and the write: the time from Hold to the write's arrival at
+// a replica must stay under the ownership margin (WithOwnership; docs/fastpath.md).
+func (p *Pass) Hold() (deadline time.Time, done func(), ok bool) {
 	if p.o == nil {
-		return nil, false
+		return time.Time{}, nil, false
 	}
 	return p.s.hold(p.scope, p.o, p.epoch)
 }

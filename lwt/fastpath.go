@@ -93,17 +93,19 @@ func scopeOf(key Key) (scope string, last any, ok bool) {
 // reach it): Own takes the scope with a conditional write of epoch, then waits until the
 // previous owner's lease cell has expired by Cassandra's clock (at most the previous owner's
 // lease, WithOwnership; at once after its Disown) and sets its own, which a goroutine renews
-// every third of the lease until Disown. At the server's epoch, another holder's scope is taken
-// the same way once its lease cell has expired (a restarted static group member); a holder
-// whose lease stays live for a whole lease meanwhile is not taken from (ErrSuperseded). Below
-// the server's epoch, Own gives ErrSuperseded while the row's holder has a live lease, and
-// ErrEpochRegressed when none has (the epochs went back: see its doc). The fast path admits
-// only until a local monotonic deadline a margin before the lease could expire; past it, or once
-// a renewal finds the scope taken at a newer epoch, every call of the scope gets ErrNoLease,
-// since even the LWT path could meet the new owner's fast path. So do not process the scope
-// before Own returns (its calls get ErrNoLease meanwhile). On an error the scope is not owned:
-// call Own again before processing it. Call Disown as soon as the scope is reassigned or its
-// assignment is in doubt.
+// every third of the lease until Disown; before its warm-up reads, it waits out the cluster's
+// write_request_timeout (WithWriteRequestTimeout), by when a record write the previous owner
+// sent before its deadline has been applied or dropped. At the server's epoch, another holder's
+// scope is taken the same way once its lease cell has expired (a restarted static group
+// member); a holder whose lease stays live for a whole lease meanwhile is not taken from
+// (ErrSuperseded). Below the server's epoch, Own gives ErrSuperseded while the row's holder has
+// a live lease, and ErrEpochRegressed when none has (the epochs went back: see its doc). The
+// fast path admits only until a local monotonic deadline a margin before the lease could
+// expire; past it, or once a renewal finds the scope taken at a newer epoch, every call of the
+// scope gets ErrNoLease, since even the LWT path could meet the new owner's fast path. So do
+// not process the scope before Own returns (its calls get ErrNoLease meanwhile). On an error the
+// scope is not owned: call Own again before processing it. Call Disown as soon as the scope is
+// reassigned or its assignment is in doubt.
 func (s *Store) Own(ctx context.Context, scope Key, epoch uint64, pre PreCheck, src KeySource) error {
 	if err := s.checkCall(ctx); err != nil {
 		return err
@@ -159,6 +161,11 @@ func (s *Store) Own(ctx context.Context, scope Key, epoch uint64, pre PreCheck, 
 		return fail(err)
 	}
 	o.lease.stop = s.renewEvery(o.lease, pre.Invalidate)
+	// A record write of the previous owner may still be on its way to a replica: after the
+	// cluster's write_request_timeout it has been applied or dropped (WithWriteRequestTimeout).
+	if err := loop.Sleep(ctx, s.cfg.ownerSettle); err != nil {
+		return fail(err)
+	}
 	// The wait runs inside the warm-up, after pre began recording every key it is asked about.
 	err := pre.WarmUp(ctx, epoch, func(ctx context.Context, yield func(string, time.Time) error) error {
 		if err := s.fast.flights.Wait(ctx, sk); err != nil {
@@ -203,17 +210,19 @@ func (s *Store) owns(scope string, o *owner, epoch uint64) bool {
 }
 
 // hold reports whether the store still owns scope at epoch under a live lease and, if so, holds
-// the lease for one fast-path write: Disown waits for the write (done) before it releases the
-// lease on the server. The remaining assumption of the fast path is the time from this check to
-// the write's arrival at the replicas: it must stay under the lease margin (WithOwnership).
-func (s *Store) hold(scope string, o *owner, epoch uint64) (done func(), ok bool) {
+// the lease for one fast-path write and returns the lease's deadline on the wall clock: the
+// write must be sent before it or not at all, and Disown waits for the write (done) before it
+// releases the lease on the server. Nothing but the write may follow this check: the time from
+// it to the write's arrival at a replica is the fast path's remaining assumption (WithOwnership).
+func (s *Store) hold(scope string, o *owner, epoch uint64) (deadline time.Time, done func(), ok bool) {
 	s.fast.mu.Lock()
 	defer s.fast.mu.Unlock()
-	if s.fast.owned[scope] != o || !o.pre.Owns(epoch) || !s.live(o.lease) {
-		return nil, false
+	d, now := o.lease.deadline.Load(), s.mono()
+	if s.fast.owned[scope] != o || !o.pre.Owns(epoch) || d == 0 || now >= d {
+		return time.Time{}, nil, false
 	}
 	o.lease.writes.Add(1)
-	return o.lease.writes.Done, true
+	return time.Now().Add(time.Duration(d - now)), o.lease.writes.Done, true
 }
 
 // Owns reports whether the store holds the fast path of scope (see Own): its calls may skip
@@ -256,6 +265,16 @@ func (s *Store) admit(o *owner, k string, at time.Time) (clearlyNew, maybeSeen b
 func (s *Store) fastRun(ctx context.Context, call *call, scope string, o *owner, epoch uint64) (Result, error) {
 	s.stats.fastPath.Add(1)
 	s.record(Observation{Kind: ObservedFastPath, Key: call.key})
+	// The record is placed before fn and the ownership check, so that nothing but its write
+	// stands between that check and the write (the Recorder may read, a layout say).
+	var write RecordWrite
+	if !call.at.IsZero() && s.cfg.recorder != nil {
+		var err error
+		if write, err = s.cfg.recorder(ctx, call.key, call.at); err != nil {
+			s.stats.fastFailed.Add(1)
+			return Result{}, err
+		}
+	}
 	// fn may not outlive the lease it was admitted under: past it, another owner may run the key.
 	fctx, cancel := context.WithDeadline(ctx, s.wallDeadline(o.lease))
 	value, err := call.fn(fctx)
@@ -267,55 +286,70 @@ func (s *Store) fastRun(ctx context.Context, call *call, scope string, o *owner,
 		s.stats.fastFailed.Add(1)
 		return Result{}, err
 	}
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.commitTimeout)
+	deadline, done, owned := s.hold(scope, o, epoch)
+	if !owned {
+		return s.fastStale(ctx, call, value, epoch, write)
+	}
+	defer done()
+	// Sent before the deadline of the lease the check found, or not at all: a write sent after
+	// it could reach the table after the next owner's warm-up read it (docs/fastpath.md).
+	wctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline)
 	defer cancel()
 	var rec *Record
-	done, owned := s.hold(scope, o, epoch)
-	if owned {
-		defer done()
+	if write != nil {
+		err = write(wctx, call.fingerprint, value, epoch)
+	} else {
+		rec, err = s.PutCompleted(wctx, call.key, call.fingerprint, value, epoch)
 	}
-	switch {
-	case owned && !call.at.IsZero() && s.cfg.recorder != nil:
-		if err = s.cfg.recorder(wctx, call.key, call.fingerprint, value, epoch, call.at); err != nil {
-			return Result{}, err
+	if err != nil {
+		if wctx.Err() != nil {
+			return Result{}, fmt.Errorf("lwt: record %v: the lease's deadline passed: %w", call.key, err)
 		}
+		return Result{}, err
+	}
+	if rec == nil {
 		rec = &Record{Status: StatusCompleted, Fingerprint: call.fingerprint, Result: value, Attempts: 1,
 			ExpiresAt: s.now().Add(s.cfg.retention), Epoch: int64(epoch)}
-	case owned:
-		if rec, err = s.PutCompleted(wctx, call.key, call.fingerprint, value, epoch); err != nil {
-			return Result{}, err
-		}
-	default:
-		s.stats.staleEpoch.Add(1)
-		existing, err := s.putIfNotExists(wctx, call, value, epoch)
-		if err != nil {
-			return Result{}, err
-		}
-		if existing != nil {
-			// The new owner stored a result first: every caller gets that one.
-			s.stats.staleConflicts.Add(1)
-			if existing.Final() {
-				// fn did run now, so this is no replay; the value is the stored one.
-				res, err := s.replay(call.key, existing)
-				res.Replay = false
-				return res, err
-			}
-			return Result{}, &InProgressError{LeaseUntil: existing.LeaseUntil, Attempts: existing.Attempts}
-		}
-		// The conditional write settled who ran the key first, but only the Recorder's table
-		// is read by a later owner's warm-up for a timed call (no index row was written for
-		// it): without this write, the next owner would find the key clearly new and run it
-		// again.
-		if !call.at.IsZero() && s.cfg.recorder != nil {
-			if err := s.cfg.recorder(wctx, call.key, call.fingerprint, value, epoch, call.at); err != nil {
-				return Result{}, err
-			}
-		}
-		rec = &Record{Status: StatusCompleted, Fingerprint: call.fingerprint, Result: value, Attempts: 1,
-			ExpiresAt: s.now().Add(s.cfg.retention)}
 	}
 	if s.cache != nil {
 		s.cache.put(call.key, rec)
+	}
+	return Result{Value: value, Attempts: 1, Created: true}, nil
+}
+
+// fastStale records a fast-path call whose ownership ended while fn ran: with a conditional
+// write, which cannot overwrite a record the scope's new owner made, and through write (the
+// Recorder's, nil for none) too.
+func (s *Store) fastStale(ctx context.Context, call *call, value []byte, epoch uint64, write RecordWrite) (Result, error) {
+	s.stats.staleEpoch.Add(1)
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.commitTimeout)
+	defer cancel()
+	existing, err := s.putIfNotExists(wctx, call, value, epoch)
+	if err != nil {
+		return Result{}, err
+	}
+	if existing != nil {
+		// The new owner stored a result first: every caller gets that one.
+		s.stats.staleConflicts.Add(1)
+		if existing.Final() {
+			// fn did run now, so this is no replay; the value is the stored one.
+			res, err := s.replay(call.key, existing)
+			res.Replay = false
+			return res, err
+		}
+		return Result{}, &InProgressError{LeaseUntil: existing.LeaseUntil, Attempts: existing.Attempts}
+	}
+	// The conditional write settled who ran the key first, but only the Recorder's table is
+	// read by a later owner's warm-up for a timed call (no index row was written for it):
+	// without this write, the next owner would find the key clearly new and run it again.
+	if write != nil {
+		if err := write(wctx, call.fingerprint, value, epoch); err != nil {
+			return Result{}, err
+		}
+	}
+	if s.cache != nil {
+		s.cache.put(call.key, &Record{Status: StatusCompleted, Fingerprint: call.fingerprint, Result: value,
+			Attempts: 1, ExpiresAt: s.now().Add(s.cfg.retention)})
 	}
 	return Result{Value: value, Attempts: 1, Created: true}, nil
 }

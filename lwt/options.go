@@ -38,6 +38,7 @@ type config struct {
 	recorder      Recorder
 	ownerLease    time.Duration
 	ownerMargin   time.Duration
+	ownerSettle   time.Duration // the cluster's write_request_timeout, waited out after acquiring
 	ownersTable   string
 }
 
@@ -77,6 +78,7 @@ func defaultConfig() config {
 		now:           time.Now,
 		ownerLease:    DefaultOwnerLease,
 		ownerMargin:   DefaultOwnerMargin,
+		ownerSettle:   DefaultWriteRequestTimeout,
 		ownersTable:   "scope_owners",
 	}
 }
@@ -215,13 +217,21 @@ func WithClock(now func() time.Time) Option {
 	}
 }
 
-// Recorder writes the record of a call that took the fast path with a time of its own
-// (WithTime), in place of PutCompleted: epoch is the ownership epoch the pre-check answered
-// under and at the call's time. It must write the record in one write to a table that the
-// scope's warm-up reads (partitions of the scope grouped by the operation's time), and that the
-// LWT path consults, so that the record is its own index: a later owner's warm-up sees every id
-// whose record exists, and no second write stands between the function and the answer.
-type Recorder func(ctx context.Context, key Key, fingerprint, result []byte, epoch uint64, at time.Time) error
+// Recorder places the record of a call that took the fast path with a time of its own
+// (WithTime), in place of PutCompleted: key is the call's key and at its time. It runs before
+// the call's function and may read what the placement needs (a layout, say); the RecordWrite it
+// returns runs after the ownership check and must make the one write and nothing else, since
+// every instant between that check and the write's arrival counts against the ownership margin
+// (WithOwnership). The record must go in one write to a table that the scope's warm-up reads
+// (partitions of the scope grouped by the operation's time), and that the LWT path consults, so
+// that the record is its own index: a later owner's warm-up sees every id whose record exists,
+// and no second write stands between the function and the answer.
+type Recorder func(ctx context.Context, key Key, at time.Time) (RecordWrite, error)
+
+// RecordWrite writes a record placed by a Recorder: epoch is the ownership epoch the pre-check
+// answered under. ctx ends when the lease the call was admitted under can no longer be relied
+// on: a write not sent by then must not be sent at all.
+type RecordWrite func(ctx context.Context, fingerprint, result []byte, epoch uint64) error
 
 // WithRecorder sets the Recorder of the fast path's timed calls (default none: PutCompleted).
 func WithRecorder(r Recorder) Option {
@@ -274,6 +284,28 @@ func WithOwnership(lease, margin time.Duration) Option {
 			return fmt.Errorf("%w: WithOwnership(%v, %v): %s", ErrInvalidOption, lease, margin, p)
 		}
 		c.ownerLease, c.ownerMargin = lease, margin
+		return nil
+	}
+}
+
+// DefaultWriteRequestTimeout is Cassandra's default write_request_timeout (cassandra.yaml, 5.0):
+// how long a node keeps a write it has not applied before it drops it.
+const DefaultWriteRequestTimeout = 2 * time.Second
+
+// WithWriteRequestTimeout tells the ownership the cluster's write_request_timeout. Own waits
+// this long after it acquired a scope's lease and before its warm-up reads: a record write the
+// previous owner sent before its deadline, still on its way to a replica when the lease passed,
+// is then applied (and read by the warm-up) or dropped by the replica, which holds a write at
+// most this long after its coordinator received it (with internode_timeout: true, Cassandra
+// 5.0's default). Set it to the cluster's value where that was raised: a shorter wait lets such
+// a write land after the warm-up read the table, and its message run again on the new owner.
+// Default 2s, Cassandra's default; more than 0 and at most 1m. It adds to every Own.
+func WithWriteRequestTimeout(d time.Duration) Option {
+	return func(c *config) error {
+		if d <= 0 || d > time.Minute {
+			return invalidOption("WithWriteRequestTimeout", "%v is not more than 0 and at most 1m", d)
+		}
+		c.ownerSettle = d
 		return nil
 	}
 }

@@ -2,11 +2,15 @@ package lwt
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/gocql/gocql"
 	"github.com/stretchr/testify/require"
+
+	"github.com/cassdedup/cassdedup/internal/testnode"
 )
 
 // TestOwnershipIsFencedOnTheServer: an epoch at or below the server's is refused; a graceful
@@ -19,7 +23,8 @@ func TestOwnershipIsFencedOnTheServer(t *testing.T) {
 	_, session, ks := newTestStore(t)
 	const lease, margin = 3 * time.Second, 1500 * time.Millisecond
 	store := func() *Store {
-		s, err := NewStore(session, IdempotencyKeys(ks), WithOwnership(lease, margin))
+		// A short write timeout keeps Own's wait after acquiring well apart from the lease.
+		s, err := NewStore(session, IdempotencyKeys(ks), WithOwnership(lease, margin), WithWriteRequestTimeout(500*time.Millisecond))
 		require.NoError(t, err)
 		return s
 	}
@@ -72,6 +77,15 @@ func TestWithOwnershipRefusesBadSettings(t *testing.T) {
 	}
 	_, err := newConfig([]Option{WithOwnersTable("bad name")})
 	require.ErrorContains(t, err, "WithOwnersTable")
+	for _, d := range []time.Duration{0, -time.Second, time.Minute + time.Millisecond} {
+		_, err = newConfig([]Option{WithWriteRequestTimeout(d)})
+		require.ErrorIs(t, err, ErrInvalidOption)
+		require.ErrorContains(t, err, "WithWriteRequestTimeout")
+	}
+	cfg, err := newConfig([]Option{WithWriteRequestTimeout(time.Minute)})
+	require.NoError(t, err)
+	require.Equal(t, time.Minute, cfg.ownerSettle)
+	require.Equal(t, 2*time.Second, defaultConfig().ownerSettle, "Cassandra's default write_request_timeout")
 }
 
 // TestStaleTimedFastPathIsRecorded: a timed call admitted on the fast path whose ownership ended
@@ -85,11 +99,13 @@ func TestStaleTimedFastPathIsRecorded(t *testing.T) {
 	var mu sync.Mutex
 	var recorded []Key
 	s, err := NewStore(session, IdempotencyKeys(ks), WithOwnership(3*time.Second, 1500*time.Millisecond),
-		WithRecorder(func(_ context.Context, key Key, _, _ []byte, _ uint64, _ time.Time) error {
-			mu.Lock()
-			defer mu.Unlock()
-			recorded = append(recorded, key)
-			return nil
+		WithRecorder(func(_ context.Context, key Key, _ time.Time) (RecordWrite, error) {
+			return func(context.Context, []byte, []byte, uint64) error {
+				mu.Lock()
+				defer mu.Unlock()
+				recorded = append(recorded, key)
+				return nil
+			}, nil
 		}))
 	require.NoError(t, err)
 	scope := Key{"tenant-stale"}
@@ -114,3 +130,47 @@ func TestStaleTimedFastPathIsRecorded(t *testing.T) {
 	defer mu.Unlock()
 	require.Equal(t, []Key{key}, recorded, "and through the Recorder")
 }
+
+// TestOwnWaitsOutTheWriteRequestTimeout: Own's warm-up reads nothing of the scope before the
+// cluster's write_request_timeout has passed since its lease was acquired, by when a record
+// write of the previous owner still on its way to a replica has been applied or dropped.
+// Before, the warm-up began as soon as the lease was acquired.
+func TestOwnWaitsOutTheWriteRequestTimeout(t *testing.T) {
+	t.Parallel()
+	ctx := ctxT(t)
+	_, ks := testnode.NewSession(t)
+	var mu sync.Mutex
+	var acquired time.Time // when the lease's acquiring write was answered
+	c := testnode.Cluster(t)
+	c.Keyspace = ks
+	c.QueryObserver = queryObserver(func(q gocql.ObservedQuery) {
+		if strings.Contains(q.Statement, "lease_holder = null") {
+			mu.Lock()
+			defer mu.Unlock()
+			acquired = q.End
+		}
+	})
+	session := testnode.Connect(t, c)
+	t.Cleanup(session.Close)
+	const settle = 1500 * time.Millisecond
+	s, err := NewStore(session, IdempotencyKeys(ks), WithOwnership(3*time.Second, 1500*time.Millisecond),
+		WithWriteRequestTimeout(settle))
+	require.NoError(t, err)
+	scope := Key{"tenant-settle"}
+	var read time.Time
+	src := func(context.Context, func(string, time.Time) error) error {
+		read = time.Now()
+		return nil
+	}
+	require.NoError(t, s.Own(ctx, scope, 1, newNamespacePreCheck(t, "settle"), src))
+	defer s.Disown(scope)
+	mu.Lock()
+	defer mu.Unlock()
+	require.False(t, acquired.IsZero(), "the lease's acquiring write was observed")
+	require.GreaterOrEqual(t, read.Sub(acquired), settle, "the warm-up waited out the write timeout after acquiring")
+}
+
+// queryObserver adapts a function to gocql.QueryObserver.
+type queryObserver func(gocql.ObservedQuery)
+
+func (f queryObserver) ObserveQuery(_ context.Context, q gocql.ObservedQuery) { f(q) }
