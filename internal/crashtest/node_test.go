@@ -188,12 +188,18 @@ func (n *node) applySchema(t *testing.T, extra ...string) {
 
 // connect opens a session as the toolkit's tests do: QUORUM and SERIAL, no driver retries (an
 // LWT must never be re-sent by the driver), and no driver log: a killed node makes it chatter.
-func connect(hosts, ks string) (*gocql.Session, error) {
+func connect(hosts, ks string) (*gocql.Session, error) { return connectWith(hosts, ks, nil) }
+
+// connectWith is connect with the configuration changed by tune first (nil: none).
+func connectWith(hosts, ks string, tune func(*gocql.ClusterConfig)) (*gocql.Session, error) {
 	c := testnode.ClusterFor(strings.Split(hosts, ",")...)
 	c.Keyspace = ks
 	c.Timeout = 10 * time.Second
 	c.DisableInitialHostLookup = true
 	c.Logger = discard{}
+	if tune != nil {
+		tune(c)
+	}
 	s, err := c.CreateSession()
 	if err != nil {
 		return nil, fmt.Errorf("connect to %s: %w", hosts, err)

@@ -33,7 +33,8 @@ const workerEnv = "CRASHTEST_WORKER"
 // workerSpec tells a worker process what to do.
 type workerSpec struct {
 	// Mode is "share" (run every key through the executor), "fenced" (one key, a fenced
-	// downstream write) or "reaper" (stop a node if the test binary dies; see startReaper).
+	// downstream write), "owner" (own a scope on the fast path and deliver every key; see
+	// ownScope) or "reaper" (stop a node if the test binary dies; see startReaper).
 	Mode       string
 	Hosts      string
 	Keys       []string
@@ -42,6 +43,9 @@ type workerSpec struct {
 	Lease      time.Duration // the store's lease
 	Value      string        // fenced: what the function writes downstream and returns
 	Hold       bool          // fenced: inside the function, wait for a line on stdin before writing
+	Epoch      uint64        // owner: the epoch it owns the scope at
+	Freeze     int           // owner: stop itself (SIGSTOP) before its Freeze-th record write is sent; 0: never
+	Time       time.Time     // owner: the messages' time
 	Script     string        // reaper: node.sh, run with the reaper's environment
 	Repo       string        // reaper: where node.sh runs
 }
@@ -62,6 +66,9 @@ type workerReport struct {
 	Downstream bool  // fenced: the fenced downstream write applied
 	LeaseLost  bool  // fenced: ExecuteOnce returned lwt.ErrLeaseLost
 	Err        string
+	Key        string            // owner: the key whose record write it froze before ("frozen")
+	Outcomes   map[string]string // owner: each key's last outcome (guard.Outcome, lower case)
+	Errs       map[string]string // owner: each key's last error
 }
 
 func runWorker(raw string) int {
@@ -70,8 +77,11 @@ func runWorker(raw string) int {
 		fmt.Fprintln(os.Stderr, "crashtest worker: bad spec:", err)
 		return 2
 	}
-	if spec.Mode == "reaper" {
+	switch spec.Mode {
+	case "reaper":
 		return reap(spec)
+	case "owner":
+		return ownScope(spec)
 	}
 	s, err := connect(spec.Hosts, keyspace)
 	if err != nil {
