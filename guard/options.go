@@ -226,7 +226,8 @@ func WithOwnership(lease, margin time.Duration) Option {
 // deadline is applied or dropped first. Set it to the cluster's value where that was raised;
 // see lwt.WithWriteRequestTimeout and docs/fastpath.md.
 func WithWriteRequestTimeout(d time.Duration) Option {
-	return optcheck.Set(ErrInvalidOption, d <= 0 || d > time.Minute, optcheck.Call("WithWriteRequestTimeout", d), "must be more than 0 and at most 1m",
+	p := lwt.WriteRequestTimeoutProblem(d)
+	return optcheck.Set(ErrInvalidOption, p != "", optcheck.Call("WithWriteRequestTimeout", d), p,
 		func(c *config) { c.ownership = append(c.ownership, lwt.WithWriteRequestTimeout(d)) })
 }
 

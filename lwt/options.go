@@ -289,8 +289,22 @@ func WithOwnership(lease, margin time.Duration) Option {
 }
 
 // DefaultWriteRequestTimeout is Cassandra's default write_request_timeout (cassandra.yaml, 5.0):
-// how long a node keeps a write it has not applied before it drops it.
-const DefaultWriteRequestTimeout = 2 * time.Second
+// how long a node keeps a write it has not applied before it drops it. MaxWriteRequestTimeout is
+// the longest WithWriteRequestTimeout takes: every Own waits it out.
+const (
+	DefaultWriteRequestTimeout = 2 * time.Second
+	MaxWriteRequestTimeout     = time.Minute
+)
+
+// WriteRequestTimeoutProblem returns why d cannot be WithWriteRequestTimeout's, or "" when it
+// can: more than 0 and at most MaxWriteRequestTimeout. guard.WithWriteRequestTimeout checks with
+// it too.
+func WriteRequestTimeoutProblem(d time.Duration) string {
+	if d <= 0 || d > MaxWriteRequestTimeout {
+		return fmt.Sprintf("must be more than 0 and at most %v", MaxWriteRequestTimeout)
+	}
+	return ""
+}
 
 // WithWriteRequestTimeout tells the ownership the cluster's write_request_timeout. Own waits
 // this long after it acquired a scope's lease and before its warm-up reads: a record write the
@@ -299,11 +313,12 @@ const DefaultWriteRequestTimeout = 2 * time.Second
 // most this long after its coordinator received it (with internode_timeout: true, Cassandra
 // 5.0's default). Set it to the cluster's value where that was raised: a shorter wait lets such
 // a write land after the warm-up read the table, and its message run again on the new owner.
-// Default 2s, Cassandra's default; more than 0 and at most 1m. It adds to every Own.
+// Default 2s, Cassandra's default; more than 0 and at most MaxWriteRequestTimeout
+// (WriteRequestTimeoutProblem). It adds to every Own.
 func WithWriteRequestTimeout(d time.Duration) Option {
 	return func(c *config) error {
-		if d <= 0 || d > time.Minute {
-			return invalidOption("WithWriteRequestTimeout", "%v is not more than 0 and at most 1m", d)
+		if p := WriteRequestTimeoutProblem(d); p != "" {
+			return fmt.Errorf("%w: WithWriteRequestTimeout(%v): %s", ErrInvalidOption, d, p)
 		}
 		c.ownerSettle = d
 		return nil
