@@ -15,6 +15,7 @@ import (
 	"github.com/cassdedup/cassdedup/bloom"
 	"github.com/cassdedup/cassdedup/guard"
 	"github.com/cassdedup/cassdedup/internal/testnode"
+	"github.com/cassdedup/cassdedup/lwt"
 	"github.com/cassdedup/cassdedup/outbox/kafkasub"
 )
 
@@ -22,7 +23,7 @@ import (
 // (no commit, no Disown, its client closed without leaving the group) and a new process with the
 // same InstanceID and a guard of its own joins within the session timeout: the group gives it
 // the partitions back at the same generation, without a rebalance, and it takes them over once
-// the dead process's leases expire, within a lease and a poll. Before, Own at the same generation
+// the dead process's leases expire, within a lease, the write timeout Own waits out and a poll. Before, Own at the same generation
 // was refused on every poll (lwt.ErrSuperseded) and the partitions never resumed.
 func TestStaticMemberRestartedResumes(t *testing.T) {
 	t.Parallel()
@@ -61,7 +62,8 @@ func TestStaticMemberRestartedResumes(t *testing.T) {
 	stopB()
 	t.Logf("generation %d then %d; the restarted member resumed after %v (lease 3s)", genA, genB, resumed)
 	require.Equal(t, genA, genB, "a static member's restart keeps the generation: the case under test")
-	require.Less(t, resumed, 3*time.Second+time.Second+5*time.Second, "within a lease (and its TTL second) plus a join and a poll")
+	require.Less(t, resumed, 3*time.Second+time.Second+lwt.DefaultWriteRequestTimeout+5*time.Second,
+		"within a lease (and its TTL second), the wait for the dead process's writes, a join and a poll")
 	f.exactlyOnce()
 }
 
