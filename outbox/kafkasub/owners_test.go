@@ -23,8 +23,9 @@ import (
 // (no commit, no Disown, its client closed without leaving the group) and a new process with the
 // same InstanceID and a guard of its own joins within the session timeout: the group gives it
 // the partitions back at the same generation, without a rebalance, and it takes them over once
-// the dead process's leases expire, within a lease, the write timeout Own waits out and a poll. Before, Own at the same generation
-// was refused on every poll (lwt.ErrSuperseded) and the partitions never resumed.
+// the dead process's leases expire, within a lease, the write timeout Own waits out and a poll.
+// Before, Own at the same generation was refused on every poll (lwt.ErrSuperseded) and the
+// partitions never resumed.
 func TestStaticMemberRestartedResumes(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, 2, 120)
