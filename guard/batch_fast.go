@@ -90,7 +90,7 @@ func (grp *batchGroup) recordFast(ctx context.Context, g *Guard) {
 // putOwned writes the records of the owned messages, whose ownership was just checked: a write
 // sent after deadline could reach the table after the next owner's warm-up read it.
 func (grp *batchGroup) putOwned(ctx context.Context, g *Guard, owned []int, deadline time.Time) {
-	ctx, cancel := context.WithDeadline(ctx, deadline)
+	ctx, cancel := lwt.DeadlineContext(ctx, deadline)
 	defer cancel()
 	items := make([]lwt.BatchItem, len(owned))
 	for k, j := range owned {

@@ -293,7 +293,7 @@ func (s *Store) fastRun(ctx context.Context, call *call, scope string, o *owner,
 	defer done()
 	// Sent before the deadline of the lease the check found, or not at all: a write sent after
 	// it could reach the table after the next owner's warm-up read it (docs/fastpath.md).
-	wctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline)
+	wctx, cancel := DeadlineContext(ctx, deadline)
 	defer cancel()
 	var rec *Record
 	if write != nil {

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -163,7 +164,7 @@ func ownScope(spec workerSpec) int {
 			if writes.Add(1) == int64(spec.Freeze) {
 				key, _ := last.Load().(string)
 				_ = out.Encode(workerReport{Event: "frozen", Key: key})
-				_ = syscall.Kill(os.Getpid(), syscall.SIGSTOP)
+				stopHere()
 			}
 		})
 	})
@@ -181,6 +182,15 @@ func ownScope(spec workerSpec) int {
 		return 1
 	}
 	return 0
+}
+
+// stopHere stops the process before this goroutine goes on. The SIGSTOP is sent to the calling
+// thread (tgkill), which takes it on its way back from the system call: sent to the process
+// (kill), another thread may take it a while later, and the write meanwhile goes out.
+func stopHere() {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	_ = syscall.Tgkill(os.Getpid(), syscall.Gettid(), syscall.SIGSTOP)
 }
 
 // ownAndDeliver owns the scope and delivers the keys; ran is told each key whose handler ran.
