@@ -29,7 +29,7 @@ func (s *Store) run(ctx context.Context, c *call, claim *Claim) (Result, error) 
 		_ = s.Release(endCtx, claim, []byte("panic"))
 		panic(panicked.value)
 	}
-	if errors.Is(context.Cause(fnCtx), ErrLeaseLost) {
+	if checkLeaseLost && errors.Is(context.Cause(fnCtx), ErrLeaseLost) {
 		s.record(Observation{Kind: ObservedLeaseLost, Key: claim.Key})
 		return Result{}, ErrLeaseLost
 	}

@@ -102,7 +102,7 @@ func buildStatements(table string, keyCols []string) statements {
 		renew: "UPDATE " + table + " USING TTL ? SET lease_owner = ?, lease_until = ? WHERE " +
 			where + " IF owner = ? AND fence = ? AND status = 'STARTED'",
 		finish: "UPDATE " + table + " USING TTL ? SET status = ?, result = ?, updated_at = ? WHERE " +
-			where + " IF owner = ? AND fence = ? AND status = 'STARTED'",
+			where + finishCondition,
 		read: "SELECT fingerprint, status, owner, fence, lease_until, attempts, result, created_at, updated_at, expires_at, epoch, lease_owner FROM " +
 			table + " WHERE " + where,
 		put: "INSERT INTO " + table + " (" + strings.Join(keyCols, ", ") +

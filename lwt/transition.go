@@ -105,7 +105,7 @@ func (s *Store) finish(ctx context.Context, c *Claim, to Status, result []byte, 
 	}
 	err := s.transition(ctx, c, finishOps[to], s.finishWith(cells), holds(c, to), func(now time.Time, ttl int) []any {
 		args := append([]any{ttl, string(to), result, now}, cells.values...)
-		return append(append(args, c.Key...), c.Owner, c.Fence)
+		return append(append(args, c.Key...), finishFence(c)...)
 	})
 	if err != nil {
 		return err

@@ -79,6 +79,9 @@ func (c Conditional) settle(ctx context.Context, serial gocql.SerialConsistency,
 		return ok, rows, err
 	}
 	c.observe(Event{Kind: Unknown, Op: c.Op, Err: err})
+	if unknownNotApplied {
+		return false, nil, nil // the planted bug of mutant_unknown_not_applied.go
+	}
 	rows, rerr := c.readBackRows(ctx, serial)
 	if rerr != nil {
 		return false, nil, &OutcomeUnknownError{Op: c.Op, Err: errors.Join(unknown.Err, rerr)}
