@@ -26,8 +26,10 @@ OUT          := out
 # The repository's Go modules: the library (what a service imports), the exported test helper
 # (Docker through testcontainers), the benchmark (plots, progress bar), the Kafka example (a Kafka
 # client), the metrics adapters (the Prometheus client, OpenTelemetry), the outbox's Kafka
-# publisher and the Kafka consumer adapter (franz-go) and the outbox example. Every check, test and fuzz target runs over all of them.
-MODULES      := . cassandratest cmd/lwtbench examples/kafka metrics/promobs metrics/otelobs outbox/kafkapub outbox/kafkasub examples/outbox
+# publisher and the Kafka consumer adapter (franz-go), the outbox example and the history checker
+# (Porcupine). Every check, test and fuzz target runs over all of them.
+MODULES      := . cassandratest cmd/lwtbench examples/kafka metrics/promobs metrics/otelobs outbox/kafkapub outbox/kafkasub examples/outbox \
+                internal/histories
 # The library module's direct requirements: the driver, the filter, the hash, and two test
 # libraries. A new one must earn its place: every importer of the library downloads it.
 LIB_REQUIRES := github.com/bits-and-blooms/bloom/v3 github.com/cespare/xxhash/v2 github.com/gocql/gocql \
@@ -46,7 +48,8 @@ BENCH_NODE   := CASSANDRA_DURABLE=1 CASSANDRA_COMMITLOG=$(BENCH_COMMITLOG) CASSA
 
 .PHONY: test test-faults check fmt-check vet tidy-check deps-check go-test cqlsh cassandra-up cassandra-down cassandra-restart cassandra-kill \
         go-test-with-kafka kafka-up kafka-down schema fuzz bench bench-long cluster-up cluster-down test-cluster bench-saturation \
-        bench-hot-counter vulncheck bench-e2e bench-e2e-run bench-peers bench-peers-run bench-peers-cassandra go-test-with-peers soak
+        bench-hot-counter vulncheck bench-e2e bench-e2e-run bench-peers bench-peers-run bench-peers-cassandra go-test-with-peers soak \
+        test-histories
 
 ## bench: the LWT latency benchmark (about a minute) against CASSANDRA_HOSTS, or against a
 ## durable local node started for the run and stopped after it. Results go to out/.
@@ -256,6 +259,38 @@ test-cluster:
 	CLUSTER_HOSTS=$$($(CLUSTER) hosts) $(GO) test -tags cluster -race -count=1 -timeout $(CLUSTER_TIMEOUT) -v ./internal/clustertest/ 2>&1 \
 	  | tee $(OUT)/cluster.log | awk '{ if ($$0 ~ /Error:/) e = 1; else if (e && $$0 !~ /^ +\t/) e = 0 } \
 	    e || /^(=== RUN|[[:space:]]*--- |ok|FAIL|PASS|panic)|REPORT/ { print; fflush() }'
+
+## test-histories: the library's clients against three nodes (RF 3, QUORUM and SERIAL) under a
+## seeded nemesis, every operation recorded and the history checked (internal/histories,
+## docs/verification.md). HISTORY_CLIENTS client processes of HISTORY_WORKERS workers run
+## ExecuteOnce (its function writes a fenced effect row) and serial reads on hot keys for
+## HISTORY_TIME per seed of HISTORY_SEEDS, while the nemesis kills, pauses, isolates and skews
+## nodes and clients; then each key's record is checked for linearizability with Porcupine, and
+## the set checks run. Each mutant of HISTORY_MUTANTS (the library built with the build tag
+## mutant_<name>: a planted bug) then runs on the same schedules for HISTORY_MUTANT_TIME and must
+## be caught. The cluster has its own prefix, network and run directory, so it never meets
+## test-cluster's or the benchmark's, and it is torn down after the run, on failure too.
+## Histories, counterexamples and out/histories.json are under $(OUT). HISTORY_TIME=30m for long runs.
+HISTORY_SEEDS       ?= 1,2,3
+HISTORY_TIME        ?= 45s
+HISTORY_MUTANTS     ?= nofence,unknown_not_applied
+HISTORY_MUTANT_TIME ?= 40s
+HISTORY_CLIENTS     ?= 3
+HISTORY_WORKERS     ?= 6
+HISTORY_RUN_DIR     := $(or $(TMPDIR),/tmp)/cassdedup-histories-cluster
+HISTORY_CLUSTER     := CLUSTER_NODES=3 CLUSTER_DCS=1 CLUSTER_LATENCY=0 CLUSTER_HEAP=768M CLUSTER_PREFIX=chs CLUSTER_NET=10.97 \
+                       CLUSTER_RUN_DIR=$(HISTORY_RUN_DIR) scripts/cluster/cluster.sh
+test-histories:
+	@mkdir -p $(OUT) bin
+	$(GO) -C internal/histories build -o $(CURDIR)/bin/histories .
+	@for m in $(subst $(comma), ,$(HISTORY_MUTANTS)); do \
+	  $(GO) -C internal/histories build -tags mutant_$$m -o $(CURDIR)/bin/histories-mutant_$$m . || exit 1; done
+	@trap '$(HISTORY_CLUSTER) down' EXIT; $(HISTORY_CLUSTER) up; \
+	CLUSTER_RUN_DIR=$(HISTORY_RUN_DIR) bin/histories run -hosts "$$($(HISTORY_CLUSTER) hosts)" -cluster scripts/cluster/cluster.sh \
+	  -seeds $(HISTORY_SEEDS) -time $(HISTORY_TIME) -mutants "$(HISTORY_MUTANTS)" -mutant-time $(HISTORY_MUTANT_TIME) \
+	  -clients $(HISTORY_CLIENTS) -workers $(HISTORY_WORKERS) -bin-dir bin -out $(OUT) 2>&1 | tee $(OUT)/histories.log
+
+comma := ,
 
 ## test-faults: the crash tests (internal/crashtest, build tag faults), a few minutes. Each test
 ## starts durable nodes of its own on 127.0.0.71-74:9342 through node.sh, kills, restarts or
