@@ -115,7 +115,7 @@ func (r *Relay) bucket(ctx context.Context, sh *shard, b int64, rd bucketRead) (
 		if rerr := r.renewIfDue(ctx, sh); rerr != nil {
 			return st, len(rows), errors.Join(err, rerr)
 		}
-		pm, perr := r.publishDue(ctx, sh, due, &st)
+		pm, perr := r.publishStep(ctx, sh, b, due, &st)
 		err = errors.Join(err, perr)
 		marks = append(marks, pm...)
 	}
