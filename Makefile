@@ -273,7 +273,7 @@ test-cluster:
 ## Histories, counterexamples and out/histories.json are under $(OUT). HISTORY_TIME=30m for long runs.
 HISTORY_SEEDS       ?= 1,2,3
 HISTORY_TIME        ?= 45s
-HISTORY_MUTANTS     ?= nofence,unknown_not_applied
+HISTORY_MUTANTS     ?= nofence,unknown_not_applied,mark_before_publish
 HISTORY_MUTANT_TIME ?= 40s
 HISTORY_CLIENTS     ?= 3
 HISTORY_WORKERS     ?= 6

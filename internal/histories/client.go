@@ -21,6 +21,7 @@ import (
 	"github.com/cassdedup/cassdedup/events"
 	"github.com/cassdedup/cassdedup/lwt"
 	"github.com/cassdedup/cassdedup/lwt/cas"
+	"github.com/cassdedup/cassdedup/outbox"
 )
 
 // clientConfig is one client process: its workers run operations on the hot keys until the
@@ -39,10 +40,11 @@ type clientConfig struct {
 	period    time.Duration // the window moves on by one key every period
 	lease     time.Duration
 	opTimeout time.Duration
-	// skewEvents gives the event log the skewed clock too. Off by default: the event log
-	// assumes skew under half its settle time and does not measure its offset, so a process
-	// whose clock jumps minutes stops every total from counting (docs/verification.md).
-	skewEvents bool
+	// skewAll gives the event log and the outbox (stager and relay) the skewed clock too, not
+	// only the executor. Off by default: the event log assumes skew under half its settle time
+	// and does not measure its offset, so a process whose clock jumps minutes stops every total
+	// from counting (docs/verification.md).
+	skewAll bool
 }
 
 func clientFlags(args []string) (clientConfig, error) {
@@ -61,7 +63,7 @@ func clientFlags(args []string) (clientConfig, error) {
 	fs.DurationVar(&c.period, "period", 100*time.Millisecond, "the hot window moves by one key every period")
 	fs.DurationVar(&c.lease, "lease", 2*time.Second, "the executor's lease")
 	fs.DurationVar(&c.opTimeout, "op-timeout", 5*time.Second, "each operation's deadline")
-	fs.BoolVar(&c.skewEvents, "skew-events", false, "the event log reads the skewed clock too")
+	fs.BoolVar(&c.skewAll, "skew-all", false, "the event log and the outbox read the skewed clock too")
 	return c, fs.Parse(args)
 }
 
@@ -91,6 +93,7 @@ type client struct {
 	cfg      clientConfig
 	session  *gocql.Session
 	store    *lwt.Store
+	box      *outbox.Outbox
 	log      *events.Log
 	logClock func() time.Time // the event log's clock, and its events' times
 	rec      *recorder
@@ -117,13 +120,14 @@ func runClient(args []string) error {
 		return err
 	}
 	defer cl.Close()
-	store, err := lwt.NewStore(cl, lwt.IdempotencyKeys(cfg.keyspace), lwt.WithLease(cfg.lease), lwt.WithClock(clock.now),
+	// The records carry the outbox's completion column: each run stages one event.
+	store, err := lwt.NewStore(cl, outbox.Table(cfg.keyspace), lwt.WithLease(cfg.lease), lwt.WithClock(clock.now),
 		lwt.WithCommitTimeout(cfg.opTimeout))
 	if err != nil {
 		return err
 	}
 	logClock := time.Now
-	if cfg.skewEvents {
+	if cfg.skewAll {
 		logClock = clock.now
 	}
 	log, err := events.NewLog(cl, events.WithKeyspace(cfg.keyspace), events.WithConsistency(gocql.Quorum),
@@ -131,10 +135,21 @@ func runClient(args []string) error {
 	if err != nil {
 		return err
 	}
-	c := &client{cfg: cfg, session: cl, store: store, log: log, logClock: logClock, rec: rec}
+	box, err := outbox.New(cl, relayOptions(cfg.keyspace, logClock)...)
+	if err != nil {
+		return err
+	}
+	c := &client{cfg: cfg, session: cl, store: store, box: box, log: log, logClock: logClock, rec: rec}
 	rollups, stopRollups := context.WithCancel(context.Background())
 	defer stopRollups()
 	go func() { _ = log.RunRollups(rollups, 500*time.Millisecond, nil) }()
+	// The process's relay: killed, paused and skewed with it.
+	stopRelay, err := startRelay(rollups, cl, cfg.keyspace, cfg.namespace, logClock, rec, cfg.name+"/relay", cfg.seed)
+	if err != nil {
+		return err
+	}
+	defer stopRelay()
+	defer stopRollups()
 	var wg sync.WaitGroup
 	for w := range cfg.workers {
 		wg.Go(func() { c.work(stop, w) })
@@ -191,8 +206,9 @@ func (c *client) hotKey(rnd *rand.Rand) string {
 	return fmt.Sprintf("k%05d", max(0, base-int64(rnd.IntN(recentKeys))))
 }
 
-// recentKeys is how far back, in periods, a worker reaches for a recent key.
-const recentKeys = 30
+// recentKeys is how far back, in periods, a worker reaches for a recent key: 10 s, longer
+// than a client pause, so a paused worker's claim is met, and taken over, once its lease ended.
+const recentKeys = 100
 
 // exec runs ExecuteOnce on key; the function writes the fenced effect row and returns arg.
 func (c *client) exec(ctx context.Context, proc, key, arg string) {
@@ -200,6 +216,10 @@ func (c *client) exec(ctx context.Context, proc, key, arg string) {
 	res, err := c.store.ExecuteOnce(ctx, lwt.IdempotencyKey(c.cfg.namespace, key), func(ctx context.Context) ([]byte, error) {
 		claim, _ := lwt.ClaimFromContext(ctx)
 		if err := writeEffect(ctx, c.session, c.cfg.namespace+"/"+key, claim.Fence, arg); err != nil {
+			return nil, err
+		}
+		// Committed with the result, or not at all; the relays publish it.
+		if err := c.box.Stage(ctx, outbox.Event{Type: "histories.run", Key: key, Payload: []byte(arg)}); err != nil {
 			return nil, err
 		}
 		// The function's own work after its effect (a call to another service): it does not

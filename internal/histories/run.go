@@ -26,7 +26,7 @@ type runConfig struct {
 	clients    int
 	workers    int
 	out        string
-	skewEvents bool
+	skewAll    bool
 }
 
 func runFlags(args []string) (runConfig, error) {
@@ -46,7 +46,7 @@ func runFlags(args []string) (runConfig, error) {
 	fs.IntVar(&c.clients, "clients", 3, "client processes")
 	fs.IntVar(&c.workers, "workers", 4, "workers per client process")
 	fs.StringVar(&c.out, "out", "out", "results directory")
-	fs.BoolVar(&c.skewEvents, "skew-events", false, "clock faults skew the clients' event logs too (see docs/verification.md)")
+	fs.BoolVar(&c.skewAll, "skew-all", false, "clock faults skew the clients' event logs and outboxes too (see docs/verification.md)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -164,7 +164,7 @@ func countOps(history []Entry) map[string]int {
 	n := map[string]int{}
 	for _, e := range history {
 		switch e.Type {
-		case "nemesis":
+		case "nemesis", "publish":
 		case "invoke":
 			open[e.Proc] = true
 		default:

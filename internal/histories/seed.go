@@ -67,6 +67,11 @@ func runSeed(cfg runConfig, admin *gocql.Session, ks string, seed uint64, mutant
 	history = append(history, finalOps...)
 	totals, totalOps := readTotals(admin, ks, name)
 	history = append(history, totalOps...)
+	drained, err := drainRelay(admin, ks, name, dir, history, final, seed)
+	if err != nil {
+		return runStats{}, err
+	}
+	history = append(history, drained...)
 	rs := runStats{Seed: seed, Mutant: mutant, Ends: countOps(history), Faults: faultCounts(history),
 		History: filepath.Join(dir, "history.jsonl"), Schedule: schedule}
 	if err := writeHistory(rs.History, history); err != nil {
@@ -74,6 +79,10 @@ func runSeed(cfg runConfig, admin *gocql.Session, ks string, seed uint64, mutant
 	}
 	rs.Keys, rs.Undecided, rs.Violations = checkRecords(dir, history, final)
 	for _, v := range checkCounters(history, totals) {
+		v.Counterexample = writeCounterexample(dir, history, v.Key)
+		rs.Violations = append(rs.Violations, v)
+	}
+	for _, v := range checkPublished(history, final) {
 		v.Counterexample = writeCounterexample(dir, history, v.Key)
 		rs.Violations = append(rs.Violations, v)
 	}
@@ -101,7 +110,7 @@ func drive(cfg runConfig, seed uint64, bin, dir, ks, ns string, length time.Dura
 	}
 	defer rec.close()
 	cs := &clients{bin: bin, dir: dir, seed: seed, args: []string{"-hosts", cfg.hosts, "-keyspace", ks, "-namespace", ns,
-		"-workers", fmt.Sprint(cfg.workers), "-run-start", fmt.Sprint(monotonic()), "-lease", lease.String(), fmt.Sprintf("-skew-events=%v", cfg.skewEvents)}}
+		"-workers", fmt.Sprint(cfg.workers), "-run-start", fmt.Sprint(monotonic()), "-lease", lease.String(), fmt.Sprintf("-skew-all=%v", cfg.skewAll)}}
 	n := &nemesis{script: cfg.script, runDir: cfg.runDir, clients: cs, rec: rec, log: logf, down: map[string]bool{}}
 	for i := range cfg.clients {
 		if err := cs.start(i); err != nil {
