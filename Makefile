@@ -263,10 +263,10 @@ test-cluster:
 ## test-histories: the library's clients against three nodes (RF 3, QUORUM and SERIAL) under a
 ## seeded nemesis, every operation recorded and the history checked (internal/histories,
 ## docs/verification.md). HISTORY_CLIENTS client processes of HISTORY_WORKERS workers run
-## ExecuteOnce (its function writes a fenced effect row) and serial reads on hot keys for
-## HISTORY_TIME per seed of HISTORY_SEEDS, while the nemesis kills, pauses, isolates and skews
-## nodes and clients; then each key's record is checked for linearizability with Porcupine, and
-## the set checks run. Each mutant of HISTORY_MUTANTS (the library built with the build tag
+## ExecuteOnce on hot keys (its function writes a fenced effect row and stages an outbox event),
+## serial reads, event-log increments and totals, and a relay each, for HISTORY_TIME per seed of
+## HISTORY_SEEDS, while the nemesis kills, pauses, isolates and skews nodes and clients; then
+## each key's record is checked for linearizability with Porcupine, and the set checks run. Each mutant of HISTORY_MUTANTS (the library built with the build tag
 ## mutant_<name>: a planted bug) then runs on the same schedules for HISTORY_MUTANT_TIME and must
 ## be caught. The cluster has its own prefix, network and run directory, so it never meets
 ## test-cluster's or the benchmark's, and it is torn down after the run, on failure too.
@@ -277,6 +277,8 @@ HISTORY_MUTANTS     ?= nofence,unknown_not_applied,mark_before_publish
 HISTORY_MUTANT_TIME ?= 40s
 HISTORY_CLIENTS     ?= 3
 HISTORY_WORKERS     ?= 6
+# HISTORY_FLAGS adds flags of `histories run`, e.g. -skew-all (docs/verification.md).
+HISTORY_FLAGS       ?=
 HISTORY_RUN_DIR     := $(or $(TMPDIR),/tmp)/cassdedup-histories-cluster
 HISTORY_CLUSTER     := CLUSTER_NODES=3 CLUSTER_DCS=1 CLUSTER_LATENCY=0 CLUSTER_HEAP=768M CLUSTER_PREFIX=chs CLUSTER_NET=10.97 \
                        CLUSTER_RUN_DIR=$(HISTORY_RUN_DIR) scripts/cluster/cluster.sh
@@ -288,7 +290,7 @@ test-histories:
 	@trap '$(HISTORY_CLUSTER) down' EXIT; $(HISTORY_CLUSTER) up; \
 	CLUSTER_RUN_DIR=$(HISTORY_RUN_DIR) bin/histories run -hosts "$$($(HISTORY_CLUSTER) hosts)" -cluster scripts/cluster/cluster.sh \
 	  -seeds $(HISTORY_SEEDS) -time $(HISTORY_TIME) -mutants "$(HISTORY_MUTANTS)" -mutant-time $(HISTORY_MUTANT_TIME) \
-	  -clients $(HISTORY_CLIENTS) -workers $(HISTORY_WORKERS) -bin-dir bin -out $(OUT) 2>&1 | tee $(OUT)/histories.log
+	  -clients $(HISTORY_CLIENTS) -workers $(HISTORY_WORKERS) -bin-dir bin -out $(OUT) $(HISTORY_FLAGS) 2>&1 | tee $(OUT)/histories.log
 
 comma := ,
 
