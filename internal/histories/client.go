@@ -250,7 +250,7 @@ func (c *client) read(ctx context.Context, proc, key string) {
 }
 
 // fnWork is how long the function works after writing its effect.
-const fnWork = 300 * time.Millisecond
+const fnWork = 800 * time.Millisecond
 
 // errFenced: the effect row holds a fence at least the claim's: a later claim wrote it.
 var errFenced = errors.New("histories: effect fenced off by a later claim")

@@ -13,25 +13,28 @@ import (
 
 // runConfig is one invocation of `histories run`.
 type runConfig struct {
-	hosts      string
-	script     string
-	runDir     string
-	nodes      int
-	rf         int
-	seeds      []uint64
-	length     time.Duration
-	mutants    []string
-	mutantTime time.Duration
-	binDir     string
-	clients    int
-	workers    int
-	out        string
-	skewAll    bool
+	hosts  string
+	script string
+	runDir string
+	nodes  int
+	rf     int
+	seeds  []uint64
+	// mutantSeeds are the seeds a mutant may need: it runs them in order until one catches it,
+	// so the seeds past the library's cost time only when the first ones miss.
+	mutantSeeds []uint64
+	length      time.Duration
+	mutants     []string
+	mutantTime  time.Duration
+	binDir      string
+	clients     int
+	workers     int
+	out         string
+	skewAll     bool
 }
 
 func runFlags(args []string) (runConfig, error) {
 	var c runConfig
-	var seeds, mutants string
+	var seeds, mutantSeeds, mutants string
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.StringVar(&c.hosts, "hosts", "", "CQL contact points, comma-separated")
 	fs.StringVar(&c.script, "cluster", "scripts/cluster/cluster.sh", "cluster.sh, for node faults")
@@ -39,6 +42,7 @@ func runFlags(args []string) (runConfig, error) {
 	fs.IntVar(&c.nodes, "nodes", 3, "nodes of the cluster; 0: a node that is not ours, no node faults")
 	fs.IntVar(&c.rf, "rf", 3, "replication factor")
 	fs.StringVar(&seeds, "seeds", "1,2,3", "seeds, comma-separated")
+	fs.StringVar(&mutantSeeds, "mutant-seeds", "", "seeds a mutant runs until one catches it (default: -seeds)")
 	fs.DurationVar(&c.length, "time", time.Minute, "each seed's run")
 	fs.StringVar(&mutants, "mutants", "", "mutants to run (their binaries are in -bin-dir), comma-separated")
 	fs.DurationVar(&c.mutantTime, "mutant-time", 40*time.Second, "each mutant's run on each seed")
@@ -50,17 +54,33 @@ func runFlags(args []string) (runConfig, error) {
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
-	for _, s := range strings.Split(seeds, ",") {
-		n, err := strconv.ParseUint(strings.TrimSpace(s), 10, 64)
-		if err != nil {
-			return c, fmt.Errorf("histories: bad seed %q", s)
+	var err error
+	if c.seeds, err = parseSeeds(seeds); err != nil {
+		return c, err
+	}
+	c.mutantSeeds = c.seeds
+	if mutantSeeds != "" {
+		if c.mutantSeeds, err = parseSeeds(mutantSeeds); err != nil {
+			return c, err
 		}
-		c.seeds = append(c.seeds, n)
 	}
 	if mutants != "" {
 		c.mutants = strings.Split(mutants, ",")
 	}
 	return c, nil
+}
+
+// parseSeeds reads a comma-separated list of seeds.
+func parseSeeds(list string) ([]uint64, error) {
+	var out []uint64
+	for _, s := range strings.Split(list, ",") {
+		n, err := strconv.ParseUint(strings.TrimSpace(s), 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("histories: bad seed %q", s)
+		}
+		out = append(out, n)
+	}
+	return out, nil
 }
 
 // results is out/histories.json.
@@ -102,7 +122,7 @@ func runAll(args []string) error {
 	}
 	for _, m := range cfg.mutants {
 		detected := false
-		for _, seed := range cfg.seeds {
+		for _, seed := range cfg.mutantSeeds {
 			rs, err := runSeed(cfg, admin, ks, seed, m, cfg.mutantTime)
 			if err != nil {
 				return err
