@@ -196,15 +196,7 @@ func (r *Relay) Poll(ctx context.Context) (Stats, error) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	// The layout is checked before anything is read or claimed: a relay of another shard
-	// count, bucket width or horizon would read where no stager writes.
-	// A bucket closed by a time not known well enough could be one a stager still writes to.
-	clk, err := r.cfg.checkClock(ctx)
-	total.Clock = clk
-	if err != nil {
-		return total, err
-	}
-	if err := r.layout.ensure(ctx, r.session, &r.cfg, true, false); err != nil {
+	if err := r.passable(ctx, &total); err != nil {
 		return total, err
 	}
 	var errs []error
@@ -272,6 +264,19 @@ func (r *Relay) Poll(ctx context.Context) (Stats, error) {
 	}
 	total.Shards = len(r.held)
 	return total, errors.Join(errs...)
+}
+
+// passable checks, before a pass reads or claims anything, what the pass's reads rest on: the
+// relay's clock, since a bucket closed by a time not known well enough could be one a stager
+// still writes to (its reading goes to total.Clock), and the layout, since a relay of another
+// shard count, bucket width or horizon would read where no stager writes.
+func (r *Relay) passable(ctx context.Context, total *Stats) error {
+	clk, err := r.cfg.checkClock(ctx)
+	total.Clock = clk
+	if err != nil {
+		return err
+	}
+	return r.layout.ensure(ctx, r.session, &r.cfg, true, false)
 }
 
 // shardWorkers is how many held shards a pass works at once. A shard's work is a few round
