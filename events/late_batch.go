@@ -64,17 +64,25 @@ func (l *Log) RecordBatch(ctx context.Context, evs []Event) error {
 	if err := l.checkCall(ctx); err != nil {
 		return err
 	}
+	owns := make([]time.Time, len(evs))
+	for i, e := range evs {
+		own, err := l.checked(ctx, e)
+		if err != nil {
+			return fmt.Errorf("events: event %d of %d: %w", i, len(evs), err)
+		}
+		owns[i] = own
+	}
+	// Which windows are closed is judged by the cluster's time, once it is known well enough.
+	if err := l.checkClock(ctx); err != nil {
+		return err
+	}
 	items := make([]*lateItem, 0, len(evs))
 	seen := make(map[[2]string]bool, len(evs))
 	now := l.cfg.Now()
 	for i, e := range evs {
-		own, err := l.check(e)
-		if err != nil {
-			return fmt.Errorf("events: event %d of %d: %w", i, len(evs), err)
-		}
 		if k := [2]string{e.Counter, e.ID}; !seen[k] {
 			seen[k] = true
-			items = append(items, l.newItem(e, own, now))
+			items = append(items, l.newItem(e, owns[i], now))
 		}
 	}
 	return l.recordItems(ctx, items)

@@ -10,6 +10,7 @@ import (
 	"github.com/cassdedup/cassdedup/internal/argcheck"
 	"github.com/cassdedup/cassdedup/internal/flights"
 	"github.com/cassdedup/cassdedup/lwt"
+	"github.com/cassdedup/cassdedup/lwt/clock"
 )
 
 // Log is an event log of counters: each increment is an event row, and a counter's total is
@@ -23,6 +24,7 @@ type Log struct {
 	flush   *flusher
 	sums    *sumCache
 	stats   logCounters
+	clock   *clock.Meter // nil under WithoutClockCheck
 
 	mu      sync.Mutex
 	indexed map[windowKey]struct{} // windows whose index row (with cfg.parts) is known stored
@@ -69,10 +71,15 @@ func NewLog(session *gocql.Session, opts ...Option) (*Log, error) {
 	if err != nil {
 		return nil, err
 	}
+	meter, err := cfg.measureClock(session)
+	if err != nil {
+		return nil, err
+	}
 	ev, bk, ru, we, wi := t.events, t.buckets, t.rollups, t.windowEvents, t.windows
 	return &Log{
 		session: session,
 		cfg:     cfg,
+		clock:   meter,
 		late:    newLateState(t),
 		flush:   newFlusher(),
 		sums:    newSumCache(),

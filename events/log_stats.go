@@ -3,6 +3,8 @@ package events
 import (
 	"sync/atomic"
 	"time"
+
+	"github.com/cassdedup/cassdedup/lwt/clock"
 )
 
 // LogStats is a snapshot of a Log's counters since it was made.
@@ -44,6 +46,9 @@ type LogStats struct {
 	// folded within the retention expire uncounted.
 	RollupLag        time.Duration
 	RollupLagCounter string
+	// Clock is the Log's offset from the cluster's clock, its bound, its age and the meter's
+	// counts (Refusals: calls refused with ErrClockOffset). Zero under WithoutClockCheck.
+	Clock clock.Reading
 }
 
 type logCounters struct {
@@ -64,6 +69,7 @@ func (l *Log) Stats() LogStats {
 		Totals: c.totals.Load(), TotalReads: c.reads.Load(), Rollups: c.rollups.Load(), TotalFolds: c.totalFolds.Load(),
 		LateEvents: c.lateEvents.Load(), LateRounds: c.lateRounds.Load(), Expired: c.expired.Load(),
 		RollupFailures: c.rollupFailures.Load(), Stalled: c.stalled.Load()}
+	s.Clock = l.clock.Reading()
 	if worst, ok := l.laggiest(l.cfg.Now()); ok {
 		s.RollupLag, s.RollupLagCounter = worst.Lag, worst.Counter
 	}

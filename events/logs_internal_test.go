@@ -21,7 +21,7 @@ func logsOn(t *testing.T, clock *testnode.Clock) (*gocql.Session, func(opts ...O
 	session, ks := testnode.NewSession(t)
 	return session, func(opts ...Option) *Log {
 		t.Helper()
-		l, err := NewLog(session, append([]Option{WithKeyspace(ks), WithClock(clock.Now)}, opts...)...)
+		l, err := NewLog(session, append([]Option{WithKeyspace(ks), WithClock(clock.Now), WithoutClockCheck()}, opts...)...)
 		require.NoError(t, err)
 		return l
 	}

@@ -30,6 +30,7 @@ type config struct {
 	rollupConcurrency          int
 	logRetention, maxLag       time.Duration // see WithLogRetention; maxLag 0: a quarter of it
 	logger                     *slog.Logger
+	unchecked                  bool // WithoutClockCheck
 }
 
 // Defaults of the options.
@@ -88,6 +89,9 @@ func WithSerialConsistency(sc gocql.SerialConsistency) Option {
 }
 
 // WithClock replaces time.Now, for tests and simulations of history: windows, grace, settling.
+// Windows are judged by the cluster's time, which a Log knows as this clock plus its offset
+// from a coordinator's clock, measured at its first call and each minute after (see
+// WithoutClockCheck, for a clock that simulates history).
 func WithClock(now func() time.Time) Option { return storeopt.Clock[*config](ErrInvalidOption, now) }
 
 // WithObserver sets a hook called synchronously on every LWT and write, the
@@ -171,8 +175,9 @@ func WithGracePeriod(d time.Duration) Option {
 // WithSettleTime sets how much longer than the grace period a rollup waits before it folds a
 // window (default 1 s; at least 1 s). An on-time write not acknowledged within half of it after
 // its window closed takes the late path instead, so no acknowledged write lands after the
-// window was folded; the other half must exceed the clock skew between writers and rollup
-// workers. A node that queues writes for longer than that can still apply a write whose writer
+// window was folded; the other half is the allowance for the writers' and rollups' readings
+// of the cluster's clock, each of which must be known within a quarter of the settle time
+// (ErrClockOffset). A node that queues writes for longer than that can still apply a write whose writer
 // gave up after the fold: see docs/eventlog.md.
 func WithSettleTime(d time.Duration) Option {
 	return optcheck.Set(ErrInvalidOption, d < time.Second, optcheck.Call("WithSettleTime", d), "must be at least 1s",
@@ -203,4 +208,13 @@ func (c *config) qualified() (tables, error) {
 		*name = q
 	}
 	return t, nil
+}
+
+// WithoutClockCheck judges windows by the clock of WithClock alone: nothing measures its offset
+// from the cluster's, nothing corrects by it, nothing refuses. It is for tests that simulate
+// history with a fake clock; writers and rollups built with it must keep their clocks within a
+// quarter of the settle time of each other's, and nothing at run time detects when they do
+// not. Default: measured (docs/eventlog.md, "Windows, grace and settle time").
+func WithoutClockCheck() Option {
+	return optcheck.Set(ErrInvalidOption, false, "WithoutClockCheck()", "", func(c *config) { c.unchecked = true })
 }

@@ -34,14 +34,19 @@ type Event struct {
 //
 // It fails with ErrInvalidCounter, ErrInvalidEventID, ErrMissingEventTime, ErrFutureEvent, or
 // ErrEventExpired for an event older than the Log's retention (WithLogRetention): its rows may
-// be gone, so it is refused rather than counted again.
+// be gone, so it is refused rather than counted again. Windows are judged by the cluster's
+// clock (the Log's own plus its measured offset): while that offset is not known within a
+// quarter of the settle time, Record writes nothing and fails with ErrClockOffset.
 // A failed Record may or may not have stored the event; record it again, at any time.
 func (l *Log) Record(ctx context.Context, e Event) error {
 	if err := l.checkCall(ctx); err != nil {
 		return err
 	}
-	window, err := l.check(e)
+	window, err := l.checked(ctx, e)
 	if err != nil {
+		return err
+	}
+	if err := l.checkClock(ctx); err != nil {
 		return err
 	}
 	// The late path of one event is RecordBatch's, so both claim in the same table.

@@ -58,6 +58,11 @@ func (l *Log) Rollup(ctx context.Context, counter string) (RollupResult, error) 
 		return RollupResult{}, err
 	}
 	l.stats.rollups.Add(1)
+	// A window folded by a time not known well enough could be one a writer still writes to.
+	if err := l.checkClock(ctx); err != nil {
+		l.stats.rollupFailures.Add(1)
+		return RollupResult{}, err
+	}
 	res, err := l.rollupRounds(ctx, counter)
 	if err != nil {
 		l.stats.rollupFailures.Add(1)

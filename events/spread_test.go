@@ -19,7 +19,7 @@ import (
 // logOn returns another Log over the keyspace of l's session: a second process.
 func logOn(t *testing.T, session *gocql.Session, ks string, clock *testnode.Clock, opts ...events.Option) *events.Log {
 	t.Helper()
-	opts = append([]events.Option{events.WithKeyspace(ks), events.WithClock(clock.Now)}, opts...)
+	opts = append([]events.Option{events.WithKeyspace(ks), events.WithClock(clock.Now), events.WithoutClockCheck()}, opts...)
 	l, err := events.NewLog(session, opts...)
 	require.NoError(t, err)
 	return l
