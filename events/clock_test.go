@@ -113,3 +113,41 @@ func TestFutureByUnmeasuredClockIsMeasuredFirst(t *testing.T) {
 	future := events.Event{Counter: "c", ID: "future", Delta: 1, Time: time.Now().Add(2 * time.Minute)}
 	require.ErrorIs(t, l.Record(ctx, future), events.ErrFutureEvent, "ahead of the cluster's clock by more than the skew")
 }
+
+// TestLogAheadFoldsNothingOpen: a process whose clock is 9 minutes ahead of the cluster's reads
+// totals of a counter that a correct process records (as the history checker's client p0 did,
+// its clock moved 9 minutes ahead). Judged by its own clock, every window of the counter had
+// closed, so its first Total folded them and moved the watermark 9 minutes ahead: the events
+// recorded on time after it, in windows behind the watermark, were never counted (4 of 6). It
+// judges windows by the cluster's clock, so it folds nothing still open, and its Rollup neither.
+func TestLogAheadFoldsNothingOpen(t *testing.T) {
+	t.Parallel()
+	session, ks := testnode.NewSession(t)
+	ctx := context.Background()
+	ahead, err := events.NewLog(session, events.WithKeyspace(ks),
+		events.WithClock(func() time.Time { return time.Now().Add(9 * time.Minute) }))
+	require.NoError(t, err)
+	writer, err := events.NewLog(session, events.WithKeyspace(ks))
+	require.NoError(t, err)
+	now := time.Now()
+	for i, at := range []time.Duration{0, 10 * time.Second, 20 * time.Second, 30 * time.Second} {
+		require.NoError(t, writer.Record(ctx, events.Event{Counter: "c", ID: fmt.Sprint("e", i), Delta: 1, Time: now.Add(at)}))
+	}
+	total, err := ahead.Total(ctx, "c")
+	require.NoError(t, err)
+	assert.EqualValues(t, 4, total)
+	_, err = ahead.Rollup(ctx, "c")
+	require.NoError(t, err)
+	for i := range 2 { // on time, by the cluster's clock
+		require.NoError(t, writer.Record(ctx, events.Event{Counter: "c", ID: fmt.Sprint("late", i), Delta: 1, Time: time.Now()}))
+	}
+	for _, l := range []*events.Log{writer, ahead} {
+		total, err = l.Total(ctx, "c")
+		require.NoError(t, err)
+		assert.EqualValues(t, 6, total, "every event counted once")
+	}
+	c := ahead.Clock()
+	assert.True(t, c.Measured)
+	assert.InDelta(t, float64(-9*time.Minute), float64(c.Offset), float64(c.Bound+20*time.Millisecond))
+	assert.Zero(t, writer.Stats().LateEvents, "the writer's events were on time")
+}

@@ -27,11 +27,11 @@ var (
 	// returns it: a late event is counted once in the window open when it is recorded. It is
 	// kept so that callers that test for it still compile.
 	ErrBucketClosed = errors.New("events: bucket closed")
-	// ErrClockOffset is returned by Record, RecordBatch and Rollup while the Log's offset from
-	// the cluster's clock is not known within a quarter of the settle time (never measured,
-	// the measurements failed, or their round trips were too slow): it could not tell whether a
-	// window is open or settled. Nothing was written; record the events again, or roll up again,
-	// later. An *clock.OffsetError matches it, with the offset, its bound and the limit. It is
+	// ErrClockOffset is returned by Record, RecordBatch, Rollup, PlanRollup and Total while the
+	// Log's offset from the cluster's clock is not known within a quarter of the settle time
+	// (never measured, the measurements failed, or their round trips were too slow): it could
+	// not tell whether a window is open, closed or settled. Nothing was written or read; call
+	// again later. An *clock.OffsetError matches it, with the offset, its bound and the limit. It is
 	// clock.ErrOffset.
 	ErrClockOffset = clock.ErrOffset
 	// ErrInvalidOption is returned by NewLog for a bad option; the error names the option.

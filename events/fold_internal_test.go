@@ -82,10 +82,10 @@ func TestRunRollupsFoldsOnlyWhatClosed(t *testing.T) {
 	}
 	for step := range 10 {
 		clock.Set(t0.Add(time.Duration(step) * 500 * time.Millisecond))
-		require.NoError(t, l.rollPass(ctx, l.dueCounters(), nil, l.folded))
+		require.NoError(t, l.rollPass(ctx, l.dueCounters(ctx), nil, l.folded))
 	}
 	require.EqualValues(t, counters, l.Stats().Rollups, "one fold per counter, once its window closed")
-	require.Empty(t, l.dueCounters())
+	require.Empty(t, l.dueCounters(ctx))
 	for i := range counters {
 		st, err := l.readRollup(ctx, fmt.Sprint("c", i), true)
 		require.NoError(t, err)

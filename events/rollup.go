@@ -99,12 +99,16 @@ func (l *Log) rollupRounds(ctx context.Context, counter string) (RollupResult, e
 
 // PlanRollup returns what Rollup would do now, and writes nothing: the watermark it would
 // move to, the total there and the number of windows it would fold (0 when nothing is
-// closed). It reads the row at the serial consistency, as Rollup does after a lost race.
+// closed). It reads the row at the serial consistency, as Rollup does after a lost race, and
+// judges windows by the cluster's clock as Rollup does (ErrClockOffset).
 func (l *Log) PlanRollup(ctx context.Context, counter string) (RollupResult, error) {
 	if err := l.checkCall(ctx); err != nil {
 		return RollupResult{}, err
 	}
 	if err := ValidateCounter(counter); err != nil {
+		return RollupResult{}, err
+	}
+	if err := l.checkClock(ctx); err != nil {
 		return RollupResult{}, err
 	}
 	_, res, _, err := l.nextRollup(ctx, counter, true)

@@ -17,7 +17,7 @@ import (
 // stalled rollup ends it, after the pass, with an error matching ErrRollupStalled: a counter
 // found further behind than WithMaxRollupLag, or whose rollups have failed for longer than that.
 func (l *Log) RollupEvery(ctx context.Context, interval time.Duration, onError func(counter string, err error), counters ...string) error {
-	return l.rollupLoop(ctx, interval, onError, func() []string { return counters }, nil)
+	return l.rollupLoop(ctx, interval, onError, func(context.Context) []string { return counters }, nil)
 }
 
 // RunRollups folds, every interval, every counter this Log recorded an event for, until each
@@ -40,7 +40,7 @@ func (l *Log) RunRollups(ctx context.Context, interval time.Duration, onError fu
 }
 
 func (l *Log) rollupLoop(ctx context.Context, interval time.Duration, onError func(string, error),
-	counters func() []string, folded func(string, RollupResult)) error {
+	counters func(context.Context) []string, folded func(string, RollupResult)) error {
 	if err := l.checkCall(ctx); err != nil {
 		return err
 	}
@@ -50,7 +50,7 @@ func (l *Log) rollupLoop(ctx context.Context, interval time.Duration, onError fu
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
-		if err := l.rollPass(ctx, counters(), onError, folded); err != nil {
+		if err := l.rollPass(ctx, counters(ctx), onError, folded); err != nil {
 			return err
 		}
 		select {
@@ -99,14 +99,17 @@ func (l *Log) rollPass(ctx context.Context, cs []string, onError func(string, er
 
 // dueCounters returns the counters recorded by this Log, not yet folded past their last window,
 // that may have a window closed since their last fold: the oldest time the Log knows unfolded
-// (see noteFold) is before the horizon, or nothing is known.
-func (l *Log) dueCounters() []string {
+// (see noteFold) is before the horizon, or nothing is known. The horizon is the cluster's
+// time's; while that is not known well enough every counter is due, so that each Rollup refuses
+// (ErrClockOffset) and is reported rather than skipped without a word.
+func (l *Log) dueCounters(ctx context.Context) []string {
+	known := l.checkClock(ctx) == nil
 	h := l.horizon(l.cfg.Now())
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	out := make([]string, 0, len(l.active))
 	for c := range l.active {
-		if since, known := l.behind[c]; !known || since.Before(h) {
+		if since, seen := l.behind[c]; !known || !seen || since.Before(h) {
 			out = append(out, c)
 		}
 	}

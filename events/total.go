@@ -49,6 +49,10 @@ const readConcurrency = 8
 // folds them, once its callers have their total, with one conditional write on the watermark
 // it read, as Rollup would: the next total, in any process, reads that fold and sums only the
 // windows closed since.
+//
+// Windows are judged by the cluster's clock, as Record and Rollup judge them: while the Log's
+// offset from it is not known within a quarter of the settle time, Total reads nothing and
+// fails with ErrClockOffset.
 func (l *Log) Total(ctx context.Context, counter string) (int64, error) {
 	if err := l.checkCall(ctx); err != nil {
 		return 0, err
@@ -58,6 +62,11 @@ func (l *Log) Total(ctx context.Context, counter string) (int64, error) {
 	}
 	if err := ctx.Err(); err != nil {
 		return 0, err // no read for a call that cannot wait for it
+	}
+	// Which windows a read covers, which sums are settled and which a fold may take are judged
+	// by the cluster's time: a Log 9 minutes ahead folded windows still written to.
+	if err := l.checkClock(ctx); err != nil {
+		return 0, err
 	}
 	f := l.joinTotal(counter)
 	select {
