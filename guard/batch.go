@@ -32,7 +32,8 @@ type BatchResult struct {
 // one, or otherwise invalid, gets Failed with ErrInvalidMessage and nothing is stored for it. A
 // message given twice in one call is handled once; its copies get Duplicate once it is
 // processed, and its result otherwise. The error is for the call: a nil handler
-// (ErrInvalidOption).
+// (ErrInvalidOption), or ErrClockOffset while the guard's offset from the cluster's clock is
+// not known well enough (nothing run or stored; deliver the messages again).
 //
 // Leases, fencing, poison counting (WithMaxAttempts) and outcome-unknown resolution keep their
 // per-message meaning; leases are judged by Cassandra's clock (see lwt.BatchStore). Handlers
@@ -48,8 +49,8 @@ func (g *Guard) ProcessBatch(ctx context.Context, msgs []Message, handler Handle
 	return g.processBatch(ctx, msgs, handler, nil), nil
 }
 
-// checkRun checks a call of ProcessBatch or ProcessPoll: the guard and ctx (checkCall), then
-// that it was given its handler, what names it in the error.
+// checkRun checks a call of ProcessBatch or ProcessPoll: the guard and ctx (checkCall), that it
+// was given its handler (what names it in the error), then the guard's clock.
 func (g *Guard) checkRun(ctx context.Context, missing bool, what string) error {
 	if err := g.checkCall(ctx); err != nil {
 		return err
@@ -57,7 +58,8 @@ func (g *Guard) checkRun(ctx context.Context, missing bool, what string) error {
 	if missing {
 		return fmt.Errorf("%w: nil %s", ErrInvalidOption, what)
 	}
-	return nil
+	// Windows, layouts and the fast path's horizon are judged by the cluster's time.
+	return g.checkClock(ctx)
 }
 
 // processBatch is ProcessBatch and ProcessPoll: claims, then runAll, then the ends.

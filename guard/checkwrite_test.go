@@ -85,7 +85,7 @@ func TestFastPathSendsNothingBetweenCheckAndWrite(t *testing.T) {
 	session := testnode.Connect(t, c)
 	t.Cleanup(session.Close)
 	clock := testnode.NewClock(time.Now())
-	g := guardOn(t, session, ks, guard.WithClock(clock.Now), guard.WithOwnership(3*time.Second, 1500*time.Millisecond))
+	g := guardOn(t, session, ks, guard.WithClock(clock.Now), guard.WithoutClockCheck(), guard.WithOwnership(3*time.Second, 1500*time.Millisecond))
 	ctx := context.Background()
 	scope := guard.Scope{Group: "fresh-group", Topic: "t", Partition: 1}
 	require.NoError(t, g.Own(ctx, scope, 1, newPreCheck(t, scope)))

@@ -1,6 +1,10 @@
 package guard
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/cassdedup/cassdedup/lwt/clock"
+)
 
 // Errors returned by the package. Each is checked with errors.Is; the returned error usually
 // wraps one with the offending value. A message held by another consumer matches
@@ -10,6 +14,14 @@ var (
 	// ErrFutureMessage is returned, with ErrInvalidMessage, for a message time given to
 	// ProcessBatch further ahead of the clock than the allowed clock skew.
 	ErrFutureMessage = errors.New("guard: message time is in the future")
+	// ErrClockOffset is returned by Process (outcome Failed), ProcessBatch, ProcessPoll and Own
+	// while the guard's offset from the cluster's clock is not known within a quarter of
+	// lwt.MaxClockSkew (never measured, the measurements failed, or their round trips were too
+	// slow): it could not place a message's index row, vouch for a message's time or warm a
+	// pre-check without risking a copy run twice. Nothing was run or written; deliver the
+	// messages again later. An *clock.OffsetError matches it, with the offset, its bound and the
+	// limit. It is clock.ErrOffset.
+	ErrClockOffset = clock.ErrOffset
 	// ErrInvalidOption is returned by New for a bad option; the error names the option.
 	ErrInvalidOption = errors.New("guard: invalid option")
 	// ErrUnboundedPartition is returned by New, with ErrInvalidOption, for a window and

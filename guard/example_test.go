@@ -113,3 +113,24 @@ func ExampleGuard_ProcessBatch() {
 	}
 	fmt.Println("commit offset of message", acked)
 }
+
+// Export what the guard knows of its clock, and tell a refusal for it from a handler's failure.
+func ExampleGuard_Clock() {
+	ctx := context.Background()
+	g, err := guard.New(exampleSession())
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	// promobs.NewClockCollector("guard", g.Clock) exports the same reading at every scrape.
+	m := guard.Message{Scope: guard.Scope{Group: "billing", Topic: "payments", Partition: 3}, ID: "offset-1030", Time: time.Now()}
+	_, err = g.Process(ctx, m, func(context.Context, guard.Message) error { return nil })
+	if errors.Is(err, guard.ErrClockOffset) {
+		// Nothing ran: leave the message to the broker, and look at the host's clock.
+		r := g.Clock()
+		fmt.Println("refused: offset", r.Offset, "known within", r.Bound)
+		return
+	}
+	r := g.Clock()
+	fmt.Println("measured:", r.Measured, "bound under 15s:", r.Bound < 15*time.Second)
+}

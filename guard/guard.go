@@ -12,6 +12,7 @@ import (
 	"github.com/cassdedup/cassdedup/internal/argcheck"
 	"github.com/cassdedup/cassdedup/internal/enumname"
 	"github.com/cassdedup/cassdedup/lwt"
+	"github.com/cassdedup/cassdedup/lwt/clock"
 	"github.com/cassdedup/cassdedup/schema"
 )
 
@@ -31,6 +32,7 @@ type Guard struct {
 	selectLayouts          string
 	insertLayout           string
 	layouts                layoutCache
+	clock                  *clock.Meter // nil under WithoutClockCheck
 }
 
 // Handler processes one message. On the LWT path its ctx is canceled if the guard loses the
@@ -70,6 +72,10 @@ func New(session *gocql.Session, opts ...Option) (*Guard, error) {
 	if err != nil {
 		return nil, err
 	}
+	meter, err := cfg.measureClock(session) // first: the stores get the cluster's clock
+	if err != nil {
+		return nil, err
+	}
 	byScope, err := schema.QualifiedName(cfg.Keyspace, cfg.byScope)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidOption, err)
@@ -96,7 +102,7 @@ func New(session *gocql.Session, opts ...Option) (*Guard, error) {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidOption, err)
 	}
 	g := &Guard{
-		session: session, batch: batch, cfg: cfg,
+		session: session, batch: batch, cfg: cfg, clock: meter,
 		listScope: "SELECT message_id FROM " + byScope + " WHERE consumer_group = ? AND topic = ? AND partition = ? AND hour = ?",
 		listWindow: "SELECT message_id FROM " + bucketed +
 			" WHERE consumer_group = ? AND topic = ? AND partition = ? AND window_start = ? AND bucket = ?",
@@ -139,8 +145,9 @@ func (e *handlerError) Unwrap() error { return e.err }
 // the message's effect is done: acknowledge it. Otherwise the outcome says what to do:
 // InProgress and Failed leave the message for redelivery, Poison asks to dead-letter it.
 // Bad input gives ErrInvalidMessage, ErrPayloadTooLarge or ErrInvalidOption (a nil handler)
-// before anything is stored. A delivery of an id that this guard is already processing gets
-// InProgress at once. Errors that mean a write may or may not have applied match
+// before anything is stored, and ErrClockOffset (outcome Failed) while the guard's offset from
+// the cluster's clock is not known well enough (see WithClock). A delivery of an id that this
+// guard is already processing gets InProgress at once. Errors that mean a write may or may not have applied match
 // lwt.ErrOutcomeUnknown.
 func (g *Guard) Process(ctx context.Context, m Message, handler Handler) (Outcome, error) {
 	if err := g.checkCall(ctx); err != nil {
@@ -151,6 +158,10 @@ func (g *Guard) Process(ctx context.Context, m Message, handler Handler) (Outcom
 	}
 	if handler == nil {
 		return Failed, fmt.Errorf("%w: nil handler", ErrInvalidOption)
+	}
+	// The index row's window, the fast path's vouching and the layout are judged by the time.
+	if err := g.checkClock(ctx); err != nil {
+		return Failed, err
 	}
 	var opts []lwt.CallOption
 	if m.Payload != nil {

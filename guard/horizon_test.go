@@ -22,7 +22,7 @@ import (
 // of scope owned at epoch.
 func defaultOwner(t *testing.T, session *gocql.Session, ks string, clock *testnode.Clock, scope guard.Scope, epoch uint64, opts ...guard.Option) *guard.Guard {
 	t.Helper()
-	g, err := guard.New(session, append([]guard.Option{guard.WithKeyspace(ks), guard.WithClock(clock.Now)}, opts...)...)
+	g, err := guard.New(session, append([]guard.Option{guard.WithKeyspace(ks), guard.WithClock(clock.Now), guard.WithoutClockCheck()}, opts...)...)
 	require.NoError(t, err)
 	pre, err := bloom.NewPreCheck(fmt.Sprint(scope), bloom.WithClock(clock.Now))
 	require.NoError(t, err)

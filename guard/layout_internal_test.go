@@ -21,7 +21,7 @@ func TestWarmUpSeesBothLayouts(t *testing.T) {
 	session, ks := testnode.NewSession(t)
 	t0 := time.Now().UTC().Truncate(time.Minute)
 	clock := testnode.NewClock(t0)
-	g, err := New(session, WithKeyspace(ks), WithClock(clock.Now))
+	g, err := New(session, WithKeyspace(ks), WithClock(clock.Now), WithoutClockCheck())
 	require.NoError(t, err)
 	scope := Scope{Group: "g", Topic: "orders", Partition: 7}
 

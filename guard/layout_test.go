@@ -71,7 +71,7 @@ func TestLayoutOldReleaseRecordFoundAfterSwitch(t *testing.T) {
 		require.NoError(t, err)
 	}
 
-	g := guardOn(t, session, ks, guard.WithClock(clock.Now))
+	g := guardOn(t, session, ks, guard.WithClock(clock.Now), guard.WithoutClockCheck())
 	runs := newRunCounter()
 	out, err := g.Process(ctx, old, runs.handle)
 	require.NoError(t, err)
@@ -119,7 +119,7 @@ func TestLayoutChangeByUser(t *testing.T) {
 	session, ks := testnode.NewSession(t)
 	clock := testnode.NewClock(time.Now().UTC().Truncate(time.Minute))
 	scope := guard.Scope{Group: "g", Topic: "orders", Partition: 0}
-	a := guardOn(t, session, ks, guard.WithClock(clock.Now))
+	a := guardOn(t, session, ks, guard.WithClock(clock.Now), guard.WithoutClockCheck())
 	runs := newRunCounter()
 	msg := func(id string) guard.Message { return guard.Message{Scope: scope, ID: id, Time: clock.Now()} }
 
@@ -131,7 +131,7 @@ func TestLayoutChangeByUser(t *testing.T) {
 	_, err = a.ProcessBatch(ctx, before, runs.handle)
 	require.NoError(t, err)
 
-	b := guardOn(t, session, ks, guard.WithClock(clock.Now), guard.WithBatchBuckets(16))
+	b := guardOn(t, session, ks, guard.WithClock(clock.Now), guard.WithoutClockCheck(), guard.WithBatchBuckets(16))
 	res, err := b.ProcessBatch(ctx, before, runs.handle)
 	require.NoError(t, err)
 	for i := range res {
@@ -183,7 +183,7 @@ func TestLayoutConcurrentAcrossSwitch(t *testing.T) {
 	session, ks := testnode.NewSession(t)
 	t0 := time.Now().UTC().Truncate(time.Minute)
 	clock := testnode.NewClock(t0)
-	guards := []*guard.Guard{guardOn(t, session, ks, guard.WithClock(clock.Now)), guardOn(t, session, ks, guard.WithClock(clock.Now))}
+	guards := []*guard.Guard{guardOn(t, session, ks, guard.WithClock(clock.Now), guard.WithoutClockCheck()), guardOn(t, session, ks, guard.WithClock(clock.Now), guard.WithoutClockCheck())}
 	scope := guard.Scope{Group: "g", Topic: "orders", Partition: 1}
 	const ids = 24
 	var batched, single []guard.Message
@@ -239,7 +239,7 @@ func TestLayoutBoundsPartitions(t *testing.T) {
 	session, ks := testnode.NewSession(t)
 	t0 := time.Now().UTC().Truncate(time.Minute)
 	clock := testnode.NewClock(t0)
-	g := guardOn(t, session, ks, guard.WithClock(clock.Now))
+	g := guardOn(t, session, ks, guard.WithClock(clock.Now), guard.WithoutClockCheck())
 	scope := guard.Scope{Group: "g", Topic: "orders", Partition: 4}
 	_, err := g.Process(ctx, guard.Message{Scope: scope, ID: "first"}, newRunCounter().handle)
 	require.NoError(t, err)

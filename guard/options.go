@@ -2,6 +2,7 @@ package guard
 
 import (
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/gocql/gocql"
@@ -30,6 +31,8 @@ type config struct {
 	legacyBuckets           int
 	completionCols          []string     // of the record table: cells a Process handler's run may set
 	ownership               []lwt.Option // WithOwnership's, for the store's Own
+	unchecked               bool         // WithoutClockCheck
+	logger                  *slog.Logger // WithLogger; nil: none
 }
 
 // Defaults of the options.
@@ -99,6 +102,9 @@ func WithSerialConsistency(sc gocql.SerialConsistency) Option {
 }
 
 // WithClock replaces time.Now, for tests and simulations of history: windows, leases, expiry.
+// Time is judged by the cluster's clock, which a guard knows as this clock plus its offset from
+// a coordinator's, measured at its first call and each minute after (see WithoutClockCheck, for
+// a clock that simulates history).
 func WithClock(now func() time.Time) Option { return storeopt.Clock[*config](ErrInvalidOption, now) }
 
 // WithObserver sets a hook called synchronously on every LWT, write and state transition, the

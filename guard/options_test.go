@@ -26,6 +26,7 @@ func TestBadOptionNamesItself(t *testing.T) {
 		"WithLegacyBatchLayout(0s, 1)":                   guard.WithLegacyBatchLayout(0, 1),
 		"WithSerialConsistency(UNKNOWN_SERIAL_CONS_0x4)": guard.WithSerialConsistency(gocql.SerialConsistency(gocql.Quorum)),
 		"WithClock(nil)":                                 guard.WithClock(nil),
+		"WithLogger(nil)":                                guard.WithLogger(nil),
 		"option 0: nil":                                  nil,
 		"WithOwnership(10s, 1s)":                         guard.WithOwnership(10*time.Second, time.Second),
 		"WithOwnership(168h0m1s, 3s)":                    guard.WithOwnership(7*24*time.Hour+time.Second, 3*time.Second),

@@ -42,6 +42,10 @@ func (g *Guard) Own(ctx context.Context, scope Scope, epoch uint64, pre lwt.PreC
 		// or refused, so every message of this guard takes the LWT path.
 		return fmt.Errorf("%w: a guard with completion columns %v has no fast path", ErrInvalidOption, g.cfg.completionCols)
 	}
+	// The warm-up reads the windows of the horizon back from now, by the cluster's time.
+	if err := g.checkClock(ctx); err != nil {
+		return fmt.Errorf("guard: own %s/%s/%d: %w", scope.Group, scope.Topic, scope.Partition, err)
+	}
 	err := g.store.Own(ctx, scope.key(), epoch, pre, g.keySource(scope, pre.Retention()))
 	if err != nil {
 		return fmt.Errorf("guard: own %s/%s/%d: %w", scope.Group, scope.Topic, scope.Partition, err)

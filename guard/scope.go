@@ -28,6 +28,9 @@ func (g *Guard) ProcessedIDs(ctx context.Context, scope Scope, yield func(id str
 	if err := (Message{Scope: scope, ID: "-"}).validate(0); err != nil {
 		return err
 	}
+	if err := g.checkClock(ctx); err != nil { // the windows are read up to now
+		return err
+	}
 	return g.walkIndex(ctx, scope, time.Time{}, func(id string, _, _ time.Time) error { return yield(id) })
 }
 

@@ -9,8 +9,8 @@ import (
 	"github.com/cassdedup/cassdedup/lwt/clock"
 )
 
-// ObserveClock reports what a component knows of its clock (a clock.Reading: outbox.Outbox's
-// and outbox.Relay's Clock method), read at every collection, with the attribute
+// ObserveClock reports what a component knows of its clock (a clock.Reading: the Clock method
+// of outbox.Outbox, outbox.Relay, events.Log or guard.Guard), read at every collection, with the attribute
 // component=name (the option WithMeterProvider; the others are ignored):
 //
 //	cassdedup.clock.offset              {component} gauge, s: the cluster's clock minus the

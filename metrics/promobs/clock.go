@@ -8,8 +8,9 @@ import (
 	"github.com/cassdedup/cassdedup/lwt/clock"
 )
 
-// ClockCollector exports what a component knows of its clock (a clock.Reading: outbox.Outbox's
-// and outbox.Relay's Clock method) at every scrape, labelled component=name:
+// ClockCollector exports what a component knows of its clock (a clock.Reading: the Clock method
+// of outbox.Outbox, outbox.Relay, events.Log or guard.Guard) at every scrape, labelled
+// component=name:
 //
 //	cassdedup_clock_offset_seconds{component}              gauge: the cluster's clock minus the
 //	                                                       component's (Reading.Offset)
@@ -31,7 +32,7 @@ type ClockCollector struct {
 }
 
 // NewClockCollector returns the collector of the clock that read reports (box.Clock,
-// relay.Clock), whose series carry component=name and the constant labels given
+// relay.Clock, log.Clock, g.Clock), whose series carry component=name and the constant labels given
 // (WithConstLabels; other options are refused: they shape the histograms of New).
 func NewClockCollector(name string, read func() clock.Reading, opts ...Option) (*ClockCollector, error) {
 	if read == nil {
