@@ -33,6 +33,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -71,9 +72,10 @@ type Consumer struct {
 	client  *kgo.Client
 	group   string
 
-	mu     sync.Mutex
-	parts  map[partition]*ownership // the partitions assigned now
-	warned map[string]bool          // the topics whose broker time was logged (brokerTime)
+	mu        sync.Mutex
+	parts     map[partition]*ownership // the partitions assigned now
+	warned    map[string]bool          // the topics whose broker time was logged (brokerTime)
+	clockSaid time.Time                // the last refusal for the guard's clock logged at Error
 
 	// crash, a test's hook, makes Run stop dead before a poll's commit when it returns true:
 	// no commit, no Disown, no leave, as if the process were killed there.
@@ -270,6 +272,10 @@ func (c *Consumer) partition(ctx context.Context, p kgo.FetchTopicPartition) pol
 	} else {
 		results, err = c.g.ProcessBatch(ctx, msgs, c.handler)
 	}
+	if errors.Is(err, guard.ErrClockOffset) {
+		c.clockRefused(ctx, "process", p.Topic, p.Partition, err)
+		return pollOutcome{seek: recs[0]}
+	}
 	if err != nil {
 		c.cfg.log.Error("kafkasub: process", "group", c.group, "topic", p.Topic, "partition", p.Partition, "err", err)
 		return pollOutcome{seek: recs[0]}
@@ -399,11 +405,14 @@ func (c *Consumer) own(ctx context.Context, topic string, num int32) bool {
 // ownFailed logs why Own failed: at Error, with the repair, the first time an assignment finds
 // the group's generation went back below the one the owners table recorded, since then nothing
 // can own the partition until an operator forgets its owners (later polls at Debug: it is
-// counted, lwt Stats.EpochRegressed); at Warn otherwise (retried at the next poll).
+// counted, lwt Stats.EpochRegressed); a refusal for the guard's clock as clockRefused does; at
+// Warn otherwise (retried at the next poll).
 func (c *Consumer) ownFailed(ctx context.Context, scope guard.Scope, o *ownership, err error) {
 	attrs := []any{"group", c.group, "topic", scope.Topic, "partition", scope.Partition, "epoch", o.epoch, "err", err}
 	switch {
 	case ctx.Err() != nil:
+	case errors.Is(err, guard.ErrClockOffset):
+		c.clockRefused(ctx, "own", scope.Topic, scope.Partition, err)
 	case errors.Is(err, lwt.ErrEpochRegressed):
 		c.mu.Lock()
 		first := !o.regressed
@@ -420,6 +429,30 @@ func (c *Consumer) ownFailed(ctx context.Context, scope guard.Scope, o *ownershi
 	default:
 		c.cfg.log.Warn("kafkasub: own", attrs...)
 	}
+}
+
+// clockRefused logs that the guard refused a poll's records (or their partition's Own) because
+// its offset from the cluster's clock is not known within its limit: the records are sought
+// back to and delivered again after the retry backoff, and nothing of them ran. At Error at
+// most once a minute (each poll of each partition meets it until the clock is measured again),
+// at Debug in between.
+func (c *Consumer) clockRefused(ctx context.Context, what, topic string, num int32, err error) {
+	if ctx.Err() != nil {
+		return
+	}
+	c.mu.Lock()
+	loud := c.clockSaid.IsZero() || time.Since(c.clockSaid) >= time.Minute
+	if loud {
+		c.clockSaid = time.Now()
+	}
+	c.mu.Unlock()
+	level := slog.LevelDebug
+	if loud {
+		level = slog.LevelError
+	}
+	c.cfg.log.Log(ctx, level, "kafkasub: "+what+": the guard refused the records, its clock's offset from the cluster's "+
+		"not known within its limit; they are delivered again until it is (guard.Guard.Clock, "+
+		"`cassdedup clock offset`, docs/operating.md)", "group", c.group, "topic", topic, "partition", num, "err", err)
 }
 
 // assigned records the generation each new partition is assigned at; its Own waits for the
