@@ -153,14 +153,7 @@ func (g *Guard) Process(ctx context.Context, m Message, handler Handler) (Outcom
 	if err := g.checkCall(ctx); err != nil {
 		return 0, err
 	}
-	if err := m.validate(g.cfg.maxPayload); err != nil {
-		return Failed, err
-	}
-	if handler == nil {
-		return Failed, fmt.Errorf("%w: nil handler", ErrInvalidOption)
-	}
-	// The index row's window, the fast path's vouching and the layout are judged by the time.
-	if err := g.checkClock(ctx); err != nil {
+	if err := g.admissible(ctx, m, handler); err != nil {
 		return Failed, err
 	}
 	var opts []lwt.CallOption
@@ -212,6 +205,19 @@ func (g *Guard) Process(ctx context.Context, m Message, handler Handler) (Outcom
 		return Duplicate, nil
 	}
 	return Processed, nil
+}
+
+// admissible checks what Process needs before it stores anything: a valid message, a handler,
+// and the guard's clock, by which the index row's window, the fast path's vouching and the
+// layout are judged.
+func (g *Guard) admissible(ctx context.Context, m Message, handler Handler) error {
+	if err := m.validate(g.cfg.maxPayload); err != nil {
+		return err
+	}
+	if handler == nil {
+		return fmt.Errorf("%w: nil handler", ErrInvalidOption)
+	}
+	return g.checkClock(ctx)
 }
 
 // indexWrite is the by-scope index write of one Process call, started at most once.
