@@ -41,9 +41,9 @@ type clientConfig struct {
 	lease     time.Duration
 	opTimeout time.Duration
 	// skewAll gives the event log and the outbox (stager and relay) the skewed clock too, not
-	// only the executor. Off by default: the event log assumes skew under half its settle time
-	// and does not measure its offset, so a process whose clock jumps minutes stops every total
-	// from counting (docs/verification.md).
+	// only the executor. Off by default since it found that a process whose clock jumped minutes
+	// stopped every total from counting, when the event log did not measure its offset; it
+	// measures it now (docs/verification.md).
 	skewAll bool
 }
 
