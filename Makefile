@@ -85,9 +85,11 @@ endef
 ## then HOT_COUNTERS counters are written at once the same way; each case reports events/s, the
 ## total's p50/p99 while writing, the largest partition (counted after the run, projected to 10k
 ## events/s) and whether every total was exact. Same node or cluster as bench; results in out/.
-## The same load runs HOT_WARMUP first on other counters, unmeasured: a node started for the run
-## answered the first case's reads about twice as slowly at the p99 after a 5 s warm-up as after 30 s.
-HOT_WARMUP   ?= 30s
+## Each case runs the same load HOT_WARMUP first on its own counters, unmeasured: a node started for
+## the run answered the first case's reads about twice as slowly at the p99 after a 5 s warm-up as
+## after 30 s, and a counter's windows take the width its traffic calls for about 95 s after its
+## first events (events.WithWindowWidths), as a long-lived counter's have.
+HOT_WARMUP   ?= 110s
 HOT_DURATION ?= 60s
 HOT_WRITERS  ?= 32
 HOT_COUNTERS ?= 10000

@@ -58,15 +58,15 @@ func (l *Log) checkClock(ctx context.Context) error {
 // cluster's by more than WithMaxClockSkew does not refuse the events before its first
 // measurement (nor, by never measuring, all of them). Other refusals need no I/O: bad input
 // is refused before the clock is asked.
-func (l *Log) checked(ctx context.Context, e Event) (time.Time, error) {
-	w, err := l.check(e)
+func (l *Log) checked(ctx context.Context, e Event) error {
+	err := l.check(e)
 	if errors.Is(err, ErrFutureEvent) && l.clock != nil && !l.clock.Reading().Measured {
 		if cerr := l.checkClock(ctx); cerr != nil {
-			return time.Time{}, cerr
+			return cerr
 		}
 		return l.check(e)
 	}
-	return w, err
+	return err
 }
 
 // Clock returns what the Log knows of its clock: its offset from the cluster's, the bound, the

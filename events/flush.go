@@ -118,8 +118,8 @@ func (l *Log) drain(k partKey, window time.Time) {
 // the window closed (landBy). Otherwise it returns errMissedWindow, and the late path decides
 // once the window settled whether the rows are there.
 func (l *Log) send(k partKey, window time.Time, rows []*pendingRow) error {
-	left := l.landBy(window).Sub(l.cfg.Now())
-	if l.closed(window, l.cfg.Now()) || left <= 0 {
+	left := l.landBy(k.counter, window).Sub(l.cfg.Now())
+	if l.closed(k.counter, window, l.cfg.Now()) || left <= 0 {
 		return errMissedWindow
 	}
 	// left is measured on the Log's clock and waited in real time.
@@ -149,6 +149,7 @@ func (l *Log) writeRows(ctx context.Context, k partKey, window time.Time, rows [
 	l.stats.writes.Add(1)
 	l.stats.rows.Add(int64(len(rows)))
 	l.touch(k.counter, window)
+	l.countRows(k.counter, len(rows), now)
 	return nil
 }
 

@@ -63,7 +63,7 @@ func TestTotalReadsARecentFold(t *testing.T) {
 	require.LessOrEqual(t, summed, int64(open)*DefaultParts, "the first total folded what it summed")
 	st, err := reader.readRollup(context.Background(), "cold", true)
 	require.NoError(t, err)
-	require.Equal(t, reader.horizon(clock.Now()), st.watermark)
+	require.Equal(t, reader.horizon("cold", clock.Now()), st.watermark)
 	require.EqualValues(t, 40-open, st.total)
 }
 
@@ -128,7 +128,7 @@ func TestTotalFoldInterrupted(t *testing.T) {
 	recordEachSecond(t, clock, other, "d", t0.Add(20*time.Second), 10)
 	st, err := crashed.readRollup(ctx, "d", true)
 	require.NoError(t, err)
-	h := crashed.horizon(clock.Now())
+	h := crashed.horizon("d", clock.Now())
 	windows, err := crashed.listWindows(ctx, "d", st.since, h)
 	require.NoError(t, err)
 	sum, err := crashed.sum(ctx, "d", nil, windows, clock.Now())
@@ -145,8 +145,39 @@ func TestTotalFoldInterrupted(t *testing.T) {
 	res, err = crashed.Rollup(ctx, "d")
 	require.NoError(t, err)
 	require.EqualValues(t, 10, res.Total)
+
+	// A rollup that stops after its sums while the counter's windows widen from 1 s to 3 s:
+	// totals and another rollup fold across the change meanwhile, and its move is refused.
+	recordEvery := func(from time.Time, n int) {
+		for i := range n {
+			clock.Set(from.Add(time.Duration(i) * time.Second))
+			require.NoError(t, other.Record(ctx, Event{Counter: "e", ID: fmt.Sprint(from, i), Delta: 1, Time: clock.Now()}))
+		}
+	}
+	recordEvery(clock.Now(), 3)
+	since := switchWidthOf(t, other, "e", 3*time.Second)
+	recordEvery(since.Add(-4*time.Second), 10)
+	st, err = crashed.readRollup(ctx, "e", true)
+	require.NoError(t, err)
+	h = crashed.horizon("e", clock.Now())
+	require.True(t, h.After(since), "the fold reaches past the change")
+	windows, err = crashed.listWindows(ctx, "e", st.since, h)
+	require.NoError(t, err)
+	sum, err = crashed.sum(ctx, "e", nil, windows, clock.Now())
+	require.NoError(t, err)
+	readExact(t, "e", 13, crashed, other)
+	clock.Advance(4 * time.Second)
+	recordEvery(clock.Now(), 2)
+	res, err = other.Rollup(ctx, "e")
+	require.NoError(t, err)
+	require.Positive(t, res.Folded)
+	applied, err = crashed.moveWatermark(ctx, "e", st, RollupResult{Watermark: h, Total: st.total + sum})
+	require.NoError(t, err)
+	require.False(t, applied, "the rollup's move is conditional on the row it read")
+	readExact(t, "e", 15, crashed, other)
+	clock.Advance(10 * time.Second)
 	for _, l := range []*Log{crashed, other} {
-		for counter, want := range map[string]int64{"c": 15, "d": 10} {
+		for counter, want := range map[string]int64{"c": 15, "d": 10, "e": 15} {
 			total, err := l.Total(ctx, counter)
 			require.NoError(t, err)
 			require.Equal(t, want, total)
@@ -178,6 +209,15 @@ func TestFoldsRaceWithTotals(t *testing.T) {
 	counters := []string{"x", "y"}
 	var sent, acked [2]atomic.Int64
 	var wg sync.WaitGroup
+	// The counters' windows change width halfway: x's narrow to 250 ms, y's widen to 3 s.
+	for k, c := range counters {
+		require.NoError(t, logs[k].Record(ctx, Event{Counter: c, ID: "first", Delta: 1, Time: clock.Now()}))
+		sent[k].Add(1)
+		acked[k].Add(1)
+	}
+	since := switchWidthOf(t, logs[0], "x", 250*time.Millisecond)
+	require.Equal(t, since, switchWidthOf(t, logs[1], "y", 3*time.Second))
+	clock.Set(since.Add(-6 * time.Second))
 	for round := range 40 {
 		clock.Advance(300 * time.Millisecond)
 		for w := range 4 {

@@ -56,7 +56,9 @@ func WithLateTable(name string) Option {
 
 // closed reports whether window w takes no more on-time writes at now: its end plus the grace
 // period has passed, so a rollup may fold it once the settle time has passed too.
-func (l *Log) closed(w, now time.Time) bool { return !now.Before(w.Add(l.cfg.width + l.cfg.grace)) }
+func (l *Log) closed(counter string, w, now time.Time) bool {
+	return !now.Before(l.writerEnd(counter, w).Add(l.cfg.grace))
+}
 
 // recordLate stores e, whose own window closed, exactly once (docs/eventlog.md says why):
 // nothing if its row is in its own window; else the window its late claim names, claimed now
@@ -73,7 +75,7 @@ func (l *Log) recordLate(ctx context.Context, e Event, own time.Time) error {
 		if err != nil {
 			return err
 		}
-		if !l.closed(target, l.cfg.Now()) {
+		if !l.closed(e.Counter, target, l.cfg.Now()) {
 			// The same row as every writer that reads this claim.
 			if err := l.store(ctx, e, target); !errors.Is(err, errMissedWindow) {
 				return err
@@ -95,7 +97,7 @@ func (l *Log) recordLate(ctx context.Context, e Event, own time.Time) error {
 // settledHolds waits until every on-time write to window w has landed (its end plus the grace
 // period and the settle time have passed), then reports whether e's row is in w.
 func (l *Log) settledHolds(ctx context.Context, e Event, w time.Time) (bool, error) {
-	if d := w.Add(l.cfg.width + l.cfg.grace + l.cfg.settle).Sub(l.cfg.Now()); d > 0 {
+	if d := l.settledAt(e.Counter, w).Sub(l.cfg.Now()); d > 0 {
 		if err := l.late.sleep(ctx, d); err != nil {
 			return false, err
 		}
@@ -148,8 +150,11 @@ func (l *Log) heldLegacy(ctx context.Context, e Event) (bool, error) {
 // window the claim names afterwards: the open one if the write applied, else the one another
 // writer stored, which every writer then uses.
 func (l *Log) claimLate(ctx context.Context, e Event, own, from time.Time) (time.Time, error) {
+	if err := l.startedWidths(ctx, e.Counter, l.cfg.Now()); err != nil {
+		return time.Time{}, err
+	}
 	now := l.cfg.Now()
-	mine := l.windowOf(now)
+	mine := l.windowOf(e.Counter, now)
 	op, q := "late claim", l.session.Query(l.late.claim, e.Counter, own, e.ID, mine, now.UTC(), l.rowTTL())
 	if !from.IsZero() {
 		op, q = "late move", l.session.Query(l.late.move, l.rowTTL(), mine, now.UTC(), e.Counter, own, e.ID, from)

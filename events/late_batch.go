@@ -64,13 +64,10 @@ func (l *Log) RecordBatch(ctx context.Context, evs []Event) error {
 	if err := l.checkCall(ctx); err != nil {
 		return err
 	}
-	owns := make([]time.Time, len(evs))
 	for i, e := range evs {
-		own, err := l.checked(ctx, e)
-		if err != nil {
+		if err := l.checked(ctx, e); err != nil {
 			return fmt.Errorf("events: event %d of %d: %w", i, len(evs), err)
 		}
-		owns[i] = own
 	}
 	// Which windows are closed is judged by the cluster's time, once it is known well enough.
 	if err := l.checkClock(ctx); err != nil {
@@ -78,11 +75,14 @@ func (l *Log) RecordBatch(ctx context.Context, evs []Event) error {
 	}
 	items := make([]*lateItem, 0, len(evs))
 	seen := make(map[[2]string]bool, len(evs))
-	now := l.cfg.Now()
-	for i, e := range evs {
+	for _, e := range evs {
+		own, err := l.ownWindow(ctx, e)
+		if err != nil {
+			return err
+		}
 		if k := [2]string{e.Counter, e.ID}; !seen[k] {
 			seen[k] = true
-			items = append(items, l.newItem(e, owns[i], now))
+			items = append(items, l.newItem(e, own, l.cfg.Now()))
 		}
 	}
 	return l.recordItems(ctx, items)
@@ -90,7 +90,7 @@ func (l *Log) RecordBatch(ctx context.Context, evs []Event) error {
 
 // newItem starts e's item: written into its own window while that is open, else looked for.
 func (l *Log) newItem(e Event, own, now time.Time) *lateItem {
-	if l.closed(own, now) {
+	if l.closed(e.Counter, own, now) {
 		return &lateItem{e: e, own: own, step: stepCheck}
 	}
 	return &lateItem{e: e, own: own, window: own, step: stepWrite}

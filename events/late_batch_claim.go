@@ -60,7 +60,7 @@ func (l *Log) checkOwn(ctx context.Context, items []*lateItem) {
 			// returns the claim's window.
 			l.countLate(it)
 			it.target, it.window, it.step = claimed[it.e.ID], claimed[it.e.ID], stepWrite
-			if l.closed(it.target, now) {
+			if l.closed(it.e.Counter, it.target, now) {
 				it.step = stepVerify
 			}
 		case old[it.e.ID]:
@@ -101,7 +101,7 @@ func decide(items []*lateItem, err error, found map[string]bool, rest func(*late
 // holdsAll waits until window w settled, then returns the ids of items (events of counter)
 // whose row is in w: one read per part of every parts value the window index lists for w.
 func (l *Log) holdsAll(ctx context.Context, counter string, w time.Time, items []*lateItem) (map[string]bool, error) {
-	if d := w.Add(l.cfg.width + l.cfg.grace + l.cfg.settle).Sub(l.cfg.Now()); d > 0 {
+	if d := l.settledAt(counter, w).Sub(l.cfg.Now()); d > 0 {
 		if err := l.late.sleep(ctx, d); err != nil {
 			return nil, err
 		}
@@ -218,7 +218,7 @@ func (l *Log) claimGroup(ctx context.Context, items []*lateItem) {
 		case it.step != stepClaim: // failed
 		case len(left) > 0 && contains(left, it):
 			// Raced past maxLateRounds: recordItems reports it in progress.
-		case l.closed(it.target, now):
+		case l.closed(it.e.Counter, it.target, now):
 			it.step = stepVerify
 		default:
 			it.window, it.step = it.target, stepWrite
@@ -245,8 +245,11 @@ func contains(items []*lateItem, it *lateItem) bool {
 func (l *Log) claimRound(ctx context.Context, items []*lateItem) ([]*lateItem, error) {
 	e0 := items[0].e
 	second := sliceOf(e0)
+	if err := l.startedWidths(ctx, e0.Counter, l.cfg.Now()); err != nil {
+		return items, err
+	}
 	now := l.cfg.Now()
-	mine := l.windowOf(now)
+	mine := l.windowOf(e0.Counter, now)
 	b, ttl := l.session.NewBatch(gocql.UnloggedBatch), l.rowTTL()
 	for _, it := range items {
 		if it.target.IsZero() {

@@ -116,7 +116,7 @@ func TestRecordBatchStoppedBetweenItsSteps(t *testing.T) {
 	crash := func(evs []Event, written int) []*lateItem {
 		items := make([]*lateItem, len(evs))
 		for i, e := range evs {
-			items[i] = crashed.newItem(e, crashed.windowOf(e.Time), clock.Now())
+			items[i] = crashed.newItem(e, crashed.windowOf(e.Counter, e.Time), clock.Now())
 		}
 		crashed.runStep(ctx, items, stepCheck, crashed.checkOwn)
 		crashed.runStep(ctx, items, stepClaim, crashed.claimGroup)

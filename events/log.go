@@ -23,6 +23,7 @@ type Log struct {
 	late    lateState
 	flush   *flusher
 	sums    *sumCache
+	widths  *widthState
 	stats   logCounters
 	clock   *clock.Meter // nil under WithoutClockCheck
 
@@ -54,7 +55,7 @@ const (
 type logQueries struct {
 	// The spread layout.
 	insertEvent, markPart, insertWindow, listWindows, sumPart, readMarks, readPart string
-	setSince                                                                       string
+	setSince, readWidths, addWidth                                                 string
 	// The first layout: read and folded, never written.
 	listLegacy, sumLegacy string
 	// The rollup row.
@@ -83,6 +84,7 @@ func NewLog(session *gocql.Session, opts ...Option) (*Log, error) {
 		late:    newLateState(t),
 		flush:   newFlusher(),
 		sums:    newSumCache(),
+		widths:  newWidthState(),
 		indexed: make(map[windowKey]struct{}),
 		started: make(map[string]struct{}),
 		active:  make(map[string]time.Time),
@@ -97,10 +99,12 @@ func NewLog(session *gocql.Session, opts ...Option) (*Log, error) {
 			sumPart:      "SELECT sum(CAST(delta AS varint)), writers FROM " + we + " WHERE counter = ? AND bucket = ? AND part = ?",
 			readMarks:    "SELECT bucket, part, writers FROM " + we + " WHERE counter = ? AND bucket IN ? AND part IN ? PER PARTITION LIMIT 1",
 			readPart:     "SELECT event_id, delta FROM " + we + " WHERE counter = ? AND bucket = ? AND part = ?",
-			setSince:     "UPDATE " + ru + " SET since = ? WHERE counter = ? IF since = null",
+			setSince:     "UPDATE " + ru + " SET since = ?, widths = ? WHERE counter = ? IF since = null",
+			readWidths:   "SELECT widths, since FROM " + ru + " WHERE counter = ?",
+			addWidth:     "UPDATE " + ru + " SET widths = widths + ? WHERE counter = ? IF EXISTS",
 			listLegacy:   "SELECT bucket FROM " + bk + " WHERE counter = ? AND bucket > ? AND bucket < ?",
 			sumLegacy:    "SELECT sum(CAST(delta AS varint)) FROM " + ev + " WHERE counter = ? AND bucket = ?",
-			readRollup:   "SELECT watermark, total, since FROM " + ru + " WHERE counter = ?",
+			readRollup:   "SELECT watermark, total, since, widths FROM " + ru + " WHERE counter = ?",
 			insertRollup: "INSERT INTO " + ru + " (counter, watermark, total, updated_at) VALUES (?, ?, ?, ?) IF NOT EXISTS",
 			updateRollup: "UPDATE " + ru + " SET watermark = ?, total = ?, updated_at = ? WHERE counter = ? IF watermark = ?",
 			startRollup:  "UPDATE " + ru + " SET watermark = ?, total = ?, updated_at = ? WHERE counter = ? IF watermark = null",
@@ -108,35 +112,33 @@ func NewLog(session *gocql.Session, opts ...Option) (*Log, error) {
 	}, nil
 }
 
-// windowOf returns the start of the window holding t. Truncate counts from the zero time, so
-// every process computes the same window for the same instant.
-func (l *Log) windowOf(t time.Time) time.Time { return t.UTC().Truncate(l.cfg.width) }
-
 // dayOf returns the UTC day holding t: the partition of the window index. A window never
-// straddles two days, since its width divides 24 h.
+// straddles two days, since every width divides 24 h.
 func dayOf(t time.Time) time.Time { return t.UTC().Truncate(24 * time.Hour) }
 
-// horizon returns the start of the oldest window that is not closed at now: every window
-// before it ended at least grace plus settle time ago and may be folded.
-func (l *Log) horizon(now time.Time) time.Time {
-	return l.windowOf(now.Add(-l.cfg.grace - l.cfg.settle))
+// horizon returns the start of counter's oldest window that is not closed at now: every window
+// before it ended at least grace plus settle time ago and may be folded. The widths must be
+// those of a rollup row read before now (see learnWidths).
+func (l *Log) horizon(counter string, now time.Time) time.Time {
+	return l.windowOf(counter, now.Add(-l.cfg.grace-l.cfg.settle))
 }
 
-// readEnd returns the exclusive end of the windows a read must include at now.
+// readEnd returns the exclusive end of the window starts a read must include at now: every
+// window that may have started, event times reaching the clock skew ahead.
 func (l *Log) readEnd(now time.Time) time.Time {
-	return l.windowOf(now.Add(l.cfg.skew)).Add(l.cfg.width)
+	return now.Add(l.cfg.skew).Truncate(time.Millisecond).Add(time.Millisecond)
 }
 
 // Lag returns how far behind the clock a rollup's watermark can be, with rollups run every
 // interval: a window is folded once its end plus the grace period and the settle time have
-// passed, at the next rollup after that. A total lists that many seconds of windows; it sums
+// passed, at the next rollup after that; the widest window is the cold width (WithWindowWidths). A total lists that many seconds of windows; it sums
 // on the node only those its Log has not summed since they last changed (see Total). A nil Log
 // returns 0.
 func (l *Log) Lag(interval time.Duration) time.Duration {
 	if l == nil {
 		return 0
 	}
-	return l.cfg.width + l.cfg.grace + l.cfg.settle + interval
+	return l.cfg.coldWidth + l.cfg.grace + l.cfg.settle + interval
 }
 
 // checkCall refuses a call on a nil *Log or with a nil context (lwt.ErrInvalidArgument).

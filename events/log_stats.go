@@ -49,12 +49,18 @@ type LogStats struct {
 	// Clock is the Log's offset from the cluster's clock, its bound, its age and the meter's
 	// counts (Refusals: calls refused with ErrClockOffset). Zero under WithoutClockCheck.
 	Clock clock.Reading
+	// WidthReads is the reads of counters' window widths this Log's writers made (a writer reads
+	// a counter's widths again every 20 s of event time unless a total or rollup of the same Log
+	// read them), WidthSwitches the widths it added for counters whose traffic called for
+	// another (see WithWindowWidths) and WidthFailures the additions that failed.
+	WidthReads, WidthSwitches, WidthFailures int64
 }
 
 type logCounters struct {
 	writes, rows, indexWrites, starts, summed, reused, checks, totalSummed  atomic.Int64
 	totals, reads, lateEvents, lateRounds, expired, rollupFailures, stalled atomic.Int64
 	rollups, totalFolds                                                     atomic.Int64
+	widthReads, widthSwitches, widthFailures                                atomic.Int64
 	serialReads                                                             atomic.Int64 // of rollup rows: a Paxos round each
 }
 
@@ -68,7 +74,8 @@ func (l *Log) Stats() LogStats {
 		Summed: c.summed.Load(), Reused: c.reused.Load(), Checks: c.checks.Load(), TotalSummed: c.totalSummed.Load(),
 		Totals: c.totals.Load(), TotalReads: c.reads.Load(), Rollups: c.rollups.Load(), TotalFolds: c.totalFolds.Load(),
 		LateEvents: c.lateEvents.Load(), LateRounds: c.lateRounds.Load(), Expired: c.expired.Load(),
-		RollupFailures: c.rollupFailures.Load(), Stalled: c.stalled.Load()}
+		RollupFailures: c.rollupFailures.Load(), Stalled: c.stalled.Load(),
+		WidthReads: c.widthReads.Load(), WidthSwitches: c.widthSwitches.Load(), WidthFailures: c.widthFailures.Load()}
 	s.Clock = l.clock.Reading()
 	if worst, ok := l.laggiest(l.cfg.Now()); ok {
 		s.RollupLag, s.RollupLagCounter = worst.Lag, worst.Counter

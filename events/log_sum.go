@@ -63,7 +63,7 @@ func (l *Log) sumEach(ctx context.Context, counter string, legacy []time.Time, w
 			reads = append(reads, read{start: w.start, mixed: w.parts, win: i})
 			continue
 		}
-		settled, quiet := l.settled(w.start, now), l.quiet(w.start, now)
+		settled, quiet := l.settled(counter, w.start, now), l.quiet(counter, w.start, now)
 		for p := range w.parts[0] {
 			c, ok := l.sums.get(partKey{counter, w.start.UnixMilli(), p})
 			switch {
@@ -156,14 +156,22 @@ func addPartials(counter string, parts []partial, windows int) (int64, []int64, 
 
 // settled reports whether window w takes no write any more at now: its end plus the grace
 // period and the settle time have passed (what a rollup waits for).
-func (l *Log) settled(w, now time.Time) bool {
-	return !now.Before(w.Add(l.cfg.width + l.cfg.grace + l.cfg.settle))
+func (l *Log) settled(counter string, w, now time.Time) bool {
+	return !now.Before(l.settledAt(counter, w))
+}
+
+// settledAt returns when counter's window starting at w settles: its end plus the grace period
+// and the settle time.
+func (l *Log) settledAt(counter string, w time.Time) time.Time {
+	return l.endOf(counter, w).Add(l.cfg.grace + l.cfg.settle)
 }
 
 // quiet reports whether window w ended long enough before now that a total should check its
 // parts' marks before summing them again: right after its end, the last writes of a filling
 // window are still landing, and a check would only add a round before the same sum.
-func (l *Log) quiet(w, now time.Time) bool { return !now.Before(w.Add(l.cfg.width + quietAfter)) }
+func (l *Log) quiet(counter string, w, now time.Time) bool {
+	return !now.Before(l.endOf(counter, w).Add(quietAfter))
+}
 
 // quietAfter is how long after a window's end its parts are summed again without a check.
 const quietAfter = 250 * time.Millisecond

@@ -25,6 +25,7 @@ type config struct {
 	lateClaims                 string // where earlier releases re-homed late events (late.go)
 	lateSlices                 string // where late events are re-homed, in batches (late_batch.go)
 	width, grace, settle, skew time.Duration
+	hotWidth, coldWidth        time.Duration // 0 until fitWidths: the defaults, within reach of width
 	legacyWidth                time.Duration
 	parts                      int
 	rollupConcurrency          int
@@ -71,7 +72,23 @@ func newConfig(noSession bool, opts []Option) (config, error) {
 	if err := optcheck.Build(ErrInvalidOption, noSession, "session", &c, opts); err != nil {
 		return c, err
 	}
+	if err := c.fitWidths(); err != nil {
+		return c, err
+	}
 	return c, c.fitRetention()
+}
+
+// fitWidths defaults the widths by traffic to DefaultHotWidth and DefaultColdWidth, brought
+// to the window width when it lies beyond them, and refuses widths set beyond it.
+func (c *config) fitWidths() error {
+	if c.hotWidth == 0 {
+		c.hotWidth, c.coldWidth = min(DefaultHotWidth, c.width), max(DefaultColdWidth, c.width)
+	}
+	if c.hotWidth > c.width || c.coldWidth < c.width {
+		return optcheck.Bad(ErrInvalidOption, optcheck.Call("WithWindowWidths", c.hotWidth, c.coldWidth),
+			"must be hot <= the window width (%v) <= cold", c.width)
+	}
+	return nil
 }
 
 // WithKeyspace names the keyspace of the tables (default "cassdedup").
@@ -126,6 +143,22 @@ func WithWindowTables(events, windows string) Option {
 func WithBucketWidth(d time.Duration) Option {
 	return optcheck.Set(ErrInvalidOption, d < time.Second || d > time.Hour || (24*time.Hour)%d != 0 || d%time.Millisecond != 0, optcheck.Call("WithBucketWidth", d), "must be whole milliseconds, 1s..1h and divide 24h",
 		func(c *config) { c.width = d })
+}
+
+// WithWindowWidths sets the widths a counter's windows take by its traffic (defaults
+// DefaultHotWidth and DefaultColdWidth): windows of hot at HotRate events per second or more,
+// of cold under ColdRate, of the window width (WithBucketWidth) otherwise. Whole milliseconds
+// dividing 24 h, hot 100 ms to the window width, cold the window width to 1 h; both equal to the
+// window width turn widths by traffic off. A cold window's partitions hold rate x cold / parts
+// rows each if its counter turns hot (75,000 at 10k events/s with the defaults) until its new
+// width takes effect, about a minute and a half later (docs/eventlog.md); a hot counter's total
+// sums about rate x hot / 2 rows of its filling window. Every width is stored in the counter's
+// rollup row with the time it takes effect, so Logs with other widths count every event once.
+func WithWindowWidths(hot, cold time.Duration) Option {
+	bad := func(d time.Duration) bool { return d%time.Millisecond != 0 || (24*time.Hour)%d != 0 }
+	return optcheck.Set(ErrInvalidOption, hot < 100*time.Millisecond || cold > time.Hour || hot > cold || bad(hot) || bad(cold),
+		optcheck.Call("WithWindowWidths", hot, cold), "must be whole milliseconds dividing 24h, 100ms <= hot <= cold <= 1h",
+		func(c *config) { c.hotWidth, c.coldWidth = hot, cold })
 }
 
 // WithParts sets how many partitions one window of one counter is spread over (default 4; 1 to

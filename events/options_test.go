@@ -24,6 +24,9 @@ func TestBadOptionNamesItself(t *testing.T) {
 		"WithMaxClockSkew(2h0m0s)":                       events.WithMaxClockSkew(2 * time.Hour),
 		"WithSerialConsistency(UNKNOWN_SERIAL_CONS_0x4)": events.WithSerialConsistency(gocql.SerialConsistency(gocql.Quorum)),
 		"WithClock(nil)":                                 events.WithClock(nil),
+		"WithWindowWidths(50ms, 30s)":                    events.WithWindowWidths(50*time.Millisecond, 30*time.Second),
+		"WithWindowWidths(250ms, 7m0s)":                  events.WithWindowWidths(250*time.Millisecond, 7*time.Minute),
+		"WithWindowWidths(2s, 30s)":                      events.WithWindowWidths(2*time.Second, 30*time.Second),
 		"option 0: nil":                                  nil,
 	} {
 		_, err := events.NewLog(&gocql.Session{}, opt)

@@ -42,11 +42,14 @@ func (l *Log) Record(ctx context.Context, e Event) error {
 	if err := l.checkCall(ctx); err != nil {
 		return err
 	}
-	window, err := l.checked(ctx, e)
-	if err != nil {
+	if err := l.checked(ctx, e); err != nil {
 		return err
 	}
 	if err := l.checkClock(ctx); err != nil {
+		return err
+	}
+	window, err := l.ownWindow(ctx, e)
+	if err != nil {
 		return err
 	}
 	// The late path of one event is RecordBatch's, so both claim in the same table.
@@ -67,47 +70,78 @@ var errMissedWindow = errors.New("events: the window closed before the write lan
 // errMissedWindow. The row goes out with the other rows queued for its partition (see write).
 func (l *Log) store(ctx context.Context, e Event, window time.Time) error {
 	if err := l.ensureStarted(ctx, e.Counter, window); err != nil {
-		return err
+		return err // started by ownWindow already, unless a caller skipped it
 	}
 	if err := l.ensureIndexed(ctx, e.Counter, window); err != nil {
 		return err
 	}
-	if l.closed(window, l.cfg.Now()) || !l.cfg.Now().Before(l.landBy(window)) {
+	if l.closed(e.Counter, window, l.cfg.Now()) || !l.cfg.Now().Before(l.landBy(e.Counter, window)) {
 		return errMissedWindow
 	}
-	return wrapRecord(e, l.write(ctx, e, window))
+	if err := l.write(ctx, e, window); err != nil {
+		return wrapRecord(e, err)
+	}
+	l.switchWidth(ctx, e.Counter)
+	return nil
+}
+
+// ownWindow returns the start of e's own window: its time truncated to the width in effect
+// then, read after the counter started (so its first width is stored) unless the widths this
+// Log read last still hold for e's time and for now (the window open now, for the late path).
+func (l *Log) ownWindow(ctx context.Context, e Event) (time.Time, error) {
+	if err := l.startedWidths(ctx, e.Counter, e.Time); err != nil {
+		return time.Time{}, err
+	}
+	return l.windowOf(e.Counter, e.Time), nil
+}
+
+// startedWidths starts counter (so its first width is stored) and reads its widths unless
+// those cached hold for t and for now.
+func (l *Log) startedWidths(ctx context.Context, counter string, t time.Time) error {
+	if err := l.ensureStarted(ctx, counter, t); err != nil {
+		return err
+	}
+	return l.ensureWidths(ctx, counter, maxTime(t, l.cfg.Now()))
+}
+
+// maxTime returns the later of a and b.
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // landBy is when an on-time write to window must have been acknowledged: half the settle time
 // after the window closed, leaving the other half for clock skew between writers and rollups.
-func (l *Log) landBy(window time.Time) time.Time {
-	return window.Add(l.cfg.width + l.cfg.grace + l.cfg.settle/2)
+func (l *Log) landBy(counter string, window time.Time) time.Time {
+	return l.writerEnd(counter, window).Add(l.cfg.grace + l.cfg.settle/2)
 }
 
 // partOf picks the part of an event from its id alone, so every retry lands on the same row.
 func partOf(id string, parts int) int { return int(xxhash.Sum64String(id) % uint64(parts)) }
 
-// check validates e against the clock and returns its own window.
-func (l *Log) check(e Event) (time.Time, error) {
+// check validates e against the clock.
+func (l *Log) check(e Event) error {
 	if err := ValidateCounter(e.Counter); err != nil {
-		return time.Time{}, err
+		return err
 	}
 	if err := ValidateEventID(e.ID); err != nil {
-		return time.Time{}, err
+		return err
 	}
 	if e.Time.IsZero() {
-		return time.Time{}, fmt.Errorf("%w: event %q", ErrMissingEventTime, e.ID)
+		return fmt.Errorf("%w: event %q", ErrMissingEventTime, e.ID)
 	}
 	now := l.cfg.Now()
 	if e.Time.After(now.Add(l.cfg.skew)) {
-		return time.Time{}, fmt.Errorf("%w: event %q at %v, clock %v", ErrFutureEvent, e.ID, e.Time, now)
+		return fmt.Errorf("%w: event %q at %v, clock %v", ErrFutureEvent, e.ID, e.Time, now)
 	}
 	if l.expired(e.Time, now) {
 		l.stats.expired.Add(1)
-		return time.Time{}, fmt.Errorf("%w: event %q of %q at %v is older than the retention %v (clock %v): not recorded",
+		return fmt.Errorf("%w: event %q of %q at %v is older than the retention %v (clock %v): not recorded",
 			ErrEventExpired, e.ID, e.Counter, e.Time.UTC(), l.cfg.logRetention, now.UTC())
 	}
-	return l.windowOf(e.Time), nil
+	return nil
 }
 
 // ensureIndexed stores the window's index row, with this Log's parts, before the window's
@@ -171,14 +205,17 @@ func remember[K comparable](l *Log, m map[K]struct{}, k K, limit int) {
 // past any window another writer can still accept, clock skew included, so no window of the
 // counter starts before it. Once per counter and process: an LWT that is not applied when the
 // row already has one.
-func (l *Log) ensureStarted(ctx context.Context, counter string, window time.Time) error {
+func (l *Log) ensureStarted(ctx context.Context, counter string, t time.Time) error {
 	return once(ctx, &l.starting, counter, func() bool { return has(l, l.started, counter) }, func() error {
-		earliest := l.cfg.Now().Add(-l.cfg.width - l.cfg.grace - 2*l.cfg.skew)
+		earliest := l.cfg.Now().Add(-l.cfg.coldWidth - l.cfg.grace - 2*l.cfg.skew)
 		since := dayOf(earliest)
-		if w := dayOf(window); w.Before(since) {
+		if w := dayOf(t); w.Before(since) {
 			since = w
 		}
-		q := l.session.Query(l.q.setSince, since, counter).WithContext(ctx).
+		// The counter's first width, from the beginning: every window of it is of the width
+		// the first writer was made with until an entry says otherwise.
+		first := map[time.Time]int{time.Unix(0, 0).UTC(): int(l.cfg.width / time.Millisecond)}
+		q := l.session.Query(l.q.setSince, since, first, counter).WithContext(ctx).
 			Consistency(l.cfg.Consistency).SerialConsistency(l.cfg.Serial)
 		if _, err := q.MapScanCAS(map[string]any{}); err != nil {
 			return fmt.Errorf("events: start counter %q: %w", counter, err)

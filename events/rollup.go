@@ -124,7 +124,7 @@ func (l *Log) nextRollup(ctx context.Context, counter string, serial bool) (roll
 		return st, RollupResult{}, false, err
 	}
 	now := l.cfg.Now()
-	h := l.horizon(now)
+	h := l.horizon(counter, now)
 	if st.marked && !st.watermark.Before(h) {
 		return st, RollupResult{Watermark: st.watermark, Total: st.total, Lag: lagOf(now, st.watermark)}, true, nil
 	}

@@ -29,7 +29,7 @@ func TestRollupInterruptedBetweenItsSteps(t *testing.T) {
 	// The crashed roller's first steps.
 	st, err := crashed.readRollup(ctx, "c", true)
 	require.NoError(t, err)
-	h := crashed.horizon(clock.Now())
+	h := crashed.horizon("c", clock.Now())
 	windows, err := crashed.listWindows(ctx, "c", st.since, h)
 	require.NoError(t, err)
 	sum, err := crashed.sum(ctx, "c", nil, windows, clock.Now())

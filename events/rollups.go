@@ -104,12 +104,22 @@ func (l *Log) rollPass(ctx context.Context, cs []string, onError func(string, er
 // (ErrClockOffset) and is reported rather than skipped without a word.
 func (l *Log) dueCounters(ctx context.Context) []string {
 	known := l.checkClock(ctx) == nil
-	h := l.horizon(l.cfg.Now())
+	now := l.cfg.Now()
+	l.mu.Lock()
+	cs := make([]string, 0, len(l.active))
+	for c := range l.active {
+		cs = append(cs, c)
+	}
+	l.mu.Unlock()
+	hs := make([]time.Time, len(cs)) // each counter's horizon, by its widths (their own lock)
+	for i, c := range cs {
+		hs[i] = l.horizon(c, now)
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	out := make([]string, 0, len(l.active))
-	for c := range l.active {
-		if since, seen := l.behind[c]; !known || !seen || since.Before(h) {
+	out := make([]string, 0, len(cs))
+	for i, c := range cs {
+		if since, seen := l.behind[c]; !known || !seen || since.Before(hs[i]) {
 			out = append(out, c)
 		}
 	}

@@ -99,7 +99,7 @@ func (l *Log) readTotal(ctx context.Context, counter string) (int64, *pendingFol
 	if err != nil {
 		return 0, nil, fmt.Errorf("events: total of %q: %w", counter, err)
 	}
-	return total, l.foldOf(st, legacy, windows, each, now), nil
+	return total, l.foldOf(counter, st, legacy, windows, each, now), nil
 }
 
 // sumTail sums what tail listed at now, and sums again by event id each window whose parts
@@ -139,7 +139,7 @@ func (l *Log) sumTail(ctx context.Context, counter string, legacy []time.Time, w
 func (l *Log) partsChanged(ctx context.Context, counter string, windows []window, now, end time.Time) (map[int][]int, error) {
 	first := -1
 	for i, w := range windows {
-		if now.Before(w.start.Add(l.cfg.width + l.cfg.grace + l.cfg.settle)) {
+		if !l.settled(counter, w.start, now) {
 			first = i
 			break
 		}
@@ -178,11 +178,15 @@ func (l *Log) readRollup(ctx context.Context, counter string, serial bool) (roll
 	var st rollupState
 	var wm, since *time.Time
 	var total *int64
+	var widths map[time.Time]int
+	read := l.cfg.Now()
 	iter := q.Iter()
-	st.exists = iter.Scan(&wm, &total, &since)
+	st.exists = iter.Scan(&wm, &total, &since, &widths)
 	if err := iter.Close(); err != nil {
 		return rollupState{}, fmt.Errorf("events: read rollup of %q: %w", counter, err)
 	}
+	// The widths of the same row: the horizon, and which windows settled, follow them.
+	l.learnWidths(counter, widths, read, since != nil)
 	if wm != nil {
 		st.watermark, st.marked = wm.UTC(), true
 	}

@@ -25,11 +25,11 @@ type pendingFold struct {
 // horizon from the same row; the move is conditional on the watermark read with that total
 // (the two are one mutation, and a watermark only moves forward), so it applies only if no
 // fold happened since.
-func (l *Log) foldOf(st rollupState, legacy []time.Time, windows []window, each []int64, now time.Time) *pendingFold {
+func (l *Log) foldOf(counter string, st rollupState, legacy []time.Time, windows []window, each []int64, now time.Time) *pendingFold {
 	if len(legacy) > 0 {
 		return nil
 	}
-	h := l.horizon(now)
+	h := l.horizon(counter, now)
 	total, closed := st.total, 0
 	for i, w := range windows {
 		if !w.start.Before(h) {

@@ -74,6 +74,12 @@ type HotCounterCase struct {
 	// totals made of closed windows they had summed.
 	Rollups    int64 `json:"rollups"`
 	TotalFolds int64 `json:"total_folds"`
+	// WidthSwitches is the window widths the case's Logs (warm-up included) added for its
+	// counters by their traffic, and WidthReadsPerEvent the reads of counters' widths its writers
+	// made per event acknowledged; Widths the widths a counter can take (hot / window / cold).
+	WidthSwitches      int64   `json:"width_switches"`
+	WidthReadsPerEvent float64 `json:"width_reads_per_event"`
+	Widths             string  `json:"widths"`
 	// WarmupS is how long the same load ran, on other counters, before the first case, and was
 	// not measured.
 	WarmupS                        float64 `json:"warmup_s"`
@@ -95,22 +101,14 @@ type HotCounterCase struct {
 func hotCounter(ctx context.Context, c Config, session *gocql.Session, keyspace string, stderr io.Writer) ([]PhaseResult, []HotCounterCase, error) {
 	var phases []PhaseResult
 	var cases []HotCounterCase
-	if c.Warmup > 0 {
-		// The node's and the client's hot paths compile under the same load, unmeasured.
-		fmt.Fprintf(stderr, "lwtbench: warm-up (one counter) for %s ...\n", c.Warmup)
-		if _, err := runHot(ctx, c, session, keyspace, "warm-", 1, c.Warmup); err != nil {
-			return nil, nil, fmt.Errorf("warm-up: %w", err)
-		}
-	}
 	for i, n := range []int{1, c.Counters} {
 		name := "one hot counter"
 		if i > 0 {
 			name = fmt.Sprintf("%d counters at once", n)
 		}
-		fmt.Fprintf(stderr, "lwtbench: %s for %s ...\n", name, c.Duration)
 		// Each case counts on counters of its own: with -counters 1 the second case would
 		// otherwise add to the first case's counter and find its total off.
-		p, hc, err := hotCounterCase(ctx, c, session, keyspace, name, fmt.Sprintf("hot%d-", i+1), n)
+		p, hc, err := hotCounterCase(ctx, c, session, keyspace, name, fmt.Sprintf("hot%d-", i+1), n, stderr)
 		if err != nil {
 			return nil, nil, fmt.Errorf("%s: %w", name, err)
 		}
@@ -124,6 +122,7 @@ func hotCounter(ctx context.Context, c Config, session *gocql.Session, keyspace 
 type hotRun struct {
 	log      *events.Log
 	counters []string
+	ids      string         // prefixes the run's event ids: the warm-up's are other events
 	acked    []atomic.Int64 // per counter
 	unconf   atomic.Int64
 	writes   []*opStats // per writer
@@ -137,13 +136,33 @@ func (h *hotRun) fail(err error) {
 	h.firstErr.CompareAndSwap(nil, &s)
 }
 
-func hotCounterCase(ctx context.Context, c Config, session *gocql.Session, keyspace, name, prefix string, n int) (PhaseResult, HotCounterCase, error) {
-	h, err := runHot(ctx, c, session, keyspace, prefix, n, c.Duration)
+// hotCounterCase runs the same load on the case's counters for c.Warmup, unmeasured (the node's
+// and the client's hot paths compile, and the counters' windows take the widths their traffic
+// calls for, as a long-lived counter's have), then for c.Duration, measured; the totals checked
+// count both runs' events.
+func hotCounterCase(ctx context.Context, c Config, session *gocql.Session, keyspace, name, prefix string, n int, stderr io.Writer) (PhaseResult, HotCounterCase, error) {
+	var warm *hotRun
+	if c.Warmup > 0 {
+		fmt.Fprintf(stderr, "lwtbench: %s, warm-up for %s ...\n", name, c.Warmup)
+		var err error
+		if warm, err = runHot(ctx, c, session, keyspace, prefix, "warm-", n, c.Warmup); err != nil {
+			return PhaseResult{}, HotCounterCase{}, fmt.Errorf("warm-up: %w", err)
+		}
+	}
+	fmt.Fprintf(stderr, "lwtbench: %s for %s ...\n", name, c.Duration)
+	h, err := runHot(ctx, c, session, keyspace, prefix, "", n, c.Duration)
 	if err != nil {
 		return PhaseResult{}, HotCounterCase{}, err
 	}
 	elapsed := h.elapsed
 	hc := h.result(name, c, elapsed)
+	if warm != nil {
+		for i := range h.acked {
+			h.acked[i].Add(warm.acked[i].Load())
+		}
+		hc.Unconfirmed += warm.unconf.Load()
+		hc.WidthSwitches += warm.log.Stats().WidthSwitches
+	}
 	if err := h.check(ctx, &hc); err != nil {
 		return PhaseResult{}, HotCounterCase{}, err
 	}
@@ -155,13 +174,13 @@ func hotCounterCase(ctx context.Context, c Config, session *gocql.Session, keysp
 
 // runHot drives n counters named prefix0, prefix1, ... for d: c.Writers goroutines recording
 // events, one reading totals and RunRollups folding, all on one Log.
-func runHot(ctx context.Context, c Config, session *gocql.Session, keyspace, prefix string, n int, d time.Duration) (*hotRun, error) {
+func runHot(ctx context.Context, c Config, session *gocql.Session, keyspace, prefix, ids string, n int, d time.Duration) (*hotRun, error) {
 	log, err := events.NewLog(session, events.WithKeyspace(keyspace), events.WithConsistency(c.Consistency),
 		events.WithSerialConsistency(c.Serial))
 	if err != nil {
 		return nil, err
 	}
-	h := &hotRun{log: log, counters: make([]string, n), acked: make([]atomic.Int64, n), reads: newOpStats()}
+	h := &hotRun{log: log, counters: make([]string, n), ids: ids, acked: make([]atomic.Int64, n), reads: newOpStats()}
 	for i := range n {
 		h.counters[i] = fmt.Sprint(prefix, i)
 	}
@@ -203,7 +222,7 @@ func (h *hotRun) write(ctx context.Context, w int, end time.Time, pace *openSche
 			return
 		}
 		k := (w + i*len(h.writes)) % len(h.counters)
-		e := events.Event{Counter: h.counters[k], ID: fmt.Sprintf("w%d-%d", w, i), Delta: 1, Time: time.Now()}
+		e := events.Event{Counter: h.counters[k], ID: fmt.Sprintf("%sw%d-%d", h.ids, w, i), Delta: 1, Time: time.Now()}
 		var err error
 		for range 3 {
 			t := time.Now()
@@ -249,7 +268,8 @@ func (h *hotRun) result(name string, c Config, elapsed time.Duration) HotCounter
 		Name: name, Counters: len(h.counters), Writers: c.Writers, TargetRate: c.HotRate, DurationS: elapsed.Seconds(),
 		Events: acked, EventsPerS: float64(acked) / elapsed.Seconds(), Unconfirmed: h.unconf.Load(),
 		TotalReads: reads.Requests, TotalP50Ms: reads.P50Ms, TotalP99Ms: reads.P99Ms,
-		Parts: events.DefaultParts, Window: events.DefaultWindow.String(), Grace: events.DefaultGracePeriod.String(),
+		Parts: events.DefaultParts, Window: events.DefaultWindow.String(),
+		Widths: fmt.Sprintf("%v / %v / %v", events.DefaultHotWidth, events.DefaultWindow, events.DefaultColdWidth), Grace: events.DefaultGracePeriod.String(),
 		Settle: events.DefaultSettleTime.String(), RollupEvery: rollupInterval.String(), Lag: h.log.Lag(rollupInterval).String(),
 	}
 	if p := h.firstErr.Load(); p != nil {
@@ -274,6 +294,10 @@ func (h *hotRun) costs(hc *HotCounterCase, st events.LogStats) {
 		hc.PartsReusedPerTotal = float64(st.Reused) / float64(st.TotalReads)
 	}
 	hc.Rollups, hc.TotalFolds = st.Rollups, st.TotalFolds
+	hc.WidthSwitches, hc.WidthReadsPerEvent = st.WidthSwitches, 0
+	if hc.Events > 0 {
+		hc.WidthReadsPerEvent = float64(st.WidthReads) / float64(hc.Events)
+	}
 }
 
 // check waits until every window of the run is closed, folds it, and compares each counter's

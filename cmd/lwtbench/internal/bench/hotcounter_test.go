@@ -36,7 +36,7 @@ func TestHotCounterSmoke(t *testing.T) {
 	raw, err := os.ReadFile(jsons[0])
 	require.NoError(t, err)
 	for _, field := range []string{"events_per_s", "total_p50_ms", "total_p99_ms", "max_partition_rows",
-		"max_partition_rows_projected_1h_10k", "total_exact", "writes_per_event", "parts_summed_per_total"} {
+		"max_partition_rows_projected_1h_10k", "total_exact", "writes_per_event", "parts_summed_per_total", "width_switches"} {
 		assert.Contains(t, string(raw), `"`+field+`"`)
 	}
 	r, err := ReadJSON(bytes.NewReader(raw))

@@ -42,9 +42,9 @@ func WriteTable(w io.Writer, r *Report) error {
 		fmt.Fprintf(w, "\n%s: %.0f events/s acknowledged (%d, %d unconfirmed), total p50 %s p99 %s over %d reads, exact %t (%d of %d counters wrong)\n",
 			hc.Name, hc.EventsPerS, hc.Events, hc.Unconfirmed, ms(hc.TotalP50Ms), ms(hc.TotalP99Ms), hc.TotalReads, hc.TotalExact,
 			hc.CountersWrong, hc.CountersChecked)
-		fmt.Fprintf(w, "  largest event partition %d rows (projected to 10k events/s: %.0f), largest index partition %d rows (projected to 1 h: %.0f); window %s, %d parts, grace %s, settle %s, rollups every %s, lag %s\n",
+		fmt.Fprintf(w, "  largest event partition %d rows (projected to 10k events/s: %.0f), largest index partition %d rows (projected to 1 h: %.0f); windows %s (hot / default / cold), %d width switches, %.3f width reads per event, %d parts, grace %s, settle %s, rollups every %s, lag %s\n",
 			hc.MaxPartitionRows, hc.MaxPartitionRowsProjected1h10k, hc.MaxIndexRows, hc.MaxIndexRowsProjected1h,
-			hc.Window, hc.Parts, hc.Grace, hc.Settle, hc.RollupEvery, hc.Lag)
+			hc.Widths, hc.WidthSwitches, hc.WidthReadsPerEvent, hc.Parts, hc.Grace, hc.Settle, hc.RollupEvery, hc.Lag)
 		fmt.Fprintf(w, "  %.1f events per write, %.2f writes per event; per total, %.1f partitions summed by the node for the total (%.1f more by rollups) and %.1f reused from the Log's cache (rollups included); %d rollups, %d folds by totals; warm-up %.0fs\n",
 			hc.RowsPerWrite, hc.WritesPerEvent, hc.PartsSummedPerTotal, hc.PartsSummedByRollupsPerTotal, hc.PartsReusedPerTotal,
 			hc.Rollups, hc.TotalFolds, hc.WarmupS)
