@@ -13,9 +13,12 @@
 //	err = log.Record(ctx, events.Event{Counter: "views:home", ID: requestID, Delta: 1, Time: arrived})
 //	total, err := log.Total(ctx, "views:home")
 //
-// An [Event] is a row named by its counter, its window (its own Time truncated to the window
-// width), a part (a hash of its ID) and its ID, so recording it again rewrites the same row:
-// the on-time path is one plain write, with no lightweight transaction. An event id must always
+// An [Event] is a row named by its counter, its window (its own Time truncated to the width of
+// the counter's windows at that time), a part (a hash of its ID) and its ID, so recording it
+// again rewrites the same row: the on-time path is one plain write, with no lightweight
+// transaction. A counter's windows widen while it is cold and narrow while it is hot
+// ([WithWindowWidths]); the widths are stored in its rollup row, each ahead of the clock, so
+// the window of an event time never changes once a writer can use it. An event id must always
 // come with the same Time and Delta. Rollups fold each closed window into the counter's total
 // exactly once, and Total reads that total plus what is not folded yet, summed on the node.
 //

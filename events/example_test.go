@@ -82,3 +82,16 @@ func ExampleLog_RunRollups() {
 	cancel()
 	fmt.Println(<-done)
 }
+
+// Count page views of ten million pages: most are viewed now and then, a few thousand times a
+// second. A page's windows widen to a minute while it is cold (one index row per minute of its
+// views) and narrow to 100 ms while it is hot (a total sums at most a tenth of a second of its
+// views on the node); the widths are stored with the counter, so every process agrees.
+func ExampleWithWindowWidths() {
+	log, err := events.NewLog(exampleSession(), events.WithWindowWidths(100*time.Millisecond, time.Minute))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("rollups lag at most", log.Lag(500*time.Millisecond))
+}

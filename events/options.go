@@ -136,10 +136,13 @@ func WithWindowTables(events, windows string) Option {
 }
 
 // WithBucketWidth sets the width of a window (default 1 s; whole milliseconds, 1 s to 1 h,
-// dividing 24 h). A window's partitions hold rate x width / parts rows each, and a rollup folds
-// a window width + grace + settle after it starts. The width is part of the data: an event's
-// window is computed from it, so change it only while no event can be retried across the
-// change (a retry would land in another window and count twice).
+// dividing 24 h): the width of a counter's windows while its traffic calls for neither the hot
+// nor the cold width (WithWindowWidths). A window's partitions hold rate x width / parts rows
+// each, and a rollup folds a window width + grace + settle after it starts. A counter's first
+// width is stored with its start (the width of the Log that started it), so Logs with other
+// widths count its events once; a counter started by an earlier release has none stored, and
+// its windows have the width of the Log that writes them: change it for those only while no
+// event can be retried across the change (a retry would land in another window and count twice).
 func WithBucketWidth(d time.Duration) Option {
 	return optcheck.Set(ErrInvalidOption, d < time.Second || d > time.Hour || (24*time.Hour)%d != 0 || d%time.Millisecond != 0, optcheck.Call("WithBucketWidth", d), "must be whole milliseconds, 1s..1h and divide 24h",
 		func(c *config) { c.width = d })

@@ -121,3 +121,44 @@ func TestRetriesAcrossAWidthChange(t *testing.T) {
 	require.NoError(t, session.Query("SELECT count(*) FROM "+a.cfg.Keyspace+".counter_window_events WHERE counter = 'r' ALLOW FILTERING").Scan(&rows))
 	require.Equal(t, n, rows, "one row per event")
 }
+
+// TestTrafficPicksWidths: a counter a Log writes once a second gets the cold width after one
+// period of 5 s, and one it writes at 3,000 events/s the hot width, each from a since
+// widthSwitchAhead ahead of the clock; a counter in between keeps the window width.
+func TestTrafficPicksWidths(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clock := testnode.NewClock(t0)
+	_, newLog := logsOn(t, clock)
+	l := newLog()
+	record := func(counter string, i int) {
+		t.Helper()
+		require.NoError(t, l.Record(ctx, Event{Counter: counter, ID: fmt.Sprint(counter, i), Delta: 1, Time: clock.Now()}))
+	}
+	for i := range 6 {
+		clock.Set(t0.Add(time.Duration(i) * time.Second))
+		record("cold", i)
+		record("warm", i)
+		l.countRows("warm", 100, clock.Now()) // 20 events/s: neither hot nor cold
+	}
+	require.EqualValues(t, 1, l.Stats().WidthSwitches, "the cold counter, once its first period ended")
+	w, since := l.widthsNow("cold").last(l.cfg.width)
+	require.Equal(t, DefaultColdWidth, w)
+	require.False(t, since.Before(clock.Now().Add(l.widthSwitchAhead())))
+	w, _ = l.widthsNow("warm").last(l.cfg.width)
+	require.Equal(t, DefaultWindow, w)
+
+	record("hot", 0)
+	l.countRows("hot", 15_000, clock.Now())
+	clock.Advance(ratePeriod)
+	record("hot", 1)
+	require.EqualValues(t, 2, l.Stats().WidthSwitches)
+	w, _ = l.widthsNow("hot").last(l.cfg.width)
+	require.Equal(t, DefaultHotWidth, w)
+	// Another Log reads the same widths with the row.
+	other := newLog()
+	_, err := other.Total(ctx, "hot")
+	require.NoError(t, err)
+	w, _ = other.widthsNow("hot").last(other.cfg.width)
+	require.Equal(t, DefaultHotWidth, w)
+}
