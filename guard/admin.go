@@ -11,7 +11,10 @@ import (
 
 // The operator's view of a guard: what the cassdedup command's message subcommands do, for
 // services that need it in code. Each delegates to the guard's lwt.Store, so the rules of
-// lwt.Store.Inspect, ReleaseKey, Delete and ScanStuck apply.
+// lwt.Store.Inspect, ReleaseKey, Delete and ScanStuck apply. Whether a claim's lease is live is
+// judged by the cluster's clock, as Process judges it: each refuses with ErrClockOffset while the
+// guard's offset from it is not known, since releasing a claim whose lease a fast host clock took
+// for expired would let a second handler run beside the first.
 
 // messageKey checks a call on message id in scope and returns the key of its record.
 func (g *Guard) messageKey(ctx context.Context, scope Scope, id string) (lwt.Key, error) {
@@ -20,6 +23,9 @@ func (g *Guard) messageKey(ctx context.Context, scope Scope, id string) (lwt.Key
 	}
 	m := Message{Scope: scope, ID: id}
 	if err := m.validate(0); err != nil {
+		return nil, err
+	}
+	if err := g.checkClock(ctx); err != nil { // whether a claim's lease is live is judged by it
 		return nil, err
 	}
 	return m.key(), nil
@@ -64,6 +70,9 @@ func (g *Guard) ScanStuck(ctx context.Context, opts lwt.StuckOptions, yield func
 	if err := g.checkCall(ctx); err != nil {
 		return lwt.ScanStats{}, err
 	}
+	if err := g.checkClock(ctx); err != nil {
+		return lwt.ScanStats{}, err
+	}
 	return g.store.ScanStuck(ctx, opts, yield)
 }
 
@@ -88,6 +97,9 @@ func (g *Guard) ListMessages(ctx context.Context, scope Scope, since time.Time, 
 		return err
 	}
 	if err := (Message{Scope: scope, ID: "-"}).validate(0); err != nil {
+		return err
+	}
+	if err := g.checkClock(ctx); err != nil {
 		return err
 	}
 	seen := map[string]bool{}

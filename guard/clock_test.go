@@ -13,6 +13,7 @@ import (
 	"github.com/cassdedup/cassdedup/bloom"
 	"github.com/cassdedup/cassdedup/guard"
 	"github.com/cassdedup/cassdedup/internal/testnode"
+	"github.com/cassdedup/cassdedup/lwt"
 	"github.com/cassdedup/cassdedup/lwt/clock"
 )
 
@@ -70,7 +71,8 @@ func TestGuardBehindRunsNothingTwice(t *testing.T) {
 }
 
 // TestGuardRefusedWithoutOffset: a guard that cannot measure its offset refuses Process (outcome
-// Failed), ProcessBatch and Own with ErrClockOffset, before any handler runs, and counts them.
+// Failed), ProcessBatch, Own, ReleaseMessage and ScanStuck with ErrClockOffset, before any
+// handler runs or anything is written, and counts them.
 func TestGuardRefusedWithoutOffset(t *testing.T) {
 	t.Parallel()
 	closed := testnode.Connect(t, testnode.Cluster(t))
@@ -92,6 +94,10 @@ func TestGuardRefusedWithoutOffset(t *testing.T) {
 	var oe *clock.OffsetError
 	require.ErrorAs(t, err, &oe)
 	assert.Equal(t, time.Minute/4, oe.Limit)
+	_, err = g.ReleaseMessage(ctx, m.Scope, m.ID)
+	require.ErrorIs(t, err, guard.ErrClockOffset, "a lease judged live or not by an unmeasured clock")
+	_, err = g.ScanStuck(ctx, lwt.StuckOptions{}, func(lwt.StuckClaim) error { return nil })
+	require.ErrorIs(t, err, guard.ErrClockOffset)
 	assert.Zero(t, ran)
-	assert.Equal(t, int64(3), g.Clock().Refusals)
+	assert.Equal(t, int64(5), g.Clock().Refusals)
 }

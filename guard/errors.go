@@ -14,13 +14,14 @@ var (
 	// ErrFutureMessage is returned, with ErrInvalidMessage, for a message time given to
 	// ProcessBatch further ahead of the clock than the allowed clock skew.
 	ErrFutureMessage = errors.New("guard: message time is in the future")
-	// ErrClockOffset is returned by Process (outcome Failed), ProcessBatch, ProcessPoll and Own
-	// while the guard's offset from the cluster's clock is not known within a quarter of
-	// lwt.MaxClockSkew (never measured, the measurements failed, or their round trips were too
-	// slow): it could not place a message's index row, vouch for a message's time or warm a
-	// pre-check without risking a copy run twice. Nothing was run or written; deliver the
-	// messages again later. An *clock.OffsetError matches it, with the offset, its bound and the
-	// limit. It is clock.ErrOffset.
+	// ErrClockOffset is returned by Process (outcome Failed), ProcessBatch, ProcessPoll, Own,
+	// ProcessedIDs and the operator's calls (Inspect, ReleaseMessage, DeleteMessage, ScanStuck,
+	// ListMessages) while the guard's offset from the cluster's clock is not known within a
+	// quarter of lwt.MaxClockSkew (never measured, the measurements failed, or their round trips
+	// were too slow): it could not place a message's index row, vouch for a message's time, warm
+	// a pre-check or judge a claim's lease without risking a copy run twice. Nothing was run or
+	// written; deliver the messages again, or call again, later. An *clock.OffsetError matches
+	// it, with the offset, its bound and the limit. It is clock.ErrOffset.
 	ErrClockOffset = clock.ErrOffset
 	// ErrInvalidOption is returned by New for a bad option; the error names the option.
 	ErrInvalidOption = errors.New("guard: invalid option")
