@@ -19,6 +19,7 @@ import (
 
 	"github.com/cassdedup/cassdedup/cqlsession"
 	"github.com/cassdedup/cassdedup/events"
+	"github.com/cassdedup/cassdedup/guard"
 	"github.com/cassdedup/cassdedup/lwt"
 	"github.com/cassdedup/cassdedup/lwt/cas"
 	"github.com/cassdedup/cassdedup/outbox"
@@ -36,15 +37,19 @@ type clientConfig struct {
 	history   string
 	skewFile  string        // holds the clock skew the nemesis set, in ns: read every 100 ms
 	runStart  int64         // the run's start on the monotonic clock: the key windows count from it
+	runWall   int64         // the run's start on the machine's wall clock, Unix ns: the messages' times count from it
 	window    int           // hot keys at a time
 	period    time.Duration // the window moves on by one key every period
 	lease     time.Duration
 	opTimeout time.Duration
-	// skewAll gives the event log and the outbox (stager and relay) the skewed clock too, not
-	// only the executor. Off by default since it found that a process whose clock jumped minutes
-	// stopped every total from counting, when the event log did not measure its offset; it
-	// measures it now (docs/verification.md).
+	// skewAll gives the event log, the guard and the outbox (stager and relay) the skewed clock
+	// too, not only the executor: the whole process's clock is off, as on a host whose NTP broke.
+	// It was off by default while the event log did not measure its offset (a process whose
+	// clock jumped minutes stopped every total from counting: docs/verification.md).
 	skewAll bool
+	// mixedPaths delivers every message through Process and ProcessBatch both, which the guard
+	// does not support on one message (docs/verification.md): to show what the checker finds.
+	mixedPaths bool
 }
 
 func clientFlags(args []string) (clientConfig, error) {
@@ -59,13 +64,19 @@ func clientFlags(args []string) (clientConfig, error) {
 	fs.StringVar(&c.history, "history", "", "history file")
 	fs.StringVar(&c.skewFile, "skew-file", "", "file holding the clock skew in ns")
 	fs.Int64Var(&c.runStart, "run-start", 0, "run start, monotonic ns")
+	fs.Int64Var(&c.runWall, "run-wall", 0, "run start, Unix ns of the machine's clock")
 	fs.IntVar(&c.window, "window", 4, "new keys at a time")
-	fs.DurationVar(&c.period, "period", 100*time.Millisecond, "the hot window moves by one key every period")
+	fs.DurationVar(&c.period, "period", defaultPeriod, "the hot window moves by one key every period")
 	fs.DurationVar(&c.lease, "lease", 2*time.Second, "the executor's lease")
 	fs.DurationVar(&c.opTimeout, "op-timeout", 5*time.Second, "each operation's deadline")
-	fs.BoolVar(&c.skewAll, "skew-all", false, "the event log and the outbox read the skewed clock too")
+	fs.BoolVar(&c.skewAll, "skew-all", true, "the event log, the guard and the outbox read the skewed clock too")
+	fs.BoolVar(&c.mixedPaths, "mixed-paths", false, "deliver each message through Process and ProcessBatch both")
 	return c, fs.Parse(args)
 }
+
+// defaultPeriod is how often the hot window moves on by a key; the run's final deliveries place
+// the messages by it too.
+const defaultPeriod = 100 * time.Millisecond
 
 // skewedClock is the process's clock as the library sees it: the machine's, plus the skew the
 // nemesis set. A Go program reads time through the vDSO, which libfaketime does not reach, so a
@@ -95,7 +106,8 @@ type client struct {
 	store    *lwt.Store
 	box      *outbox.Outbox
 	log      *events.Log
-	logClock func() time.Time // the event log's clock, and its events' times
+	guard    *guard.Guard
+	logClock func() time.Time // the event log's, the guard's and the outbox's clock; the events' times
 	rec      *recorder
 }
 
@@ -120,31 +132,15 @@ func runClient(args []string) error {
 		return err
 	}
 	defer cl.Close()
-	// The records carry the outbox's completion column: each run stages one event.
-	store, err := lwt.NewStore(cl, outbox.Table(cfg.keyspace), lwt.WithLease(cfg.lease), lwt.WithClock(clock.now),
-		lwt.WithCommitTimeout(cfg.opTimeout))
+	c, err := newClient(cfg, cl, clock, rec)
 	if err != nil {
 		return err
 	}
-	logClock := time.Now
-	if cfg.skewAll {
-		logClock = clock.now
-	}
-	log, err := events.NewLog(cl, events.WithKeyspace(cfg.keyspace), events.WithConsistency(gocql.Quorum),
-		events.WithSerialConsistency(gocql.Serial), events.WithClock(logClock))
-	if err != nil {
-		return err
-	}
-	box, err := outbox.New(cl, relayOptions(cfg.keyspace, logClock)...)
-	if err != nil {
-		return err
-	}
-	c := &client{cfg: cfg, session: cl, store: store, box: box, log: log, logClock: logClock, rec: rec}
 	rollups, stopRollups := context.WithCancel(context.Background())
 	defer stopRollups()
-	go func() { _ = log.RunRollups(rollups, 500*time.Millisecond, nil) }()
+	go func() { _ = c.log.RunRollups(rollups, 500*time.Millisecond, nil) }()
 	// The process's relay: killed, paused and skewed with it.
-	stopRelay, err := startRelay(rollups, cl, cfg.keyspace, cfg.namespace, logClock, rec, cfg.name+"/relay", cfg.seed)
+	stopRelay, err := startRelay(rollups, cl, cfg.keyspace, cfg.namespace, c.logClock, rec, cfg.name+"/relay", cfg.seed)
 	if err != nil {
 		return err
 	}
@@ -156,6 +152,36 @@ func runClient(args []string) error {
 	}
 	wg.Wait()
 	return nil
+}
+
+// newClient builds what the workers share: the executor on the skewed clock, and the event log,
+// the outbox and the guard on it too unless the run skews the executor only.
+func newClient(cfg clientConfig, cl *gocql.Session, clock *skewedClock, rec *recorder) (*client, error) {
+	// The records carry the outbox's completion column: each run stages one event.
+	store, err := lwt.NewStore(cl, outbox.Table(cfg.keyspace), lwt.WithLease(cfg.lease), lwt.WithClock(clock.now),
+		lwt.WithCommitTimeout(cfg.opTimeout))
+	if err != nil {
+		return nil, err
+	}
+	logClock := time.Now
+	if cfg.skewAll {
+		logClock = clock.now
+	}
+	log, err := events.NewLog(cl, events.WithKeyspace(cfg.keyspace), events.WithConsistency(gocql.Quorum),
+		events.WithSerialConsistency(gocql.Serial), events.WithClock(logClock))
+	if err != nil {
+		return nil, err
+	}
+	box, err := outbox.New(cl, relayOptions(cfg.keyspace, logClock)...)
+	if err != nil {
+		return nil, err
+	}
+	g, err := guard.New(cl, guard.WithKeyspace(cfg.keyspace), guard.WithLease(cfg.lease), guard.WithClock(logClock),
+		guard.WithConsistency(gocql.Quorum), guard.WithSerialConsistency(gocql.Serial))
+	if err != nil {
+		return nil, err
+	}
+	return &client{cfg: cfg, session: cl, store: store, box: box, log: log, guard: g, logClock: logClock, rec: rec}, nil
 }
 
 // connect opens a session with the library's recommended configuration, QUORUM and SERIAL.
@@ -180,13 +206,15 @@ func (c *client) work(stop context.Context, w int) {
 	var past []sent
 	for seq := 0; stop.Err() == nil; seq++ {
 		ctx, cancel := context.WithTimeout(context.Background(), c.cfg.opTimeout)
-		switch op := rnd.IntN(10); {
+		switch op := rnd.IntN(11); {
 		case op < 2:
 			c.read(ctx, proc, c.hotKey(rnd))
 		case op < 4:
 			c.record(ctx, rnd, proc, seq, &past)
 		case op < 5:
 			c.total(ctx, rnd, proc)
+		case op < 6:
+			c.deliver(ctx, rnd, proc, seq)
 		default:
 			c.exec(ctx, proc, c.hotKey(rnd), fmt.Sprintf("%s#%d", proc, seq))
 		}
@@ -198,12 +226,15 @@ func (c *client) work(stop context.Context, w int) {
 // period (new keys, claimed by racing workers), else one of the recent past's (up to
 // recentKeys periods back: mostly replays, and the takeovers of claims whose worker was
 // paused or killed).
-func (c *client) hotKey(rnd *rand.Rand) string {
+func (c *client) hotKey(rnd *rand.Rand) string { return fmt.Sprintf("k%05d", c.hotIndex(rnd)) }
+
+// hotIndex is hotKey's number: the window's keys, numbered by the periods since the run began.
+func (c *client) hotIndex(rnd *rand.Rand) int64 {
 	base := (monotonic() - c.cfg.runStart) / int64(c.cfg.period)
 	if rnd.IntN(5) < 3 {
-		return fmt.Sprintf("k%05d", base+int64(rnd.IntN(c.cfg.window)))
+		return base + int64(rnd.IntN(c.cfg.window))
 	}
-	return fmt.Sprintf("k%05d", max(0, base-int64(rnd.IntN(recentKeys))))
+	return max(0, base-int64(rnd.IntN(recentKeys)))
 }
 
 // recentKeys is how far back, in periods, a worker reaches for a recent key: 10 s, longer

@@ -154,3 +154,27 @@ func TestCounterChecks(t *testing.T) {
 		t.Errorf("a read that missed an acknowledged increment: %v", vs)
 	}
 }
+
+func TestMessageChecks(t *testing.T) {
+	done := func(proc, value string) Entry {
+		return Entry{Type: "ok", Proc: proc, Op: "process", Key: "m1", Value: value}
+	}
+	completed := map[string]messageState{"m1": {Redelivery: "duplicate", Effect: "b", EffectFence: 2}}
+	h := []Entry{done("p0/w1", "processed"), done("p1/w0/m2", "duplicate"), {Type: "info", Proc: "p2/w3", Op: "process", Key: "m1"}}
+	if vs := checkMessages(h, completed); len(vs) != 0 {
+		t.Errorf("a message processed once and acknowledged twice: %v", vs)
+	}
+	cases := map[string]struct {
+		h     []Entry
+		final map[string]messageState
+	}{
+		"handler-once":      {append(h, done("p2/w0", "processed")), completed},
+		"acknowledged-lost": {h, map[string]messageState{"m1": {Redelivery: "ran", EffectFence: 2}}},
+		"effect-lost":       {h, map[string]messageState{"m1": {Redelivery: "duplicate"}}},
+	}
+	for check, c := range cases {
+		if vs := checkMessages(c.h, c.final); len(vs) != 1 || vs[0].Check != check {
+			t.Errorf("%s: %v, not that one violation", check, vs)
+		}
+	}
+}

@@ -30,6 +30,7 @@ type runConfig struct {
 	workers     int
 	out         string
 	skewAll     bool
+	mixedPaths  bool
 }
 
 func runFlags(args []string) (runConfig, error) {
@@ -50,7 +51,8 @@ func runFlags(args []string) (runConfig, error) {
 	fs.IntVar(&c.clients, "clients", 3, "client processes")
 	fs.IntVar(&c.workers, "workers", 4, "workers per client process")
 	fs.StringVar(&c.out, "out", "out", "results directory")
-	fs.BoolVar(&c.skewAll, "skew-all", false, "clock faults skew the clients' event logs and outboxes too (see docs/verification.md)")
+	fs.BoolVar(&c.skewAll, "skew-all", true, "clock faults skew the clients' event logs, guards and outboxes too, not only their executors (-skew-all=false: the executors only; docs/verification.md)")
+	fs.BoolVar(&c.mixedPaths, "mixed-paths", false, "the clients deliver each message through Process and ProcessBatch both, which the guard does not support (docs/verification.md)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}

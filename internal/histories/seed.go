@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/gocql/gocql"
@@ -55,7 +56,8 @@ func runSeed(cfg runConfig, admin *gocql.Session, ks string, seed uint64, mutant
 	schedule := plan(seed, planOptions{length: length, clients: cfg.clients, nodes: cfg.nodes, lease: lease + time.Second})
 	logf("%s: %d faults planned over %v", name, len(schedule), length)
 	started := time.Now()
-	files, err := drive(cfg, seed, bin, dir, ks, name, length, schedule)
+	runWall := time.Now().UnixNano() // the messages' times count from it
+	files, err := drive(cfg, seed, bin, dir, ks, name, length, schedule, runWall)
 	if err != nil {
 		return runStats{}, err
 	}
@@ -65,6 +67,7 @@ func runSeed(cfg runConfig, admin *gocql.Session, ks string, seed uint64, mutant
 	}
 	final, finalOps := readFinal(admin, ks, name, history)
 	history = append(history, finalOps...)
+	messages := redeliverAll(admin, ks, name, runWall, history)
 	totals, totalOps := readTotals(admin, ks, name)
 	history = append(history, totalOps...)
 	drained, err := drainRelay(admin, ks, name, dir, history, final, seed)
@@ -78,11 +81,7 @@ func runSeed(cfg runConfig, admin *gocql.Session, ks string, seed uint64, mutant
 		return rs, err
 	}
 	rs.Keys, rs.Undecided, rs.Violations = checkRecords(dir, history, final)
-	for _, v := range checkCounters(history, totals) {
-		v.Counterexample = writeCounterexample(dir, history, v.Key)
-		rs.Violations = append(rs.Violations, v)
-	}
-	for _, v := range checkPublished(history, final) {
+	for _, v := range slices.Concat(checkCounters(history, totals), checkMessages(history, messages), checkPublished(history, final)) {
 		v.Counterexample = writeCounterexample(dir, history, v.Key)
 		rs.Violations = append(rs.Violations, v)
 	}
@@ -102,7 +101,7 @@ func runSeed(cfg runConfig, admin *gocql.Session, ks string, seed uint64, mutant
 
 // drive starts the clients, carries out the schedule, stops the clients and heals the cluster.
 // It returns the history files: the clients' and the nemesis's.
-func drive(cfg runConfig, seed uint64, bin, dir, ks, ns string, length time.Duration, schedule []fault) ([]string, error) {
+func drive(cfg runConfig, seed uint64, bin, dir, ks, ns string, length time.Duration, schedule []fault, runWall int64) ([]string, error) {
 	nemFile := filepath.Join(dir, "nemesis.jsonl")
 	rec, err := newRecorder(nemFile)
 	if err != nil {
@@ -110,7 +109,7 @@ func drive(cfg runConfig, seed uint64, bin, dir, ks, ns string, length time.Dura
 	}
 	defer rec.close()
 	cs := &clients{bin: bin, dir: dir, seed: seed, args: []string{"-hosts", cfg.hosts, "-keyspace", ks, "-namespace", ns,
-		"-workers", fmt.Sprint(cfg.workers), "-run-start", fmt.Sprint(monotonic()), "-lease", lease.String(), fmt.Sprintf("-skew-all=%v", cfg.skewAll)}}
+		"-workers", fmt.Sprint(cfg.workers), "-run-start", fmt.Sprint(monotonic()), "-run-wall", fmt.Sprint(runWall), "-lease", lease.String(), fmt.Sprintf("-skew-all=%v", cfg.skewAll), fmt.Sprintf("-mixed-paths=%v", cfg.mixedPaths)}}
 	n := &nemesis{script: cfg.script, runDir: cfg.runDir, clients: cs, rec: rec, log: logf, down: map[string]bool{}}
 	for i := range cfg.clients {
 		if err := cs.start(i); err != nil {
