@@ -40,8 +40,10 @@ type BatchResult struct {
 // find their claim with lwt.ClaimFromContext. For a scope declared with Own, the messages its
 // pre-check answers clearly new take the fast path: their handlers run without a claim and they
 // are recorded with one unlogged batch per partition (docs/fastpath.md). The records live in
-// processed_messages_bucketed, which Process of a message with a Time consults too, so the two
-// see each other's processed messages.
+// processed_messages_bucketed, which Process of a message with a Time consults for completed
+// records; ProcessBatch does not read Process's records, and neither waits for the other's claim
+// in flight: deliver a scope's messages through one of the two (docs/guard.md, "One path per
+// scope"), or a message delivered through both may run its handler twice.
 func (g *Guard) ProcessBatch(ctx context.Context, msgs []Message, handler Handler) ([]BatchResult, error) {
 	if err := g.checkRun(ctx, handler == nil, "handler"); err != nil {
 		return nil, err
