@@ -285,7 +285,11 @@ HISTORY_WORKERS     ?= 6
 # HISTORY_FLAGS adds flags of `histories run`, e.g. -skew-all (docs/verification.md).
 HISTORY_FLAGS       ?=
 HISTORY_RUN_DIR     := $(or $(TMPDIR),/tmp)/cassdedup-histories-cluster
-HISTORY_CLUSTER     := CLUSTER_NODES=3 CLUSTER_DCS=1 CLUSTER_LATENCY=0 CLUSTER_HEAP=768M CLUSTER_PREFIX=chs CLUSTER_NET=10.97 \
+# The nodes sync their commitlog before they acknowledge (group, a 2 ms window): the nemesis
+# isolates a node and kills another within seconds, which `periodic` does not promise to survive
+# (docs/durability.md), so a violation is the library's, not the commitlog's.
+HISTORY_COMMITLOG   ?= group
+HISTORY_CLUSTER     := CASSANDRA_COMMITLOG=$(HISTORY_COMMITLOG) CLUSTER_NODES=3 CLUSTER_DCS=1 CLUSTER_LATENCY=0 CLUSTER_HEAP=768M CLUSTER_PREFIX=chs CLUSTER_NET=10.97 \
                        CLUSTER_RUN_DIR=$(HISTORY_RUN_DIR) scripts/cluster/cluster.sh
 test-histories:
 	@mkdir -p $(OUT) bin
