@@ -11,7 +11,6 @@ import (
 
 	"github.com/cassdedup/cassdedup/guard"
 	"github.com/cassdedup/cassdedup/lwt"
-	"github.com/cassdedup/cassdedup/lwt/cas"
 )
 
 // The guard's workload: the workers are a broker's consumers that get the messages of the hot
@@ -185,15 +184,8 @@ func redeliver(g *guard.Guard, s *gocql.Session, ks string, m guard.Message) (me
 	default:
 		st.Redelivery = "duplicate"
 	}
-	row, found, err := cas.ReadSerial(ctx, s.Query("SELECT fence, value FROM "+ks+".effects WHERE key = ?", messageEffectKey(m.Scope, m.ID)), gocql.Serial)
-	if err != nil {
-		return st, err
-	}
-	if found {
-		st.EffectFence, _ = row["fence"].(int64)
-		st.Effect, _ = row["value"].(string)
-	}
-	return st, nil
+	st.Effect, st.EffectFence, err = readEffect(ctx, s, ks, messageEffectKey(m.Scope, m.ID))
+	return st, err
 }
 
 // checkMessages: no message acknowledged as processed (its handler run now) twice; every

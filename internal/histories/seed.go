@@ -217,15 +217,19 @@ func tryReadKey(store *lwt.Store, s *gocql.Session, ks, ns, k string) (finalStat
 	default:
 		f.Status, f.Result, f.Fence = string(rec.Status), string(rec.Result), rec.Fence
 	}
-	row, found, err := cas.ReadSerial(ctx, s.Query("SELECT fence, value FROM "+ks+".effects WHERE key = ?", ns+"/"+k), gocql.Serial)
-	if err != nil {
-		return f, err
+	f.Effect, f.EffectFence, err = readEffect(ctx, s, ks, ns+"/"+k)
+	return f, err
+}
+
+// readEffect reads an effect row at SERIAL: its value and fence, or "" and 0 if there is none.
+func readEffect(ctx context.Context, s *gocql.Session, ks, key string) (value string, fence int64, err error) {
+	row, found, err := cas.ReadSerial(ctx, s.Query("SELECT fence, value FROM "+ks+".effects WHERE key = ?", key), gocql.Serial)
+	if err != nil || !found {
+		return "", 0, err
 	}
-	if found {
-		f.EffectFence, _ = row["fence"].(int64)
-		f.Effect, _ = row["value"].(string)
-	}
-	return f, nil
+	fence, _ = row["fence"].(int64)
+	value, _ = row["value"].(string)
+	return value, fence, nil
 }
 
 // readTotals reads each counter's final total with a log of its own (the machine's clock),
