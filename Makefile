@@ -28,7 +28,7 @@ OUT          := out
 # client), the metrics adapters (the Prometheus client, OpenTelemetry), the outbox's Kafka
 # publisher and the Kafka consumer adapter (franz-go), the outbox example and the history checker
 # (Porcupine). Every check, test and fuzz target runs over all of them.
-MODULES      := . cassandratest cmd/lwtbench examples/kafka metrics/promobs metrics/otelobs outbox/kafkapub outbox/kafkasub examples/outbox internal/histories
+MODULES      := . cassandratest cmd/lwtbench examples/kafka metrics/promobs metrics/otelobs kafka/kafkapub kafka/kafkasub examples/outbox internal/histories
 # The library module's direct requirements: the driver, the filter, the hash, and two test
 # libraries. A new one must earn its place: every importer of the library downloads it.
 LIB_REQUIRES := github.com/bits-and-blooms/bloom/v3 github.com/cespare/xxhash/v2 github.com/gocql/gocql \

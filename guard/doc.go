@@ -42,7 +42,7 @@
 // itself (a header its producer set once), and the time from the producer too: on Kafka a record
 // timestamp of type CreateTime, never LogAppendTime (the broker stamps each append, so two
 // copies get two times), or a time the message carries (the outbox's staging time). It refuses
-// a message whose time it cannot vouch for, loudly, as outbox/kafkasub does (kafkasub.ErrBrokerTime
+// a message whose time it cannot vouch for, loudly, as kafka/kafkasub does (kafkasub.ErrBrokerTime
 // through its poison hook and its log), checks its consumer group with [ValidateGroup] before it
 // consumes anything (the guard refuses every message of a group it cannot name), and
 // dead-letters a message the guard refuses as invalid rather than redelivering it forever.

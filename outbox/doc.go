@@ -15,7 +15,7 @@
 //		return result, nil
 //	})
 //
-//	relay, _ := outbox.NewRelay(session, publisher) // outbox/kafkapub, or any Publisher
+//	relay, _ := outbox.NewRelay(session, publisher) // kafka/kafkapub, or any Publisher
 //	go relay.Run(ctx, nil)
 //
 // What holds, in short (the argument for each is in docs/outbox.md, "Why it holds"):

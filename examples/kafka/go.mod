@@ -6,7 +6,7 @@ toolchain go1.27.3
 
 require (
 	github.com/cassdedup/cassdedup v0.0.0
-	github.com/cassdedup/cassdedup/outbox/kafkasub v0.0.0
+	github.com/cassdedup/cassdedup/kafka/kafkasub v0.0.0
 	github.com/gocql/gocql v1.7.0
 	github.com/stretchr/testify v1.12.1
 	github.com/twmb/franz-go v1.22.2
@@ -16,7 +16,7 @@ require (
 require (
 	github.com/bits-and-blooms/bitset v1.24.2 // indirect
 	github.com/bits-and-blooms/bloom/v3 v3.7.1 // indirect
-	github.com/cassdedup/cassdedup/outbox/kafkapub v0.0.0 // indirect
+	github.com/cassdedup/cassdedup/kafka/kafkapub v0.0.0 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/golang/snappy v0.0.3 // indirect
 	github.com/hailocab/go-hostpool v0.0.0-20160125115350-e80d13ce29ed // indirect
@@ -32,6 +32,6 @@ require (
 
 replace (
 	github.com/cassdedup/cassdedup => ../..
-	github.com/cassdedup/cassdedup/outbox/kafkapub => ../../outbox/kafkapub
-	github.com/cassdedup/cassdedup/outbox/kafkasub => ../../outbox/kafkasub
+	github.com/cassdedup/cassdedup/kafka/kafkapub => ../../kafka/kafkapub
+	github.com/cassdedup/cassdedup/kafka/kafkasub => ../../kafka/kafkasub
 )

@@ -14,8 +14,8 @@ import (
 	"github.com/cassdedup/cassdedup/bloom"
 	"github.com/cassdedup/cassdedup/events"
 	"github.com/cassdedup/cassdedup/guard"
+	"github.com/cassdedup/cassdedup/kafka/kafkasub"
 	"github.com/cassdedup/cassdedup/lwt"
-	"github.com/cassdedup/cassdedup/outbox/kafkasub"
 )
 
 // consume reads the topic as one member of group until ctx ends: kafkasub applies each

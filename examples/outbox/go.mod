@@ -6,8 +6,8 @@ toolchain go1.27.3
 
 require (
 	github.com/cassdedup/cassdedup v0.0.0
-	github.com/cassdedup/cassdedup/outbox/kafkapub v0.0.0
-	github.com/cassdedup/cassdedup/outbox/kafkasub v0.0.0
+	github.com/cassdedup/cassdedup/kafka/kafkapub v0.0.0
+	github.com/cassdedup/cassdedup/kafka/kafkasub v0.0.0
 	github.com/gocql/gocql v1.7.0
 	github.com/stretchr/testify v1.12.1
 	github.com/twmb/franz-go v1.22.2
@@ -30,6 +30,6 @@ require (
 
 replace (
 	github.com/cassdedup/cassdedup => ../..
-	github.com/cassdedup/cassdedup/outbox/kafkapub => ../../outbox/kafkapub
-	github.com/cassdedup/cassdedup/outbox/kafkasub => ../../outbox/kafkasub
+	github.com/cassdedup/cassdedup/kafka/kafkapub => ../../kafka/kafkapub
+	github.com/cassdedup/cassdedup/kafka/kafkasub => ../../kafka/kafkasub
 )

@@ -19,8 +19,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/cassdedup/cassdedup/guard"
+	"github.com/cassdedup/cassdedup/kafka/kafkapub"
 	"github.com/cassdedup/cassdedup/outbox"
-	"github.com/cassdedup/cassdedup/outbox/kafkapub"
 )
 
 // The chain's parts as processes of their own, as a deployment runs them and as the crash

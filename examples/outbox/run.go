@@ -18,9 +18,9 @@ import (
 	"github.com/cassdedup/cassdedup/events"
 	"github.com/cassdedup/cassdedup/guard"
 	"github.com/cassdedup/cassdedup/httpidem"
+	"github.com/cassdedup/cassdedup/kafka/kafkapub"
 	"github.com/cassdedup/cassdedup/lwt"
 	"github.com/cassdedup/cassdedup/outbox"
-	"github.com/cassdedup/cassdedup/outbox/kafkapub"
 )
 
 // config is what run needs to know.

@@ -15,9 +15,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/cassdedup/cassdedup/guard"
+	"github.com/cassdedup/cassdedup/kafka/kafkapub"
+	"github.com/cassdedup/cassdedup/kafka/kafkasub"
 	"github.com/cassdedup/cassdedup/lwt"
-	"github.com/cassdedup/cassdedup/outbox/kafkapub"
-	"github.com/cassdedup/cassdedup/outbox/kafkasub"
 )
 
 // logAppendTime is the topic configuration under which the broker stamps every record with

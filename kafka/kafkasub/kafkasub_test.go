@@ -19,10 +19,10 @@ import (
 	"github.com/cassdedup/cassdedup/guard"
 	"github.com/cassdedup/cassdedup/internal/leakcheck"
 	"github.com/cassdedup/cassdedup/internal/testnode"
+	"github.com/cassdedup/cassdedup/kafka/kafkapub"
+	"github.com/cassdedup/cassdedup/kafka/kafkasub"
 	"github.com/cassdedup/cassdedup/lwt"
 	"github.com/cassdedup/cassdedup/outbox"
-	"github.com/cassdedup/cassdedup/outbox/kafkapub"
-	"github.com/cassdedup/cassdedup/outbox/kafkasub"
 )
 
 func TestMain(m *testing.M) { leakcheck.Main(m) }

@@ -10,9 +10,9 @@ import (
 
 	"github.com/cassdedup/cassdedup/bloom"
 	"github.com/cassdedup/cassdedup/guard"
+	"github.com/cassdedup/cassdedup/kafka/kafkapub"
+	"github.com/cassdedup/cassdedup/kafka/kafkasub"
 	"github.com/cassdedup/cassdedup/lwt"
-	"github.com/cassdedup/cassdedup/outbox/kafkapub"
-	"github.com/cassdedup/cassdedup/outbox/kafkasub"
 )
 
 // A consumer of the outbox's events: each record applied once, offsets committed only past

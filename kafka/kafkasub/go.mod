@@ -1,4 +1,4 @@
-module github.com/cassdedup/cassdedup/outbox/kafkapub
+module github.com/cassdedup/cassdedup/kafka/kafkasub
 
 go 1.26.0
 
@@ -6,14 +6,17 @@ toolchain go1.27.3
 
 require (
 	github.com/cassdedup/cassdedup v0.0.0
+	github.com/cassdedup/cassdedup/kafka/kafkapub v0.0.0
+	github.com/gocql/gocql v1.7.0
 	github.com/stretchr/testify v1.12.1
 	github.com/twmb/franz-go v1.22.2
 	github.com/twmb/franz-go/pkg/kadm v1.19.0
 )
 
 require (
+	github.com/bits-and-blooms/bitset v1.24.2 // indirect
+	github.com/bits-and-blooms/bloom/v3 v3.7.1 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
-	github.com/gocql/gocql v1.7.0 // indirect
 	github.com/golang/snappy v0.0.3 // indirect
 	github.com/hailocab/go-hostpool v0.0.0-20160125115350-e80d13ce29ed // indirect
 	github.com/klauspost/compress v1.20.3 // indirect
@@ -24,4 +27,7 @@ require (
 	gopkg.in/inf.v0 v0.9.1 // indirect
 )
 
-replace github.com/cassdedup/cassdedup => ../..
+replace (
+	github.com/cassdedup/cassdedup => ../..
+	github.com/cassdedup/cassdedup/kafka/kafkapub => ../kafkapub
+)

@@ -5,7 +5,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/cassdedup/cassdedup/outbox/kafkapub"
+	"github.com/cassdedup/cassdedup/kafka/kafkapub"
 )
 
 // A publisher for a relay: the relay bounds each Publish with its publish timeout, so a stuck

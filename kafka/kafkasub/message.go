@@ -8,8 +8,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/cassdedup/cassdedup/guard"
+	"github.com/cassdedup/cassdedup/kafka/kafkapub"
 	"github.com/cassdedup/cassdedup/lwt"
-	"github.com/cassdedup/cassdedup/outbox/kafkapub"
 )
 
 // Message is the default of WithMessage: the id from the record's first kafkapub.IDHeader, the

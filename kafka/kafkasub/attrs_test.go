@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/cassdedup/cassdedup/outbox/kafkasub"
+	"github.com/cassdedup/cassdedup/kafka/kafkasub"
 )
 
 // withAttrs returns a record whose attributes byte is attrs, as a fetch decodes it: bit 3 the

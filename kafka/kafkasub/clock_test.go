@@ -11,7 +11,7 @@ import (
 
 	"github.com/cassdedup/cassdedup/guard"
 	"github.com/cassdedup/cassdedup/internal/testnode"
-	"github.com/cassdedup/cassdedup/outbox/kafkasub"
+	"github.com/cassdedup/cassdedup/kafka/kafkasub"
 )
 
 // TestGuardClockRefusalHoldsRecords: a consumer whose guard cannot measure its offset from the
