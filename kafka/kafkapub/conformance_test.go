@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/cassdedup/cassdedup/internal/testnode"
+	"github.com/cassdedup/cassdedup/kafka/header"
 	"github.com/cassdedup/cassdedup/outbox"
 	"github.com/cassdedup/cassdedup/outbox/outboxtest"
 )
@@ -81,20 +82,20 @@ func decode(r *kgo.Record) (outbox.Message, error) {
 	m := outbox.Message{Payload: r.Value, StagedAt: r.Timestamp}
 	for _, h := range r.Headers {
 		switch h.Key {
-		case IDHeader:
+		case header.ID:
 			m.ID = string(h.Value)
-		case TypeHeader:
+		case header.Type:
 			m.Type = string(h.Value)
-		case SeqHeader:
+		case header.Seq:
 			seq, err := strconv.Atoi(string(h.Value))
 			if err != nil {
-				return m, fmt.Errorf("record at offset %d: %s %q: %w", r.Offset, SeqHeader, h.Value, err)
+				return m, fmt.Errorf("record at offset %d: %s %q: %w", r.Offset, header.Seq, h.Value, err)
 			}
 			m.Sequence = seq
-		case TimeHeader:
+		case header.Time:
 			ms, err := strconv.ParseInt(string(h.Value), 10, 64)
 			if err != nil || ms != r.Timestamp.UnixMilli() {
-				return m, fmt.Errorf("record at offset %d: %s %q is not its timestamp %v", r.Offset, TimeHeader, h.Value, r.Timestamp)
+				return m, fmt.Errorf("record at offset %d: %s %q is not its timestamp %v", r.Offset, header.Time, h.Value, r.Timestamp)
 			}
 		default:
 			if m.Headers == nil {

@@ -6,9 +6,10 @@
 // A record carries the event's key (its id when the event has none) for partitioning, the
 // payload as its value, the event's staging time as its timestamp (the same on every
 // republication, so a consumer that windows by message time, such as guard.Guard's batches,
-// meets a republished event in the same window), and the headers IDHeader, TypeHeader,
-// SeqHeader, TimeHeader (the staging time again, which a broker that restamps records keeps) and
-// the event's own. A Publisher is safe for concurrent use.
+// meets a republished event in the same window), and the headers header.ID, header.Type,
+// header.Seq, header.Time (the staging time again, which a broker that restamps records keeps)
+// and the event's own. Package header names them, so the consumer (kafka/kafkasub) reads them
+// without importing this module. A Publisher is safe for concurrent use.
 //
 // # Routing
 //
@@ -42,18 +43,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/cassdedup/cassdedup/internal/optcheck"
+	"github.com/cassdedup/cassdedup/kafka/header"
 	"github.com/cassdedup/cassdedup/outbox"
-)
-
-// The headers every record carries.
-const (
-	IDHeader   = "event-id"   // outbox.Message.ID: dedup on it
-	TypeHeader = "event-type" // outbox.Message.Type
-	SeqHeader  = "event-seq"  // the event's place in its operation, from 0
-	// TimeHeader is the event's staging time (outbox.Message.StagedAt) in Unix milliseconds, in
-	// decimal: the record's timestamp too, but a header keeps it when the broker restamps the
-	// record (a topic with message.timestamp.type=LogAppendTime). kafkasub.WithTimeHeader reads it.
-	TimeHeader = "event-time"
 )
 
 // ErrUnsafeClient: the client would not make a publication durable and free of producer
@@ -102,7 +93,7 @@ func New(client *kgo.Client, topic string, opts ...Option) (*Publisher, error) {
 }
 
 // Publish sends msgs and waits until every one is acknowledged; an error means some may not
-// be, and the relay sends them all again (the consumer dedups on IDHeader).
+// be, and the relay sends them all again (the consumer dedups on header.ID).
 func (p *Publisher) Publish(ctx context.Context, msgs []outbox.Message) error {
 	recs := make([]*kgo.Record, 0, len(msgs))
 	errs := make([]error, len(msgs))
@@ -167,12 +158,12 @@ func Record(topic string, m outbox.Message) *kgo.Record {
 		key = m.ID
 	}
 	h := []kgo.RecordHeader{
-		{Key: IDHeader, Value: []byte(m.ID)},
-		{Key: TypeHeader, Value: []byte(m.Type)},
-		{Key: SeqHeader, Value: []byte(strconv.Itoa(m.Sequence))},
+		{Key: header.ID, Value: []byte(m.ID)},
+		{Key: header.Type, Value: []byte(m.Type)},
+		{Key: header.Seq, Value: []byte(strconv.Itoa(m.Sequence))},
 	}
 	if !m.StagedAt.IsZero() {
-		h = append(h, kgo.RecordHeader{Key: TimeHeader, Value: []byte(strconv.FormatInt(m.StagedAt.UnixMilli(), 10))})
+		h = append(h, kgo.RecordHeader{Key: header.Time, Value: []byte(strconv.FormatInt(m.StagedAt.UnixMilli(), 10))})
 	}
 	for k, v := range m.Headers {
 		h = append(h, kgo.RecordHeader{Key: k, Value: []byte(v)})

@@ -16,6 +16,7 @@ import (
 
 	"github.com/cassdedup/cassdedup/internal/leakcheck"
 	"github.com/cassdedup/cassdedup/internal/testnode"
+	"github.com/cassdedup/cassdedup/kafka/header"
 	"github.com/cassdedup/cassdedup/outbox"
 )
 
@@ -61,15 +62,15 @@ func TestPublishToTheBroker(t *testing.T) {
 		for _, x := range r.Headers {
 			h[x.Key] = string(x.Value)
 		}
-		seen[h[IDHeader]]++
+		seen[h[header.ID]]++
 		assert.True(t, r.Timestamp.Equal(at), "the staging time, on every copy")
-		assert.Equal(t, strconv.FormatInt(at.UnixMilli(), 10), h[TimeHeader], "and in its header")
-		switch h[IDHeader] {
+		assert.Equal(t, strconv.FormatInt(at.UnixMilli(), 10), h[header.Time], "and in its header")
+		switch h[header.ID] {
 		case msgs[0].ID:
 			assert.Equal(t, "o-1", string(r.Key))
-			assert.Equal(t, "order.placed", h[TypeHeader])
+			assert.Equal(t, "order.placed", h[header.Type])
 			assert.Equal(t, "t1", h["tenant"])
-			assert.Equal(t, "0", h[SeqHeader])
+			assert.Equal(t, "0", h[header.Seq])
 		case msgs[1].ID:
 			assert.Equal(t, msgs[1].ID, string(r.Key), "no event key: the id partitions")
 		}

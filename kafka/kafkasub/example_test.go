@@ -10,7 +10,7 @@ import (
 
 	"github.com/cassdedup/cassdedup/bloom"
 	"github.com/cassdedup/cassdedup/guard"
-	"github.com/cassdedup/cassdedup/kafka/kafkapub"
+	"github.com/cassdedup/cassdedup/kafka/header"
 	"github.com/cassdedup/cassdedup/kafka/kafkasub"
 	"github.com/cassdedup/cassdedup/lwt"
 )
@@ -52,7 +52,7 @@ func ExampleWithTimeHeader() {
 	apply := func(ctx context.Context, m guard.Message) error { return nil }
 	consumer, err := kafkasub.New(g, apply,
 		kafkasub.WithClient(kgo.SeedBrokers("127.0.0.1:19092"), kgo.ConsumerGroup("billing"), kgo.ConsumeTopics("orders")),
-		kafkasub.WithTimeHeader(kafkapub.TimeHeader))
+		kafkasub.WithTimeHeader(header.Time))
 	if err != nil {
 		log.Fatal(err)
 	}

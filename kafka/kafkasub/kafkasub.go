@@ -1,6 +1,8 @@
 // Package kafkasub consumes a Kafka topic through the consumer guard with franz-go: the
-// consumer side of kafkapub. A Consumer is a member of a consumer group that turns every
-// record into a guard.Message (the id from kafkapub.IDHeader, or a function of yours; the
+// consumer side of kafkapub (module kafka/kafkapub), whose header names it reads from package
+// kafka/header of the library, so it imports nothing of the outbox. A Consumer is a member of a
+// consumer group that turns every record into a guard.Message (the id from header.ID, or a
+// function of yours; the
 // record's timestamp as its Time when its producer set it, or the event's own time from a header
 // with WithTimeHeader; the group, topic and partition as its scope), runs each
 // partition's records of a poll through Guard.ProcessBatch (Guard.ProcessPoll with NewPoll),
@@ -21,8 +23,8 @@
 // does not: Message refuses it (ErrBrokerTime, through WithPoison, and logged at level ERROR at
 // the first of each topic; the default poison hook holds the partition rather than skip every
 // record of the topic). On such a topic, or with producers that restamp a re-send, take the
-// time from the event: WithTimeHeader(kafkapub.TimeHeader) reads the staging time kafkapub
-// writes in every record.
+// time from the event: WithTimeHeader(header.Time) reads the staging time kafkapub writes in
+// every record.
 //
 // It lives in a module of its own so the library never requires a Kafka client.
 package kafkasub
@@ -48,7 +50,7 @@ var (
 	// ErrInvalidOption: a nil guard or handler, a bad option (its error names it), or a client
 	// without a consumer group or topics.
 	ErrInvalidOption = errors.New("kafkasub: invalid option")
-	// ErrNoID: a record has no kafkapub.IDHeader (with the default WithMessage). It cannot be
+	// ErrNoID: a record has no header.ID (with the default WithMessage). It cannot be
 	// deduplicated, so it is handed to WithPoison as a poison record.
 	ErrNoID = errors.New("kafkasub: record without an event id")
 	// ErrBrokerTime: a record's timestamp was set by the broker (its topic has

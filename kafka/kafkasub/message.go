@@ -8,11 +8,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/cassdedup/cassdedup/guard"
-	"github.com/cassdedup/cassdedup/kafka/kafkapub"
+	"github.com/cassdedup/cassdedup/kafka/header"
 	"github.com/cassdedup/cassdedup/lwt"
 )
 
-// Message is the default of WithMessage: the id from the record's first kafkapub.IDHeader, the
+// Message is the default of WithMessage: the id from the record's first header.ID, the
 // record's value as the payload (its hash detects two different records sharing an id), its
 // timestamp as the time (RecordTime: kafkapub sets the event's staging time, the same on every
 // republication, on a topic whose message.timestamp.type is CreateTime), and the group, topic and
@@ -23,14 +23,14 @@ func Message(group string, r *kgo.Record) (guard.Message, error) {
 	return message(group, r, RecordTime)
 }
 
-// HeaderTimeMessage returns Message with the time taken from the record header named header
-// (Unix milliseconds in decimal, as kafkapub.TimeHeader carries the event's staging time)
+// HeaderTimeMessage returns Message with the time taken from the record header named name
+// (Unix milliseconds in decimal, as header.Time carries the event's staging time)
 // instead of the record's timestamp, whoever set that: a record without the header, or with
 // another value in it, gives ErrNoTime. WithTimeHeader makes it the consumer's; a WithMessage
 // function of yours can start from it.
-func HeaderTimeMessage(header string) func(group string, r *kgo.Record) (guard.Message, error) {
+func HeaderTimeMessage(name string) func(group string, r *kgo.Record) (guard.Message, error) {
 	return func(group string, r *kgo.Record) (guard.Message, error) {
-		return message(group, r, func(r *kgo.Record) (time.Time, error) { return headerTime(r, header) })
+		return message(group, r, func(r *kgo.Record) (time.Time, error) { return headerTime(r, name) })
 	}
 }
 
@@ -41,13 +41,13 @@ func message(group string, r *kgo.Record, timeOf func(*kgo.Record) (time.Time, e
 	}
 	m := guard.Message{Scope: guard.Scope{Group: group, Topic: r.Topic, Partition: r.Partition}, Payload: r.Value}
 	for _, h := range r.Headers {
-		if h.Key == kafkapub.IDHeader {
+		if h.Key == header.ID {
 			m.ID = string(h.Value)
 			break // kafkapub writes its own headers first: an event's header of that name comes after
 		}
 	}
 	if m.ID == "" {
-		return m, fmt.Errorf("%w: %s has no %s header", ErrNoID, at(r), kafkapub.IDHeader)
+		return m, fmt.Errorf("%w: %s has no %s header", ErrNoID, at(r), header.ID)
 	}
 	t, err := timeOf(r)
 	m.Time = t
@@ -75,20 +75,20 @@ func RecordTime(r *kgo.Record) (time.Time, error) {
 		"set it to CreateTime, or take the time from the event (WithTimeHeader)", ErrBrokerTime, at(r))
 }
 
-// headerTime returns the time in r's header named header: Unix milliseconds, in decimal,
+// headerTime returns the time in r's header named name: Unix milliseconds, in decimal,
 // written as strconv.FormatInt writes them, after 1970.
-func headerTime(r *kgo.Record, header string) (time.Time, error) {
+func headerTime(r *kgo.Record, name string) (time.Time, error) {
 	for _, h := range r.Headers {
-		if h.Key != header {
+		if h.Key != name {
 			continue
 		}
 		ms, err := strconv.ParseInt(string(h.Value), 10, 64)
 		if err != nil || ms <= 0 || strconv.FormatInt(ms, 10) != string(h.Value) {
-			return time.Time{}, fmt.Errorf("%w: %s: %s %q is not Unix milliseconds", ErrNoTime, at(r), header, h.Value)
+			return time.Time{}, fmt.Errorf("%w: %s: %s %q is not Unix milliseconds", ErrNoTime, at(r), name, h.Value)
 		}
 		return time.UnixMilli(ms), nil
 	}
-	return time.Time{}, fmt.Errorf("%w: %s has no %s header", ErrNoTime, at(r), header)
+	return time.Time{}, fmt.Errorf("%w: %s has no %s header", ErrNoTime, at(r), name)
 }
 
 // at names a record by its place: topic/partition@offset.

@@ -76,7 +76,7 @@ func WithClient(opts ...kgo.Opt) Option {
 	}
 }
 
-// WithMessage replaces Message, the default that reads the id from kafkapub.IDHeader: fn turns a
+// WithMessage replaces Message, the default that reads the id from header.ID: fn turns a
 // record of group into the guard's message. The id must be the same on every delivery and every
 // producer duplicate of the record, and so must the time (ProcessBatch places records by it):
 // take the record's timestamp through RecordTime, which refuses one the broker set, or the
@@ -92,7 +92,7 @@ func WithMessage(fn func(group string, r *kgo.Record) (guard.Message, error)) Op
 }
 
 // WithTimeHeader takes each message's Time from the record header named header instead of the
-// record's timestamp (HeaderTimeMessage): Unix milliseconds in decimal, as kafkapub.TimeHeader
+// record's timestamp (HeaderTimeMessage): Unix milliseconds in decimal, as header.Time
 // carries the event's staging time. The time is then the event's own, the same on every copy
 // whatever the topic's message.timestamp.type (LogAppendTime included) or a producer that
 // restamps a re-send. A record without the header is a poison record (ErrNoTime).

@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/cassdedup/cassdedup/guard"
+	"github.com/cassdedup/cassdedup/kafka/header"
 	"github.com/cassdedup/cassdedup/kafka/kafkapub"
 	"github.com/cassdedup/cassdedup/kafka/kafkasub"
 	"github.com/cassdedup/cassdedup/lwt"
@@ -86,7 +87,7 @@ func TestBrokerTimeRefused(t *testing.T) {
 // copies 1.2 s apart (a relay that republished after a lost acknowledgement), with the guard's
 // windows 1 s wide. Placed by the record's timestamp, as Message took it before it checked the
 // timestamp's type, each copy lands in another window and both run; placed by the staging time
-// in kafkapub.TimeHeader (WithTimeHeader), each event runs once.
+// in header.Time (WithTimeHeader), each event runs once.
 func TestHeaderTimeRunsCopiesOnce(t *testing.T) {
 	t.Parallel()
 	f := newFixtureWith(t, 1, 20, logAppendTime)
@@ -103,7 +104,7 @@ func TestHeaderTimeRunsCopiesOnce(t *testing.T) {
 	require.NoError(t, err)
 
 	byTimestamp := func(group string, r *kgo.Record) (guard.Message, error) {
-		m, err := kafkasub.HeaderTimeMessage(kafkapub.TimeHeader)(group, r)
+		m, err := kafkasub.HeaderTimeMessage(header.Time)(group, r)
 		m.Time = r.Timestamp
 		return m, err
 	}
@@ -128,8 +129,8 @@ func TestHeaderTimeRunsCopiesOnce(t *testing.T) {
 	once, twice := phase(f.group+"-timestamp", kafkasub.WithMessage(byTimestamp))
 	t.Logf("by the broker's timestamp: %d events ran once, %d more than once", once, twice)
 	assert.Equal(t, len(f.ids), twice, "the hazard: each copy in a window of its own")
-	once, twice = phase(f.group+"-header", kafkasub.WithTimeHeader(kafkapub.TimeHeader))
-	t.Logf("by the staging time in %s: %d events ran once, %d more than once", kafkapub.TimeHeader, once, twice)
+	once, twice = phase(f.group+"-header", kafkasub.WithTimeHeader(header.Time))
+	t.Logf("by the staging time in %s: %d events ran once, %d more than once", header.Time, once, twice)
 	assert.Equal(t, len(f.ids), once)
 	assert.Zero(t, twice)
 	f.exactlyOnce()
@@ -143,7 +144,7 @@ func TestInvalidRecordIsPoison(t *testing.T) {
 	f := newFixture(t, 1, 5)
 	cl, err := kgo.NewClient(kgo.SeedBrokers(f.seeds...))
 	require.NoError(t, err)
-	long := &kgo.Record{Topic: f.topic, Value: []byte("x"), Headers: []kgo.RecordHeader{{Key: kafkapub.IDHeader, Value: bytes.Repeat([]byte("i"), 256)}}}
+	long := &kgo.Record{Topic: f.topic, Value: []byte("x"), Headers: []kgo.RecordHeader{{Key: header.ID, Value: bytes.Repeat([]byte("i"), 256)}}}
 	require.NoError(t, cl.ProduceSync(context.Background(), long).FirstErr())
 	cl.Close()
 	var poison poisonTally
@@ -163,7 +164,7 @@ func TestBadInputRefused(t *testing.T) {
 	t.Parallel()
 	_, err := kafkasub.Message("billing", nil)
 	require.ErrorIs(t, err, lwt.ErrInvalidArgument)
-	_, err = kafkasub.HeaderTimeMessage(kafkapub.TimeHeader)("billing", nil)
+	_, err = kafkasub.HeaderTimeMessage(header.Time)("billing", nil)
 	require.ErrorIs(t, err, lwt.ErrInvalidArgument)
 	_, err = kafkasub.RecordTime(nil)
 	require.ErrorIs(t, err, lwt.ErrInvalidArgument)
@@ -181,7 +182,7 @@ func TestBadInputRefused(t *testing.T) {
 	}
 	_, err = kafkasub.New(g, h, client("billing"), kafkasub.WithTimeHeader(""))
 	require.ErrorIs(t, err, kafkasub.ErrInvalidOption)
-	_, err = kafkasub.New(g, h, client("billing"), kafkasub.WithTimeHeader(kafkapub.TimeHeader), kafkasub.WithMessage(kafkasub.Message))
+	_, err = kafkasub.New(g, h, client("billing"), kafkasub.WithTimeHeader(header.Time), kafkasub.WithMessage(kafkasub.Message))
 	require.ErrorIs(t, err, kafkasub.ErrInvalidOption)
 	require.ErrorContains(t, err, "WithTimeHeader and WithMessage")
 
@@ -195,19 +196,19 @@ func TestBadInputRefused(t *testing.T) {
 }
 
 // TestHeaderTime: the header's value is read as kafkapub writes it (Unix milliseconds in
-// decimal) and nothing else; the first kafkapub.IDHeader is the event's id (an event's own header
+// decimal) and nothing else; the first header.ID is the event's id (an event's own header
 // of that name comes after it).
 func TestHeaderTime(t *testing.T) {
 	t.Parallel()
 	at := time.UnixMilli(1_764_327_000_123)
 	rec := func(v ...string) *kgo.Record {
-		r := &kgo.Record{Topic: "orders", Headers: []kgo.RecordHeader{{Key: kafkapub.IDHeader, Value: []byte("e-1")}, {Key: kafkapub.IDHeader, Value: []byte("e-2")}}}
+		r := &kgo.Record{Topic: "orders", Headers: []kgo.RecordHeader{{Key: header.ID, Value: []byte("e-1")}, {Key: header.ID, Value: []byte("e-2")}}}
 		for _, s := range v {
-			r.Headers = append(r.Headers, kgo.RecordHeader{Key: kafkapub.TimeHeader, Value: []byte(s)})
+			r.Headers = append(r.Headers, kgo.RecordHeader{Key: header.Time, Value: []byte(s)})
 		}
 		return r
 	}
-	read := kafkasub.HeaderTimeMessage(kafkapub.TimeHeader)
+	read := kafkasub.HeaderTimeMessage(header.Time)
 	m, err := read("billing", rec("1764327000123"))
 	require.NoError(t, err)
 	assert.True(t, m.Time.Equal(at))
@@ -228,9 +229,9 @@ func FuzzHeaderTime(f *testing.F) {
 	f.Add("-1")
 	f.Add("+0")
 	f.Add("99999999999999999999")
-	read := kafkasub.HeaderTimeMessage(kafkapub.TimeHeader)
+	read := kafkasub.HeaderTimeMessage(header.Time)
 	f.Fuzz(func(t *testing.T, v string) {
-		r := &kgo.Record{Headers: []kgo.RecordHeader{{Key: kafkapub.IDHeader, Value: []byte("e")}, {Key: kafkapub.TimeHeader, Value: []byte(v)}}}
+		r := &kgo.Record{Headers: []kgo.RecordHeader{{Key: header.ID, Value: []byte("e")}, {Key: header.Time, Value: []byte(v)}}}
 		m, err := read("billing", r)
 		if err == nil && fmt.Sprint(m.Time.UnixMilli()) != v {
 			t.Fatalf("%q read as %v", v, m.Time)
@@ -247,7 +248,7 @@ func TestFutureRecordIsLoud(t *testing.T) {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(f.seeds...))
 	require.NoError(t, err)
 	ahead := &kgo.Record{Topic: f.topic, Value: []byte("x"), Timestamp: time.Now().Add(time.Hour),
-		Headers: []kgo.RecordHeader{{Key: kafkapub.IDHeader, Value: []byte("from-a-fast-clock")}}}
+		Headers: []kgo.RecordHeader{{Key: header.ID, Value: []byte("from-a-fast-clock")}}}
 	require.NoError(t, cl.ProduceSync(context.Background(), ahead).FirstErr())
 	cl.Close()
 	var logs lockedBuffer
@@ -277,7 +278,7 @@ func TestBrokerTimeHeldByDefault(t *testing.T) {
 	assert.False(t, f.committedAll(), "nothing was skipped")
 	assert.Contains(t, logs.String(), "record time set by the broker")
 
-	stop = run(t, f.consumer(f.guard(), f.handler(0, nil), kafkasub.WithTimeHeader(kafkapub.TimeHeader)))
+	stop = run(t, f.consumer(f.guard(), f.handler(0, nil), kafkasub.WithTimeHeader(header.Time)))
 	f.waitFor("every event and its commit", func() bool { return f.count() == len(f.ids) && f.committedAll() })
 	stop()
 	f.exactlyOnce()
