@@ -1,0 +1,37 @@
+// Package depcheck lists what packages build with, for the tests that hold the import graph to
+// the layout: the outbox imports nothing of the guard, the Kafka consumer adapter nothing of the
+// outbox. It asks the go command, so it sees what a build sees, build tags and modules included.
+package depcheck
+
+import (
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// Imported returns the packages that pkgs (patterns of go list, relative to the calling test's
+// directory) depend on, their tests left out, that are one of roots or lie below one.
+func Imported(t testing.TB, pkgs []string, roots ...string) []string {
+	t.Helper()
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("depcheck: the go command is needed to list the imports: %v", err)
+	}
+	cmd := exec.Command(goTool, append([]string{"list", "-deps", "-f", "{{.ImportPath}}"}, pkgs...)...)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("depcheck: go list -deps %s: %v", strings.Join(pkgs, " "), err)
+	}
+	var found []string
+	for _, p := range strings.Fields(string(out)) {
+		for _, r := range roots {
+			if p == r || strings.HasPrefix(p, r+"/") {
+				found = append(found, p)
+				break
+			}
+		}
+	}
+	return found
+}
