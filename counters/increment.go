@@ -10,8 +10,8 @@ import (
 
 	"github.com/cassdedup/cassdedup/events"
 	"github.com/cassdedup/cassdedup/internal/enumname"
-	"github.com/cassdedup/cassdedup/lwt"
 	"github.com/cassdedup/cassdedup/lwt/cas"
+	"github.com/cassdedup/cassdedup/lwt/observe"
 )
 
 // Op is one increment.
@@ -87,7 +87,7 @@ func (s *Store) claim(ctx context.Context, op Op) (gocql.UUID, error) {
 	if err != nil {
 		return gocql.UUID{}, fmt.Errorf("counters: index claim %q: %w", op.ID, err)
 	}
-	key := lwt.Key{op.Counter, op.ID}
+	key := observe.Key{op.Counter, op.ID}
 	mine := func(row cas.Row, found bool) bool { o, _ := row["owner"].(gocql.UUID); return found && o == owner }
 	// A claim whose outcome was unknown and which the read found absent did not apply: send it
 	// again. Twice more at most; a node that keeps losing them is reported.
@@ -95,7 +95,7 @@ func (s *Store) claim(ctx context.Context, op Op) (gocql.UUID, error) {
 		applied, row, err := cas.Resolve(ctx, cas.Conditional{
 			Op: "claim", Write: s.session.Query(s.q.claim, op.Counter, op.ID, op.Delta, owner, now, ttl),
 			Read: s.session.Query(s.q.readOp, op.Counter, op.ID), Applied: mine,
-			Patience: resolvePatience, Observe: lwt.ObserveCAS(s.cfg.observer, key),
+			Patience: resolvePatience, Observe: observe.ObserveCAS(s.cfg.observer, key),
 		}, s.cfg.consistency, s.cfg.serial)
 		switch {
 		case err != nil:
@@ -136,7 +136,7 @@ func (s *Store) apply(ctx context.Context, op Op, owner gocql.UUID) error {
 	start := time.Now()
 	err := s.session.Query(s.q.increment, op.Delta, op.Counter).WithContext(ctx).
 		Consistency(s.cfg.consistency).Idempotent(false).RetryPolicy(nil).Exec()
-	s.observe(lwt.Observation{Kind: lwt.ObservedWrite, Key: lwt.Key{op.Counter, op.ID}, Op: "increment", Latency: time.Since(start), Err: err})
+	s.observe(observe.Observation{Kind: observe.ObservedWrite, Key: observe.Key{op.Counter, op.ID}, Op: "increment", Latency: time.Since(start), Err: err})
 	if err != nil {
 		return s.failedIncrement(ctx, op, owner, err)
 	}
@@ -157,13 +157,13 @@ func (s *Store) mark(ctx context.Context, op Op, owner gocql.UUID) error {
 	applied, _, err := cas.Resolve(ctx, cas.Conditional{
 		Op: "mark", Write: s.session.Query(s.q.mark, s.ttlSeconds(now), now, op.Counter, op.ID, owner),
 		Read: s.session.Query(s.q.readOp, op.Counter, op.ID), Applied: marked,
-		Patience: resolvePatience, Observe: lwt.ObserveCAS(s.cfg.observer, lwt.Key{op.Counter, op.ID}),
+		Patience: resolvePatience, Observe: observe.ObserveCAS(s.cfg.observer, observe.Key{op.Counter, op.ID}),
 	}, s.cfg.consistency, s.cfg.serial)
 	if err == nil && !applied {
 		err = errors.New("claim lost (expired)")
 	}
 	if err != nil {
-		s.observe(lwt.Observation{Kind: lwt.ObservedUnconfirmed, Key: lwt.Key{op.Counter, op.ID}, Op: "mark", Err: err})
+		s.observe(observe.Observation{Kind: observe.ObservedUnconfirmed, Key: observe.Key{op.Counter, op.ID}, Op: "mark", Err: err})
 		return fmt.Errorf("%w: %q incremented, mark applied: %w", ErrUnconfirmed, op.ID, err)
 	}
 	return nil
@@ -174,14 +174,14 @@ func (s *Store) mark(ctx context.Context, op Op, owner gocql.UUID) error {
 func (s *Store) failedIncrement(ctx context.Context, op Op, owner gocql.UUID, cause error) error {
 	var unavailable *gocql.RequestErrUnavailable
 	if !errors.As(cause, &unavailable) && !errors.Is(cause, gocql.ErrNoConnections) {
-		s.observe(lwt.Observation{Kind: lwt.ObservedUnconfirmed, Key: lwt.Key{op.Counter, op.ID}, Op: "increment", Err: cause})
+		s.observe(observe.Observation{Kind: observe.ObservedUnconfirmed, Key: observe.Key{op.Counter, op.ID}, Op: "increment", Err: cause})
 		return fmt.Errorf("%w: %q increment: %w", ErrUnconfirmed, op.ID, cause)
 	}
 	released := func(row cas.Row, found bool) bool { o, _ := row["owner"].(gocql.UUID); return !found || o != owner }
 	_, _, err := cas.Resolve(ctx, cas.Conditional{
 		Op: "release", Write: s.session.Query(s.q.release, op.Counter, op.ID, owner),
 		Read: s.session.Query(s.q.readOp, op.Counter, op.ID), Applied: released,
-		Patience: resolvePatience, Observe: lwt.ObserveCAS(s.cfg.observer, lwt.Key{op.Counter, op.ID}),
+		Patience: resolvePatience, Observe: observe.ObserveCAS(s.cfg.observer, observe.Key{op.Counter, op.ID}),
 	}, s.cfg.consistency, s.cfg.serial)
 	if err != nil {
 		return fmt.Errorf("%w: %q increment: %w (release: %w)", ErrUnconfirmed, op.ID, cause, err)
@@ -217,7 +217,7 @@ func (s *Store) Value(ctx context.Context, counter string) (int64, error) {
 }
 
 // observe passes o to the store's observer, if any.
-func (s *Store) observe(o lwt.Observation) {
+func (s *Store) observe(o observe.Observation) {
 	if s.cfg.observer != nil {
 		s.cfg.observer.Observe(o)
 	}

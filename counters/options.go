@@ -8,7 +8,7 @@ import (
 
 	"github.com/cassdedup/cassdedup/events"
 	"github.com/cassdedup/cassdedup/internal/optcheck"
-	"github.com/cassdedup/cassdedup/lwt"
+	"github.com/cassdedup/cassdedup/lwt/observe"
 	"github.com/cassdedup/cassdedup/schema"
 )
 
@@ -27,7 +27,7 @@ type config struct {
 	serial      gocql.SerialConsistency
 	now         func() time.Time
 	shadow      *events.Log
-	observer    lwt.Observer
+	observer    observe.Observer
 }
 
 func defaultConfig() config {
@@ -127,7 +127,7 @@ func WithShadow(log *events.Log) Option {
 // WithObserver sets a hook called synchronously on every LWT, increment and unconfirmed
 // operation, the same lwt.Observer an lwt.Store takes. It must be fast and safe for concurrent
 // use. Default none.
-func WithObserver(o lwt.Observer) Option {
+func WithObserver(o observe.Observer) Option {
 	return set(false, "", "", func(c *config) { c.observer = o })
 }
 

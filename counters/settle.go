@@ -8,8 +8,8 @@ import (
 	"github.com/gocql/gocql"
 
 	"github.com/cassdedup/cassdedup/internal/optcheck"
-	"github.com/cassdedup/cassdedup/lwt"
 	"github.com/cassdedup/cassdedup/lwt/cas"
+	"github.com/cassdedup/cassdedup/lwt/observe"
 )
 
 // SettleOption configures Settle and Unsettled. A nil one is refused with ErrInvalidOption.
@@ -46,7 +46,7 @@ func (s *Store) Settle(ctx context.Context, counter, opID string, incremented bo
 	applied, _, err := cas.Resolve(ctx, cas.Conditional{
 		Op: "settle", Write: s.session.Query(s.q.takeover, s.ttlSeconds(c.ClaimedAt), owner, counter, opID, c.Owner, status),
 		Read: s.session.Query(s.q.readOp, counter, opID), Applied: mine,
-		Patience: resolvePatience, Observe: lwt.ObserveCAS(s.cfg.observer, lwt.Key{counter, opID}),
+		Patience: resolvePatience, Observe: observe.ObserveCAS(s.cfg.observer, observe.Key{counter, opID}),
 	}, s.cfg.consistency, s.cfg.serial)
 	if err != nil {
 		return c, fmt.Errorf("counters: settle %q: %w", opID, err)

@@ -10,7 +10,7 @@ import (
 
 	"github.com/cassdedup/cassdedup/internal/argcheck"
 	"github.com/cassdedup/cassdedup/internal/optcheck"
-	"github.com/cassdedup/cassdedup/lwt"
+	"github.com/cassdedup/cassdedup/lwt/observe"
 	"github.com/cassdedup/cassdedup/schema"
 )
 
@@ -89,5 +89,5 @@ func (s *Store) ttlSeconds(claimedAt time.Time) int {
 
 // checkCall refuses a call on a nil *Store or with a nil context (lwt.ErrInvalidArgument).
 func (s *Store) checkCall(ctx context.Context) error {
-	return argcheck.Call(lwt.ErrInvalidArgument, "*counters.Store", s == nil, ctx)
+	return argcheck.Call(observe.ErrInvalidArgument, "*counters.Store", s == nil, ctx)
 }

@@ -10,7 +10,7 @@ import (
 
 	"github.com/gocql/gocql"
 
-	"github.com/cassdedup/cassdedup/lwt"
+	"github.com/cassdedup/cassdedup/lwt/observe"
 )
 
 // maxFlushRows bounds the rows of one write. A write holds one partition, so Cassandra applies
@@ -159,7 +159,7 @@ func (l *Log) observeRow(r *pendingRow, err error) {
 	if l.cfg.Observer == nil {
 		return
 	}
-	l.cfg.Observer.Observe(lwt.Observation{Kind: lwt.ObservedWrite, Key: lwt.Key{r.e.Counter, r.e.ID}, Op: "record",
+	l.cfg.Observer.Observe(observe.Observation{Kind: observe.ObservedWrite, Key: observe.Key{r.e.Counter, r.e.ID}, Op: "record",
 		Latency: time.Since(r.queued), Err: err})
 }
 

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/cassdedup/cassdedup/internal/loop"
-	"github.com/cassdedup/cassdedup/lwt"
 	"github.com/cassdedup/cassdedup/lwt/cas"
+	"github.com/cassdedup/cassdedup/lwt/observe"
 )
 
 // lateState holds what the late path needs: its statements, and how it waits for a closed
@@ -91,7 +91,7 @@ func (l *Log) recordLate(ctx context.Context, e Event, own time.Time) error {
 	if err != nil {
 		return err
 	}
-	return fmt.Errorf("%w: events: late claim of %q in %q moved %d times by other writers", lwt.ErrInProgress, e.ID, e.Counter, maxLateRounds)
+	return fmt.Errorf("%w: events: late claim of %q in %q moved %d times by other writers", observe.ErrInProgress, e.ID, e.Counter, maxLateRounds)
 }
 
 // settledHolds waits until every on-time write to window w has landed (its end plus the grace
@@ -162,7 +162,7 @@ func (l *Log) claimLate(ctx context.Context, e Event, own, from time.Time) (time
 	applied, row, err := cas.Resolve(ctx, cas.Conditional{
 		Op: op, Write: q.WithContext(ctx), Read: l.session.Query(l.late.readClaim, e.Counter, own, e.ID).WithContext(ctx),
 		Applied:  func(row cas.Row, found bool) bool { return found && targetOf(row).Equal(mine) },
-		Patience: rollupPatience, Observe: lwt.ObserveCAS(l.cfg.Observer, lwt.Key{e.Counter, e.ID}),
+		Patience: rollupPatience, Observe: observe.ObserveCAS(l.cfg.Observer, observe.Key{e.Counter, e.ID}),
 	}, l.cfg.Consistency, l.cfg.Serial)
 	switch {
 	case err != nil:

@@ -7,7 +7,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/cassdedup/cassdedup/lwt"
+	"github.com/cassdedup/cassdedup/lwt/cas"
+	"github.com/cassdedup/cassdedup/lwt/observe"
 )
 
 // lateItem is one event of a RecordBatch or Record call and where it stands. An event starts
@@ -50,7 +51,7 @@ const lateParallel = 16
 // transactions per group, not per event: the late events (whose window closed: a consumer
 // catching up, a retry after a restart) of one counter and one second of event time are
 // claimed with one conditional batch of counter_late_slices (one Paxos round for up to
-// lwt.MaxBatchRows events), after one read per part of their own window finds those already
+// cas.MaxBatchRows events), after one read per part of their own window finds those already
 // recorded. The rows of on-time and late events then go out together, one unlogged write per
 // partition of counter_window_events with whatever else is queued for it. The package doc
 // says why every event still counts once.
@@ -118,7 +119,7 @@ func (l *Log) recordItems(ctx context.Context, items []*lateItem) error {
 			errs = append(errs, it.err)
 		case it.step != stepDone:
 			errs = append(errs, fmt.Errorf("%w: events: late claim of %q in %q moved %d times by other writers",
-				lwt.ErrInProgress, it.e.ID, it.e.Counter, maxLateRounds))
+				observe.ErrInProgress, it.e.ID, it.e.Counter, maxLateRounds))
 		}
 	}
 	return errors.Join(errs...)
@@ -163,8 +164,8 @@ func (l *Log) runStep(ctx context.Context, items []*lateItem, step lateStep, do 
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, lateParallel)
 	for _, k := range order {
-		for start := 0; start < len(groups[k]); start += lwt.MaxBatchRows {
-			chunk := groups[k][start:min(start+lwt.MaxBatchRows, len(groups[k]))]
+		for start := 0; start < len(groups[k]); start += cas.MaxBatchRows {
+			chunk := groups[k][start:min(start+cas.MaxBatchRows, len(groups[k]))]
 			sem <- struct{}{}
 			wg.Go(func() {
 				defer func() { <-sem }()

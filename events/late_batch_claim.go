@@ -7,8 +7,8 @@ import (
 
 	"github.com/gocql/gocql"
 
-	"github.com/cassdedup/cassdedup/lwt"
 	"github.com/cassdedup/cassdedup/lwt/cas"
+	"github.com/cassdedup/cassdedup/lwt/observe"
 )
 
 // batchQueries are the late batch path's statements.
@@ -280,7 +280,7 @@ func (l *Log) claimRound(ctx context.Context, items []*lateItem) ([]*lateItem, e
 			}
 			return true
 		},
-		Patience: rollupPatience, Observe: lwt.ObserveCAS(l.cfg.Observer, lwt.Key{e0.Counter, second}),
+		Patience: rollupPatience, Observe: observe.ObserveCAS(l.cfg.Observer, observe.Key{e0.Counter, second}),
 	}, l.cfg.Consistency, l.cfg.Serial)
 	if err != nil {
 		return items, fmt.Errorf("events: late claim of %d events of %q at %v: %w", len(items), e0.Counter, second, err)

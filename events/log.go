@@ -9,8 +9,8 @@ import (
 
 	"github.com/cassdedup/cassdedup/internal/argcheck"
 	"github.com/cassdedup/cassdedup/internal/flights"
-	"github.com/cassdedup/cassdedup/lwt"
 	"github.com/cassdedup/cassdedup/lwt/clock"
+	"github.com/cassdedup/cassdedup/lwt/observe"
 )
 
 // Log is an event log of counters: each increment is an event row, and a counter's total is
@@ -143,5 +143,5 @@ func (l *Log) Lag(interval time.Duration) time.Duration {
 
 // checkCall refuses a call on a nil *Log or with a nil context (lwt.ErrInvalidArgument).
 func (l *Log) checkCall(ctx context.Context) error {
-	return argcheck.Call(lwt.ErrInvalidArgument, "*events.Log", l == nil, ctx)
+	return argcheck.Call(observe.ErrInvalidArgument, "*events.Log", l == nil, ctx)
 }

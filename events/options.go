@@ -9,7 +9,7 @@ import (
 
 	"github.com/cassdedup/cassdedup/internal/optcheck"
 	"github.com/cassdedup/cassdedup/internal/storeopt"
-	"github.com/cassdedup/cassdedup/lwt"
+	"github.com/cassdedup/cassdedup/lwt/observe"
 	"github.com/cassdedup/cassdedup/schema"
 )
 
@@ -114,7 +114,7 @@ func WithClock(now func() time.Time) Option { return storeopt.Clock[*config](Err
 // WithObserver sets a hook called synchronously on every LWT and write, the
 // same lwt.Observer an lwt.Store takes. It must be fast and safe for concurrent use. Default
 // none (nil); a typed nil (a nil pointer in the interface) is refused, as its calls would panic.
-func WithObserver(o lwt.Observer) Option { return storeopt.Observer[*config](ErrInvalidOption, o) }
+func WithObserver(o observe.Observer) Option { return storeopt.Observer[*config](ErrInvalidOption, o) }
 
 // WithCounterTables names the tables of the first layout, which a Log still reads and folds but
 // no longer writes (defaults "counter_events", "counter_buckets"), and the rollup table

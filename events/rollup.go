@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/cassdedup/cassdedup/lwt"
 	"github.com/cassdedup/cassdedup/lwt/cas"
+	"github.com/cassdedup/cassdedup/lwt/observe"
 )
 
 // RollupResult reports what one Rollup call did.
@@ -227,7 +227,7 @@ func (l *Log) moveWatermark(ctx context.Context, counter string, st rollupState,
 	}
 	applied, _, err := cas.Resolve(ctx, cas.Conditional{
 		Op: "rollup", Write: q, Read: l.session.Query(l.q.readRollup, counter), Applied: reached,
-		Patience: rollupPatience, Observe: lwt.ObserveCAS(l.cfg.Observer, lwt.Key{counter}),
+		Patience: rollupPatience, Observe: observe.ObserveCAS(l.cfg.Observer, observe.Key{counter}),
 	}, l.cfg.Consistency, l.cfg.Serial)
 	if err != nil {
 		return false, fmt.Errorf("events: move watermark of %q to %v: %w", counter, res.Watermark, err)

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/cassdedup/cassdedup/lwt"
 	"github.com/cassdedup/cassdedup/lwt/cas"
+	"github.com/cassdedup/cassdedup/lwt/observe"
 )
 
 // countRows adds n events written to counter at now to its rate, and once a period ends judges
@@ -109,7 +109,7 @@ func (l *Log) writeWidth(ctx context.Context, counter string, since time.Time, w
 	}
 	applied, _, err := cas.Resolve(ctx, cas.Conditional{
 		Op: "width", Write: q, Read: l.session.Query(l.q.readWidths, counter), Applied: reached,
-		Patience: widthCommitBound / 2, Observe: lwt.ObserveCAS(l.cfg.Observer, lwt.Key{counter}),
+		Patience: widthCommitBound / 2, Observe: observe.ObserveCAS(l.cfg.Observer, observe.Key{counter}),
 	}, l.cfg.Consistency, l.cfg.Serial)
 	if err != nil {
 		return fmt.Errorf("events: window width of %q from %v: %w", counter, since, err)

@@ -5,13 +5,13 @@ import (
 	"strings"
 
 	"github.com/cassdedup/cassdedup/internal/textcheck"
+	"github.com/cassdedup/cassdedup/lwt/cas"
 	"github.com/cassdedup/cassdedup/schema"
 )
 
-// MaxBatchRows is the most records one conditional batch of a BatchStore claims or ends. A
-// conditional batch is one Paxos round whose proposal carries every row it writes, and whose
-// rejection returns every row it checked: bounding the rows bounds both.
-const MaxBatchRows = 100
+// MaxBatchRows is the most records one conditional batch of a BatchStore claims or ends: it is
+// cas.MaxBatchRows, the bound every conditional batch of this module keeps.
+const MaxBatchRows = cas.MaxBatchRows
 
 // BatchTable describes a table whose partitions each hold many exactly-once records, so that
 // one conditional batch (one Paxos round) can claim or end many of them: a partition key of

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/cassdedup/cassdedup/lwt/cas"
+	"github.com/cassdedup/cassdedup/lwt/observe"
 )
 
 // Sentinel errors. Test for them with errors.Is; the typed errors below wrap them and carry data.
@@ -16,7 +17,8 @@ var (
 
 	// ErrInProgress: another attempt holds a live claim on the key. Nothing ran. An HTTP layer
 	// answers 409 Conflict; a caller may also ask the executor to wait for the stored result.
-	ErrInProgress = errors.New("lwt: operation in progress under another claim")
+	// It is observe.ErrInProgress, which events reports too.
+	ErrInProgress = observe.ErrInProgress
 
 	// ErrLeaseLost: the claim was taken over (its lease expired) or the record expired, so this
 	// owner's write was rejected by its fencing condition. The result was not stored.
@@ -67,8 +69,9 @@ var (
 	ErrNoLease = errors.New("lwt: the scope's ownership lease is not live")
 
 	// ErrInvalidArgument: a required argument is missing (a nil function, codec, claim, session,
-	// CallOption or AdminOption). Nothing was read or written.
-	ErrInvalidArgument = errors.New("lwt: invalid argument")
+	// CallOption or AdminOption). Nothing was read or written. It is observe.ErrInvalidArgument,
+	// which events and counters return too.
+	ErrInvalidArgument = observe.ErrInvalidArgument
 
 	// ErrInvalidKey: a key or namespace is missing, too long, not UTF-8 or of an unsupported
 	// type. Nothing was read or written. An HTTP layer answers 400 Bad Request.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/cassdedup/cassdedup/internal/argcheck"
 	"github.com/cassdedup/cassdedup/lwt/cas"
+	"github.com/cassdedup/cassdedup/lwt/observe"
 )
 
 // Store runs the record state machine on one table. Every transition is a lightweight
@@ -148,7 +149,7 @@ func (s *Store) observe() Observer { return ObserverFunc(s.record) }
 // observeCAS reports the events of a conditional write on key to the store's statistics and
 // observer.
 func (s *Store) observeCAS(key Key) func(cas.Event) {
-	return func(e cas.Event) { s.record(fromEvent(e, key)) }
+	return func(e cas.Event) { s.record(observe.FromEvent(e, key)) }
 }
 
 // holds returns the test Resolve applies after an unknown outcome: the record shows c's owner

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/cassdedup/cassdedup/internal/textcheck"
+	"github.com/cassdedup/cassdedup/lwt/observe"
 	"github.com/cassdedup/cassdedup/schema"
 )
 
@@ -33,8 +34,8 @@ func IdempotencyKeys(keyspace string) Table {
 
 // Key is the partition-key values of one record, bound in the order of Table.KeyColumns.
 // Supported types are string (non-empty, valid UTF-8, at most the store's key length limit) and
-// int, int32 and int64.
-type Key []any
+// int, int32 and int64. It is observe.Key, the key an Observation names.
+type Key = observe.Key
 
 // IdempotencyKey is the key of a record in idempotency_keys: a namespace that scopes tenants
 // and operation types (derive it from the caller's identity, never from the request) and the

@@ -12,7 +12,7 @@ import (
 	"github.com/gocql/gocql"
 
 	"github.com/cassdedup/cassdedup/internal/optcheck"
-	"github.com/cassdedup/cassdedup/lwt"
+	"github.com/cassdedup/cassdedup/lwt/observe"
 	"github.com/cassdedup/cassdedup/schema"
 )
 
@@ -22,7 +22,7 @@ type Common struct {
 	Consistency gocql.Consistency
 	Serial      gocql.SerialConsistency
 	Now         func() time.Time
-	Observer    lwt.Observer
+	Observer    observe.Observer
 }
 
 // Defaults returns the shared defaults: the default keyspace, QUORUM, SERIAL and time.Now.
@@ -83,7 +83,7 @@ func Clock[C Config[T], T any](sentinel error, now func() time.Time) func(*T) er
 
 // Observer sets the hook called on every LWT and write; nil for none. A typed nil (a nil
 // pointer in the interface) is refused with sentinel, as its calls would panic.
-func Observer[C Config[T], T any](sentinel error, o lwt.Observer) func(*T) error {
+func Observer[C Config[T], T any](sentinel error, o observe.Observer) func(*T) error {
 	return func(c *T) error {
 		if o != nil && isNil(o) {
 			return optcheck.Bad(sentinel, fmt.Sprintf("WithObserver(%T(nil))", o), "a typed nil: pass nil for none")

@@ -11,6 +11,12 @@ import (
 	"github.com/cassdedup/cassdedup/internal/argcheck"
 )
 
+// MaxBatchRows is the most rows one conditional batch of this module claims or ends (a
+// BatchStore's batch, a late-event claim of package events). A conditional batch is one Paxos
+// round whose proposal carries every row it writes, and whose rejection returns every row it
+// checked: bounding the rows bounds both.
+const MaxBatchRows = 100
+
 // ExecBatch runs b, a conditional batch whose statements all write one partition, as one
 // lightweight transaction (one Paxos round) and decodes its result: whether it applied and, when
 // it did not, the rows Cassandra returned (the current values of the rows the conditions
