@@ -28,7 +28,7 @@ OUT          := out
 # client), the metrics adapters (the Prometheus client, OpenTelemetry), the outbox's Kafka
 # publisher and the Kafka consumer adapter (franz-go), the outbox example and the history checker
 # (Porcupine). Every check, test and fuzz target runs over all of them.
-MODULES      := . cassandratest cmd/lwtbench examples/kafka metrics/promobs metrics/otelobs kafka/kafkapub kafka/kafkasub examples/outbox internal/histories
+MODULES      := . cassandratest cmd/lwtbench examples/kafka metrics/promobs metrics/otelobs kafka/kafkapub kafka/kafkasub examples/outbox tests/histories
 # The library module's direct requirements: the driver, the filter, the hash, and two test
 # libraries. A new one must earn its place: every importer of the library downloads it.
 LIB_REQUIRES := github.com/bits-and-blooms/bloom/v3 github.com/cespare/xxhash/v2 github.com/gocql/gocql \
@@ -248,7 +248,7 @@ cluster-up:
 cluster-down:
 	$(CLUSTER) down
 
-## test-cluster: the tests that kill, isolate and cut nodes (internal/clustertest, build tag
+## test-cluster: the tests that kill, isolate and cut nodes (tests/clustertest, build tag
 ## cluster) on a cluster of three nodes in two datacentres, started for the run and torn down
 ## after it, on failure too. Each scenario prints a REPORT row for docs/clusters.md's table; a
 ## failed assertion prints its whole message (the error too), the rest is in out/cluster.log.
@@ -257,12 +257,12 @@ CLUSTER_TIMEOUT ?= 40m
 test-cluster:
 	@mkdir -p $(OUT)
 	@trap '$(CLUSTER) down' EXIT; $(CLUSTER) up; \
-	CLUSTER_HOSTS=$$($(CLUSTER) hosts) $(GO) test -tags cluster -race -count=1 -timeout $(CLUSTER_TIMEOUT) -v ./internal/clustertest/ 2>&1 \
+	CLUSTER_HOSTS=$$($(CLUSTER) hosts) $(GO) test -tags cluster -race -count=1 -timeout $(CLUSTER_TIMEOUT) -v ./tests/clustertest/ 2>&1 \
 	  | tee $(OUT)/cluster.log | awk '{ if ($$0 ~ /Error:/) e = 1; else if (e && $$0 !~ /^ +\t/) e = 0 } \
 	    e || /^(=== RUN|[[:space:]]*--- |ok|FAIL|PASS|panic)|REPORT/ { print; fflush() }'
 
 ## test-histories: the library's clients against three nodes (RF 3, QUORUM and SERIAL) under a
-## seeded nemesis, every operation recorded and the history checked (internal/histories,
+## seeded nemesis, every operation recorded and the history checked (tests/histories,
 ## docs/verification.md). HISTORY_CLIENTS client processes of HISTORY_WORKERS workers run
 ## ExecuteOnce on hot keys (its function writes a fenced effect row and stages an outbox event),
 ## serial reads, event-log increments and totals, and a relay each, for HISTORY_TIME per seed of
@@ -293,9 +293,9 @@ HISTORY_CLUSTER     := CASSANDRA_COMMITLOG=$(HISTORY_COMMITLOG) CLUSTER_NODES=3 
                        CLUSTER_RUN_DIR=$(HISTORY_RUN_DIR) scripts/cluster/cluster.sh
 test-histories:
 	@mkdir -p $(OUT) bin
-	$(GO) -C internal/histories build -o $(CURDIR)/bin/histories .
+	$(GO) -C tests/histories build -o $(CURDIR)/bin/histories .
 	@for m in $(subst $(comma), ,$(HISTORY_MUTANTS)); do \
-	  $(GO) -C internal/histories build -tags mutant_$$m -o $(CURDIR)/bin/histories-mutant_$$m . || exit 1; done
+	  $(GO) -C tests/histories build -tags mutant_$$m -o $(CURDIR)/bin/histories-mutant_$$m . || exit 1; done
 	@trap '$(HISTORY_CLUSTER) down' EXIT; $(HISTORY_CLUSTER) up; \
 	CLUSTER_RUN_DIR=$(HISTORY_RUN_DIR) bin/histories run -hosts "$$($(HISTORY_CLUSTER) hosts)" -cluster scripts/cluster/cluster.sh \
 	  -seeds $(HISTORY_SEEDS) -time $(HISTORY_TIME) -mutants "$(HISTORY_MUTANTS)" -mutant-time $(HISTORY_MUTANT_TIME) \
@@ -304,7 +304,7 @@ test-histories:
 
 comma := ,
 
-## test-faults: the crash tests (internal/crashtest, build tag faults), a few minutes. Each test
+## test-faults: the crash tests (tests/crashtest, build tag faults), a few minutes. Each test
 ## starts durable nodes of its own on 127.0.0.71-74:9342 through node.sh, kills, restarts or
 ## freezes them or their worker processes, prints what it measured (a table at the end) and stops
 ## its nodes, on failure too. They need Java 17 and Maven, never CASSANDRA_HOSTS, and never skip.
@@ -317,15 +317,15 @@ comma := ,
 FAULTS_TIMEOUT ?= 30m
 test-faults:
 	@mkdir -p $(OUT)
-	$(GO) vet -tags faults ./internal/crashtest/
-	$(GO) test -tags faults -race -count=1 -timeout $(FAULTS_TIMEOUT) -v ./internal/crashtest/ 2>&1 \
+	$(GO) vet -tags faults ./tests/crashtest/
+	$(GO) test -tags faults -race -count=1 -timeout $(FAULTS_TIMEOUT) -v ./tests/crashtest/ 2>&1 \
 	  | tee $(OUT)/faults.log | grep -aE '^(ok|FAIL|panic|--- FAIL|--- SKIP|\s+--- FAIL)|^\S+\.go:[0-9]+|crashtest: |^\||^crash test results' || true
 	@scripts/test-summary.sh $(OUT)/faults.log
 
 ## soak: the outbox chain (examples/outbox's processes) under steady traffic for SOAK (default 10m)
 ## while a loop kills the relay, restarts the broker, kills the consumer, restarts the node
 ## (SIGTERM, then SIGKILL on its data) and injects poison events (over the topic's
-## max.message.bytes) every 30 s (internal/soak, build tag soak). Its own durable node, broker and
+## max.message.bytes) every 30 s (tests/soak, build tag soak). Its own durable node, broker and
 ## order service on 127.0.0.81:9342, 127.0.0.82:19492 and 127.0.0.83:19480 (SOAK_HOSTS moves them,
 ## loopback only), stopped at the end, on failure too; SOAK_RATE orders/s (default 10). Writes
 ## $(OUT)/soak.json and $(OUT)/soak.log (OUT=dir moves both, and the run directories) and fails unless effects are exact, nothing is lost or applied twice, every poison
@@ -344,10 +344,10 @@ SOAK_DOWN    := CASSANDRA_RUN_DIR=$(SOAK_RUN_DIR)/node $(NODE) down >/dev/null 2
                 KAFKA_RUN_DIR=$(SOAK_RUN_DIR)/broker $(BROKER) down >/dev/null 2>&1 || true
 soak:
 	@mkdir -p $(OUT)
-	$(GO) vet -tags soak ./internal/soak/
+	$(GO) vet -tags soak ./tests/soak/
 	@$(SOAK_DOWN); trap '$(SOAK_DOWN)' EXIT; \
 	SOAK=$(SOAK) SOAK_RATE=$(SOAK_RATE) SOAK_RUN_DIR=$(SOAK_RUN_DIR) SOAK_OUT=$(SOAK_OUT_DIR)/soak.json $(GO) test -tags soak -count=1 -run TestSoak -timeout $(SOAK_TIMEOUT) \
-	  -v ./internal/soak/ 2>&1 | tee $(OUT)/soak.log | grep --line-buffered -aE '^(ok|FAIL|panic|--- )|soak: ' || true
+	  -v ./tests/soak/ 2>&1 | tee $(OUT)/soak.log | grep --line-buffered -aE '^(ok|FAIL|panic|--- )|soak: ' || true
 	@grep -q '^--- PASS: TestSoak' $(OUT)/soak.log
 
 ## cassandra-up / cassandra-down: a local node on $(LOCAL_HOSTS) (see scripts/cassandra/node.sh;

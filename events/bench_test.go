@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/cassdedup/cassdedup/events"
-	"github.com/cassdedup/cassdedup/internal/testnode"
+	"github.com/cassdedup/cassdedup/testnode"
 )
 
 // BenchmarkTotal reads a counter with 1 day and with 30 days of hourly history, rolled up, plus

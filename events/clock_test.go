@@ -11,8 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cassdedup/cassdedup/events"
-	"github.com/cassdedup/cassdedup/internal/testnode"
 	"github.com/cassdedup/cassdedup/lwt/clock"
+	"github.com/cassdedup/cassdedup/testnode"
 )
 
 // TestWriterBehindRollupCountsEveryEvent: a writer whose clock runs 10 s behind the rollup's

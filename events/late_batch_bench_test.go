@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/cassdedup/cassdedup/events"
-	"github.com/cassdedup/cassdedup/internal/testnode"
+	"github.com/cassdedup/cassdedup/testnode"
 )
 
 // BenchmarkLateCatchUp applies a backlog of 20,000 late events of one counter (an hour old,

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/cassdedup/cassdedup/events"
-	"github.com/cassdedup/cassdedup/internal/testnode"
+	"github.com/cassdedup/cassdedup/testnode"
 )
 
 // BenchmarkRecordLate compares, in one run, what Record costs on the on-time path (one plain

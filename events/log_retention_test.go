@@ -16,8 +16,8 @@ import (
 
 	"github.com/cassdedup/cassdedup/events"
 	"github.com/cassdedup/cassdedup/internal/argcheck/argchecktest"
-	"github.com/cassdedup/cassdedup/internal/testnode"
 	"github.com/cassdedup/cassdedup/lwt"
+	"github.com/cassdedup/cassdedup/testnode"
 )
 
 // syncBuffer is a bytes.Buffer safe for the Log's logger, which rollups call concurrently.

@@ -19,7 +19,7 @@ import (
 	"time"
 
 	"github.com/cassdedup/cassdedup/internal/parallel"
-	"github.com/cassdedup/cassdedup/internal/testnode"
+	"github.com/cassdedup/cassdedup/testnode"
 )
 
 // pct returns the p-quantile of ds, sorting it.

@@ -7,7 +7,7 @@ import (
 	"github.com/gocql/gocql"
 	"github.com/stretchr/testify/require"
 
-	"github.com/cassdedup/cassdedup/internal/testnode"
+	"github.com/cassdedup/cassdedup/testnode"
 )
 
 // t0 is the start of the fixed clock most internal tests run on.

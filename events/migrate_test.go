@@ -12,8 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cassdedup/cassdedup/events"
-	"github.com/cassdedup/cassdedup/internal/testnode"
 	"github.com/cassdedup/cassdedup/schema"
+	"github.com/cassdedup/cassdedup/testnode"
 )
 
 // installBeforeWindows creates a keyspace with the migrations that came before the spread

@@ -8,8 +8,8 @@ import (
 	"github.com/gocql/gocql"
 
 	"github.com/cassdedup/cassdedup/internal/optcheck"
-	"github.com/cassdedup/cassdedup/internal/storeopt"
 	"github.com/cassdedup/cassdedup/lwt/observe"
+	"github.com/cassdedup/cassdedup/lwt/storeopt"
 	"github.com/cassdedup/cassdedup/schema"
 )
 

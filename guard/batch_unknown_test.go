@@ -11,7 +11,7 @@ import (
 
 	"github.com/cassdedup/cassdedup/guard"
 	"github.com/cassdedup/cassdedup/internal/faultproxy"
-	"github.com/cassdedup/cassdedup/internal/testnode"
+	"github.com/cassdedup/cassdedup/testnode"
 )
 
 // faultyGuards returns a guard that reaches the node through a fault proxy (client timeout 2s)

@@ -10,8 +10,8 @@ import (
 
 	"github.com/cassdedup/cassdedup/bloom"
 	"github.com/cassdedup/cassdedup/guard"
-	"github.com/cassdedup/cassdedup/internal/testnode"
 	"github.com/cassdedup/cassdedup/lwt"
+	"github.com/cassdedup/cassdedup/testnode"
 )
 
 // BenchmarkFastPath interleaves, in one loop, a plain INSERT of a processed_messages row, the

@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cassdedup/cassdedup/guard"
-	"github.com/cassdedup/cassdedup/internal/testnode"
+	"github.com/cassdedup/cassdedup/testnode"
 )
 
 // isRecordWrite reports whether stmt is a fast-path record's write: a plain insert into the

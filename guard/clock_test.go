@@ -12,9 +12,9 @@ import (
 
 	"github.com/cassdedup/cassdedup/bloom"
 	"github.com/cassdedup/cassdedup/guard"
-	"github.com/cassdedup/cassdedup/internal/testnode"
 	"github.com/cassdedup/cassdedup/lwt"
 	"github.com/cassdedup/cassdedup/lwt/clock"
+	"github.com/cassdedup/cassdedup/testnode"
 )
 
 // TestGuardBehindRunsNothingTwice: a consumer process whose clock is 5 minutes behind the

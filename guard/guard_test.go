@@ -15,7 +15,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/cassdedup/cassdedup/guard"
-	"github.com/cassdedup/cassdedup/internal/testnode"
+	"github.com/cassdedup/cassdedup/testnode"
 )
 
 // t0 is the start of the fixed clock of the tests that spread messages over hours.

@@ -14,8 +14,8 @@ import (
 
 	"github.com/cassdedup/cassdedup/bloom"
 	"github.com/cassdedup/cassdedup/guard"
-	"github.com/cassdedup/cassdedup/internal/testnode"
 	"github.com/cassdedup/cassdedup/lwt"
+	"github.com/cassdedup/cassdedup/testnode"
 )
 
 // defaultOwner is a consumer process with every default but the clock: a guard and a pre-check

@@ -9,7 +9,7 @@ import (
 
 	"github.com/cassdedup/cassdedup/events"
 	"github.com/cassdedup/cassdedup/guard"
-	"github.com/cassdedup/cassdedup/internal/testnode"
+	"github.com/cassdedup/cassdedup/testnode"
 )
 
 // BenchmarkCatchUpConsumer drains a backlog of 20,000 late messages (an hour old, four broker

@@ -10,7 +10,7 @@ import (
 	"github.com/gocql/gocql"
 	"github.com/stretchr/testify/require"
 
-	"github.com/cassdedup/cassdedup/internal/testnode"
+	"github.com/cassdedup/cassdedup/testnode"
 )
 
 // TestOwnershipIsFencedOnTheServer: an epoch at or below the server's is refused; a graceful

@@ -9,8 +9,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/cassdedup/cassdedup/internal/testnode"
 	"github.com/cassdedup/cassdedup/lwt"
+	"github.com/cassdedup/cassdedup/testnode"
 )
 
 // BenchmarkStageCost interleaves ExecuteOnce on new keys with and without one staged event, in

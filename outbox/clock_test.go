@@ -11,9 +11,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/cassdedup/cassdedup/internal/testnode"
 	"github.com/cassdedup/cassdedup/lwt"
 	"github.com/cassdedup/cassdedup/lwt/clock"
+	"github.com/cassdedup/cassdedup/testnode"
 )
 
 // TestStagerBehindRelayLosesNothing: a stager whose clock (its store's and its outbox's) runs

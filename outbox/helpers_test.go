@@ -9,8 +9,8 @@ import (
 	"github.com/gocql/gocql"
 	"github.com/stretchr/testify/require"
 
-	"github.com/cassdedup/cassdedup/internal/testnode"
 	"github.com/cassdedup/cassdedup/lwt"
+	"github.com/cassdedup/cassdedup/testnode"
 )
 
 // env is a fresh keyspace with a store whose runs may stage events, an outbox, and fast

@@ -15,8 +15,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/cassdedup/cassdedup/internal/testnode"
 	"github.com/cassdedup/cassdedup/schema"
+	"github.com/cassdedup/cassdedup/testnode"
 )
 
 func TestApplyTwiceIsHarmless(t *testing.T) {

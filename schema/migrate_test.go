@@ -14,8 +14,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/cassdedup/cassdedup/internal/testnode"
 	"github.com/cassdedup/cassdedup/schema"
+	"github.com/cassdedup/cassdedup/testnode"
 )
 
 // beforeMigrations is a copy of schema/cql as it was released before migrations were recorded:

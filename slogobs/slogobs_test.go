@@ -16,9 +16,9 @@ import (
 	"github.com/cassdedup/cassdedup/counters"
 	"github.com/cassdedup/cassdedup/events"
 	"github.com/cassdedup/cassdedup/guard"
-	"github.com/cassdedup/cassdedup/internal/testnode"
 	"github.com/cassdedup/cassdedup/lwt"
 	"github.com/cassdedup/cassdedup/slogobs"
+	"github.com/cassdedup/cassdedup/testnode"
 )
 
 // logBuffer collects JSON log records; the observers write from several goroutines.

@@ -9,9 +9,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/cassdedup/cassdedup/internal/testnode"
 	"github.com/cassdedup/cassdedup/lwt"
 	"github.com/cassdedup/cassdedup/outbox"
+	"github.com/cassdedup/cassdedup/testnode"
 )
 
 // TestOutboxCommands: pending lists a committed operation's intent with its verdict, escaped;

@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/cassdedup/cassdedup/internal/testnode"
 	"github.com/cassdedup/cassdedup/schema"
+	"github.com/cassdedup/cassdedup/testnode"
 )
 
 // installBeforeMigrations makes a keyspace from the schema files as they were released before

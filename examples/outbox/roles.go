@@ -24,7 +24,7 @@ import (
 )
 
 // The chain's parts as processes of their own, as a deployment runs them and as the crash
-// tests (internal/crashtest) kill them: -role api serves the orders, -role relay publishes the
+// tests (tests/crashtest) kill them: -role api serves the orders, -role relay publishes the
 // committed events, -role consume applies them. Each runs until SIGINT or SIGTERM on a schema
 // that already exists, and reports what it does as JSON lines on stdout.
 

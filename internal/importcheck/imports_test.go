@@ -49,3 +49,29 @@ func TestStoresBesideLWTDoNotImportItsStateMachine(t *testing.T) {
 		}
 	}
 }
+
+// TestInternalHoldsLeavesOnly: internal/ holds helpers at the bottom of the import graph, which
+// the library's packages import; a package there that imported the library (lwt, schema,
+// cqlsession, guard, ...) would run the arrows both ways. Glue above the library lives beside
+// what it serves (lwt/storeopt, cmd/internal/connect, testnode), and the test suites that drive
+// the library from outside live in tests/. Test files count too: a helper's own tests stay at
+// its level.
+func TestInternalHoldsLeavesOnly(t *testing.T) {
+	t.Parallel()
+	const format = "{{.ImportPath}} {{join .Imports \" \"}} {{join .TestImports \" \"}} {{join .XTestImports \" \"}}"
+	lines := goList(t, "-tags", "cluster,faults,soak,histories", "-f", format, "./internal/...")
+	if len(lines) == 0 {
+		t.Fatal("go list ./internal/... listed no package")
+	}
+	for _, line := range lines {
+		pkg, imports, _ := strings.Cut(line, " ")
+		for _, imp := range strings.Fields(imports) {
+			if imp != module && !strings.HasPrefix(imp, module+"/") {
+				continue // the standard library or another module
+			}
+			if imp != pkg && !strings.HasPrefix(imp, module+"/internal/") {
+				t.Errorf("%s imports %s, a package of the library: internal/ holds leaves only", pkg, imp)
+			}
+		}
+	}
+}

@@ -68,7 +68,7 @@ func find(wait time.Duration, opts ...goleak.Option) (late, err error) {
 //     (schema's tests on a loaded CI run);
 //   - a node's UP event is handled in a goroutine that first sleeps the driver's node-up delay
 //     (10 s for Cassandra 5.0, gocql's handleNodeUp): a node brought back in a test's last seconds
-//     left one sleeping after the tests ended (internal/clustertest on a loaded CI run);
+//     left one sleeping after the tests ended (tests/clustertest on a loaded CI run);
 //   - a keyspace's schema event (a test creating or dropping its keyspace) is handled in a
 //     goroutine that waits for schema agreement on the control connection with no context
 //     (gocql's handleKeyspaceChange): once the session is closed its queries fail, and it tries

@@ -13,10 +13,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/cassdedup/cassdedup/internal/testnode"
 	"github.com/cassdedup/cassdedup/kafka/header"
 	"github.com/cassdedup/cassdedup/outbox"
 	"github.com/cassdedup/cassdedup/outbox/outboxtest"
+	"github.com/cassdedup/cassdedup/testnode"
 )
 
 // TestConformance runs the publisher conformance suite against the broker: each sub-test gets

@@ -15,9 +15,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/cassdedup/cassdedup/internal/leakcheck"
-	"github.com/cassdedup/cassdedup/internal/testnode"
 	"github.com/cassdedup/cassdedup/kafka/header"
 	"github.com/cassdedup/cassdedup/outbox"
+	"github.com/cassdedup/cassdedup/testnode"
 )
 
 func TestMain(m *testing.M) { leakcheck.Main(m) }

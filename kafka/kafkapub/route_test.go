@@ -12,8 +12,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/cassdedup/cassdedup/internal/testnode"
 	"github.com/cassdedup/cassdedup/outbox"
+	"github.com/cassdedup/cassdedup/testnode"
 )
 
 // TestRouteByType publishes the events of one operation to a topic per type, with one event

@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cassdedup/cassdedup/guard"
-	"github.com/cassdedup/cassdedup/internal/testnode"
 	"github.com/cassdedup/cassdedup/kafka/kafkasub"
+	"github.com/cassdedup/cassdedup/testnode"
 )
 
 // TestGuardClockRefusalHoldsRecords: a consumer whose guard cannot measure its offset from the

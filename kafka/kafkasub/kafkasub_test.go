@@ -18,11 +18,11 @@ import (
 	"github.com/cassdedup/cassdedup/bloom"
 	"github.com/cassdedup/cassdedup/guard"
 	"github.com/cassdedup/cassdedup/internal/leakcheck"
-	"github.com/cassdedup/cassdedup/internal/testnode"
 	"github.com/cassdedup/cassdedup/kafka/kafkapub"
 	"github.com/cassdedup/cassdedup/kafka/kafkasub"
 	"github.com/cassdedup/cassdedup/lwt"
 	"github.com/cassdedup/cassdedup/outbox"
+	"github.com/cassdedup/cassdedup/testnode"
 )
 
 func TestMain(m *testing.M) { leakcheck.Main(m) }

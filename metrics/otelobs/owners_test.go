@@ -11,9 +11,9 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
-	"github.com/cassdedup/cassdedup/internal/testnode"
 	"github.com/cassdedup/cassdedup/lwt"
 	"github.com/cassdedup/cassdedup/metrics/otelobs"
+	"github.com/cassdedup/cassdedup/testnode"
 )
 
 // TestEpochRegressedCounted: an Own whose epoch went back (lwt.ErrEpochRegressed) is counted

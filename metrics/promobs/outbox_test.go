@@ -12,10 +12,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/cassdedup/cassdedup/internal/testnode"
 	"github.com/cassdedup/cassdedup/lwt"
 	"github.com/cassdedup/cassdedup/metrics/promobs"
 	"github.com/cassdedup/cassdedup/outbox"
+	"github.com/cassdedup/cassdedup/testnode"
 )
 
 // TestRelayCollectorOfRealPasses runs a relay's passes on the node, one that publishes and one

@@ -10,9 +10,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/cassdedup/cassdedup/internal/testnode"
 	"github.com/cassdedup/cassdedup/lwt"
 	"github.com/cassdedup/cassdedup/metrics/promobs"
+	"github.com/cassdedup/cassdedup/testnode"
 )
 
 // TestEpochRegressedExported: an Own whose epoch went back (lwt.ErrEpochRegressed) is exported

@@ -20,9 +20,9 @@ import (
 	"github.com/cassdedup/cassdedup/counters"
 	"github.com/cassdedup/cassdedup/events"
 	"github.com/cassdedup/cassdedup/guard"
-	"github.com/cassdedup/cassdedup/internal/testnode"
 	"github.com/cassdedup/cassdedup/lwt"
 	"github.com/cassdedup/cassdedup/metrics/promobs"
+	"github.com/cassdedup/cassdedup/testnode"
 )
 
 // scrape fetches the registry's exposition over HTTP, as Prometheus would, and parses it with

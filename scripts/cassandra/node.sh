@@ -142,7 +142,7 @@ cql_ready() {
   # With auth on, the default superuser appears only after the node answers: wait for a login.
   [ "$auth" = 1 ] && flags+=(-username cassandra -password cassandra)
   [ "$tls" = 1 ] && flags+=(-tls-ca "$run_dir/tls/node.pem")
-  (cd "$repo" && go run ./scripts/cassandra/cqlping -hosts "$address:$cql_port" "${flags[@]}" "$@")
+  (cd "$repo" && go run ./cmd/internal/cqlping -hosts "$address:$cql_port" "${flags[@]}" "$@")
 }
 
 # module_flags prints Cassandra 5.0's conf/jvm17-server.options: without these FileUtils

@@ -1,11 +1,13 @@
-// Package testnode gives this module's own tests a real Cassandra without Docker: a
+// Package testnode gives tests a real Cassandra without Docker: a
 // *gocql.Session on a fresh keyspace, with the schema applied, of the node that CASSANDRA_HOSTS
 // names (`make test` starts one and sets it).
 //
 // It is the Docker-free core of the exported cassandratest module, which users get and which
 // also starts a container; that module lives apart so the library's module never requires
 // Docker's client. This package stays minimal on purpose: it has no container fallback, and
-// names keyspaces from a random UUID alone.
+// names keyspaces from a random UUID alone. It sits outside internal/ because it imports the
+// library (schema, cqlsession) and internal/ holds leaves only; users' tests should prefer
+// cassandratest.
 //
 // With no CASSANDRA_HOSTS it fails the test, naming `make cassandra-up`; it never skips.
 // Everything in it is safe for use from parallel tests.

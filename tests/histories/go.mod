@@ -1,4 +1,4 @@
-module github.com/cassdedup/cassdedup/internal/histories
+module github.com/cassdedup/cassdedup/tests/histories
 
 go 1.26.0
 

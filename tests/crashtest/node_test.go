@@ -17,8 +17,8 @@ import (
 
 	"github.com/gocql/gocql"
 
-	"github.com/cassdedup/cassdedup/internal/testnode"
 	"github.com/cassdedup/cassdedup/schema"
+	"github.com/cassdedup/cassdedup/testnode"
 )
 
 // The tests' nodes listen on 127.0.0.71 and up, on ports of their own, so they meet neither

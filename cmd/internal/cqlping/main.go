@@ -20,7 +20,7 @@ import (
 
 	"github.com/gocql/gocql"
 
-	"github.com/cassdedup/cassdedup/internal/connect"
+	"github.com/cassdedup/cassdedup/cmd/internal/connect"
 )
 
 func main() {

@@ -2,6 +2,9 @@
 // consistencies, clock, observer), implemented once: each package embeds Common in its config
 // and returns these options typed to its own constructor, so that one package's option does not
 // compile as another's. It holds no state; its functions are safe for concurrent use.
+//
+// It is for packages built on lwt (events, guard), not for their users, who meet only each
+// package's own With... options; it sits below lwt and imports only lwt/observe and schema.
 package storeopt
 
 import (

@@ -23,9 +23,9 @@ import (
 	"github.com/gocql/gocql"
 
 	"github.com/cassdedup/cassdedup/events"
-	"github.com/cassdedup/cassdedup/internal/testnode"
 	"github.com/cassdedup/cassdedup/outbox"
 	"github.com/cassdedup/cassdedup/schema"
+	"github.com/cassdedup/cassdedup/testnode"
 )
 
 // The soak's own services and settings; SOAK_HOSTS ("node,broker,api:port", loopback only)
