@@ -65,8 +65,8 @@ type Admin struct {
 }
 
 // NewAdmin returns the operator's view of the outbox tables of session.
-func NewAdmin(session *gocql.Session, opts ...Option) (*Admin, error) {
-	cfg, err := newConfig(session == nil, opts)
+func NewAdmin(session *gocql.Session, opts ...AdminOption) (*Admin, error) {
+	cfg, err := newConfig(session == nil, asOptions(opts, AdminOption.adminOption))
 	if err != nil {
 		return nil, err
 	}

@@ -17,7 +17,7 @@ import (
 func TestAdminPendingAndReplay(t *testing.T) {
 	e := newEnv(t)
 	ctx := ctxT(t)
-	admin, err := NewAdmin(e.session, e.opts...)
+	admin, err := NewAdmin(e.session, with[AdminOption](e.opts)...)
 	require.NoError(t, err)
 	_, err = e.placeOrder(ctx, "done", 2)
 	require.NoError(t, err)

@@ -17,7 +17,7 @@ import (
 func clockedEnv(t *testing.T, clk *testnode.Clock) *env {
 	t.Helper()
 	e := newEnv(t)
-	box, err := New(e.session, append(append([]Option{}, e.opts...), fakeClock(clk.Now))...)
+	box, err := New(e.session, with[StagerOption](e.opts, fakeClock(clk.Now))...)
 	require.NoError(t, err)
 	e.box = box
 	return e
@@ -26,7 +26,7 @@ func clockedEnv(t *testing.T, clk *testnode.Clock) *env {
 // stageAt places order key with a stager whose clock reads at.
 func (e *env) stageAt(t *testing.T, ctx context.Context, key string, at time.Time) {
 	t.Helper()
-	box, err := New(e.session, append(append([]Option{}, e.opts...), fakeClock(func() time.Time { return at }))...)
+	box, err := New(e.session, with[StagerOption](e.opts, fakeClock(func() time.Time { return at }))...)
 	require.NoError(t, err)
 	f := *e
 	f.box = box
@@ -151,9 +151,9 @@ func TestTakeoverMidBucket(t *testing.T) {
 // TestArrivalLagWithinHorizon: the lag may not exceed half the horizon, past which a stager's
 // write fails anyway (ErrIntentLate).
 func TestArrivalLagWithinHorizon(t *testing.T) {
-	_, err := New(&gocql.Session{}, WithHorizon(2*time.Second), WithArrivalLag(1500*time.Millisecond))
+	_, err := NewRelay(&gocql.Session{}, &recorder{}, WithHorizon(2*time.Second), WithArrivalLag(1500*time.Millisecond))
 	require.ErrorIs(t, err, ErrInvalidOption)
 	assert.Contains(t, err.Error(), "WithArrivalLag(1.5s)")
-	_, err = New(&gocql.Session{}, WithHorizon(2*time.Second), WithArrivalLag(time.Second))
+	_, err = NewRelay(&gocql.Session{}, &recorder{}, WithHorizon(2*time.Second), WithArrivalLag(time.Second))
 	assert.NoError(t, err)
 }

@@ -29,11 +29,11 @@ func TestStagerBehindRelayLosesNothing(t *testing.T) {
 	behind := func() time.Time { return time.Now().Add(-150 * time.Second) }
 	store, err := lwt.NewStore(session, Table(ks), lwt.WithClock(behind))
 	require.NoError(t, err)
-	opts := []Option{WithKeyspace(ks), WithShards(4), WithRelayLease(4 * time.Second)}
-	box, err := New(session, append(opts, WithClock(behind))...)
+	opts := []Option{WithKeyspace(ks), WithShards(4)}
+	box, err := New(session, with[StagerOption](opts, WithClock(behind))...)
 	require.NoError(t, err)
 	pub := &recorder{}
-	r, err := NewRelay(session, pub, opts...)
+	r, err := NewRelay(session, pub, with[RelayOption](opts, WithRelayLease(4*time.Second))...)
 	require.NoError(t, err)
 	t.Cleanup(func() { r.Release(context.Background()) })
 	_, err = r.Poll(ctx) // the relay works before the stager stages: its buckets are open
@@ -88,7 +88,7 @@ func TestStageRefusedWithoutOffset(t *testing.T) {
 	ctx := ctxT(t)
 	closed := testnode.Connect(t, testnode.Cluster(t))
 	closed.Close()
-	box, err := New(closed, e.opts...)
+	box, err := New(closed, with[StagerOption](e.opts)...)
 	require.NoError(t, err)
 	f := *e
 	f.box = box
@@ -103,7 +103,7 @@ func TestStageRefusedWithoutOffset(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, res.Replay)
 
-	r, err := NewRelay(closed, &recorder{}, e.opts...)
+	r, err := NewRelay(closed, &recorder{}, e.relayOpts()...)
 	require.NoError(t, err)
 	st, err := r.Poll(ctx)
 	require.ErrorIs(t, err, ErrClockOffset)

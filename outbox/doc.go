@@ -53,8 +53,11 @@
 // The tables are in the keyspace of WithKeyspace and named by WithTables and WithRecordsTable;
 // the shard count, bucket width and horizon lay them out, so every stager, relay and Admin of one
 // outbox must use the same ones: the first stores them in outbox_layout, the others check them
-// (ErrLayoutMismatch). A bad option makes the constructor fail with an
-// error that names it and matches ErrInvalidOption.
+// (ErrLayoutMismatch). Those shared settings are of type Option, which New, NewRelay and
+// NewAdmin all accept; a relay's own settings (RelayOnlyOption: WithPollInterval, WithRelayLease,
+// ...), the relay group's name (GroupOption, for NewRelay and NewAdmin) and the stager's
+// WithMaxSize (StagerOnlyOption) do not compile with a constructor that would ignore them. A bad
+// option makes the constructor fail with an error that names it and matches ErrInvalidOption.
 //
 // # Limits
 //

@@ -44,8 +44,8 @@ func longEnv(t *testing.T) *env {
 	session, ks := testnode.NewSession(t)
 	store, err := lwt.NewStore(session, Table(ks), lwt.WithRetention(3*time.Second), lwt.WithLease(time.Second))
 	require.NoError(t, err)
-	opts := []Option{WithKeyspace(ks), WithBucket(time.Hour), WithHorizon(time.Hour), WithShards(2), WithRelayLease(4 * time.Second)}
-	box, err := New(session, opts...)
+	opts := []Option{WithKeyspace(ks), WithBucket(time.Hour), WithHorizon(time.Hour), WithShards(2)}
+	box, err := New(session, with[StagerOption](opts)...)
 	require.NoError(t, err)
 	return &env{session: session, ks: ks, store: store, box: box, opts: opts}
 }
@@ -124,7 +124,7 @@ func TestRelayOutageLongerThanRetention(t *testing.T) {
 	assert.ErrorIs(t, errors.Join(errs...), ErrCommitUnknown, "the pass says so")
 	assert.Contains(t, logs.String(), "events parked")
 
-	admin, err := NewAdmin(e.session, append(e.opts, fakeClock(clk.now))...)
+	admin, err := NewAdmin(e.session, with[AdminOption](e.opts, fakeClock(clk.now))...)
 	require.NoError(t, err)
 	parked := map[string]Parked{}
 	require.NoError(t, admin.ListParked(ctx, func(p Parked) error { parked[p.Key] = p; return nil }))
@@ -248,7 +248,7 @@ func TestPoisonEventParked(t *testing.T) {
 	e := newEnv(t)
 	ctx := ctxT(t)
 	clk := &handClock{}
-	box, err := New(e.session, append(e.opts, fakeClock(clk.now))...) // stagers and relay on one clock
+	box, err := New(e.session, with[StagerOption](e.opts, fakeClock(clk.now))...) // stagers and relay on one clock
 	require.NoError(t, err)
 	pub := &poisonPublisher{seen: map[string]int{}}
 	r := e.relay(t, pub, fakeClock(clk.now), WithMaxAttempts(3), WithPublishBackoff(time.Second, 2*time.Second))
@@ -283,7 +283,7 @@ func TestPoisonEventParked(t *testing.T) {
 		assert.Equal(t, 1, pub.seen[EventID("orders", k, 0)], "%s published once", k)
 	}
 
-	admin, err := NewAdmin(e.session, e.opts...)
+	admin, err := NewAdmin(e.session, with[AdminOption](e.opts)...)
 	require.NoError(t, err)
 	var parked []Parked
 	require.NoError(t, admin.ListParked(ctx, func(p Parked) error { parked = append(parked, p); return nil }))
@@ -328,7 +328,7 @@ func TestHangingPublishCutAtDeadline(t *testing.T) {
 	mu.Lock()
 	assert.Contains(t, logs.String(), "slow publish")
 	mu.Unlock()
-	_, err = NewRelay(e.session, &recorder{}, append(e.opts, WithPublishTimeout(4*time.Second))...)
+	_, err = NewRelay(e.session, &recorder{}, e.relayOpts(WithPublishTimeout(4*time.Second))...)
 	assert.ErrorIs(t, err, ErrInvalidOption, "a publish timeout as long as the lease")
 }
 

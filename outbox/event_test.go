@@ -66,8 +66,9 @@ func FuzzDecodeCell(f *testing.F) {
 
 func TestOptionsValidated(t *testing.T) {
 	for _, o := range []Option{nil, WithShards(0), WithShards(2000), WithBucket(time.Millisecond), WithBucket(1500 * time.Millisecond),
-		WithHorizon(time.Second), WithRetention(0), WithRelayLease(time.Millisecond), WithPollInterval(0), WithMaxShards(0),
-		WithRelayName(""), WithPublishBatch(0), WithMaxSize(0), WithKeyspace("bad name"), WithClock(nil),
+		WithHorizon(time.Second), WithRetention(0), Option(WithRelayLease(time.Millisecond)), Option(WithPollInterval(0)),
+		Option(WithMaxShards(0)), Option(WithRelayName("")), Option(WithPublishBatch(0)), Option(WithMaxSize(0)),
+		WithKeyspace("bad name"), WithClock(nil),
 		WithSerialConsistency(0), WithConsistency(1)} {
 		_, err := newConfig(false, []Option{o})
 		assert.ErrorIs(t, err, ErrInvalidOption)

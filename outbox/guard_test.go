@@ -60,7 +60,7 @@ func TestGuardProcessStagesWithMessage(t *testing.T) {
 		AND topic = 'orders' AND partition = 3 AND message_id = 'm-1'`).Scan(&cellBytes))
 	assert.NotEmpty(t, cellBytes, "the events are in the message's record")
 
-	admin, err := NewAdmin(e.session, e.opts...)
+	admin, err := NewAdmin(e.session, with[AdminOption](e.opts)...)
 	require.NoError(t, err)
 	var pending []Pending
 	require.NoError(t, admin.ListPending(ctx, time.Now().Add(-time.Minute), func(p Pending) error {

@@ -29,15 +29,30 @@ func newEnv(t *testing.T, storeOpts ...lwt.Option) *env {
 	store, err := lwt.NewStore(session, Table(ks), storeOpts...)
 	require.NoError(t, err)
 	opts := []Option{WithKeyspace(ks), WithBucket(time.Second), WithHorizon(2 * time.Second), WithRetention(30 * time.Second),
-		WithShards(4), WithRelayLease(4 * time.Second)}
-	box, err := New(session, opts...)
+		WithShards(4)}
+	box, err := New(session, with[StagerOption](opts)...)
 	require.NoError(t, err)
 	return &env{session: session, ks: ks, store: store, box: box, opts: opts}
 }
 
-func (e *env) relay(t *testing.T, pub Publisher, opts ...Option) *Relay {
+// with lists the shared options and more as the options of one constructor (StagerOption,
+// RelayOption or AdminOption), each of which an Option is.
+func with[T any](shared []Option, more ...T) []T {
+	out := make([]T, 0, len(shared)+len(more))
+	for _, o := range shared {
+		out = append(out, any(o).(T))
+	}
+	return append(out, more...)
+}
+
+// relayOpts is the env's options for a relay, a relay lease of 4s and more.
+func (e *env) relayOpts(more ...RelayOption) []RelayOption {
+	return append(with[RelayOption](e.opts, WithRelayLease(4*time.Second)), more...)
+}
+
+func (e *env) relay(t *testing.T, pub Publisher, opts ...RelayOption) *Relay {
 	t.Helper()
-	r, err := NewRelay(e.session, pub, append(append([]Option{}, e.opts...), opts...)...)
+	r, err := NewRelay(e.session, pub, e.relayOpts(opts...)...)
 	require.NoError(t, err)
 	t.Cleanup(func() { r.Release(context.Background()) })
 	return r

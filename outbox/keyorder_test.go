@@ -20,7 +20,7 @@ func keyOrderEnv(t *testing.T) *env {
 	t.Helper()
 	e := newEnv(t)
 	e.opts = append(e.opts, WithKeyOrder())
-	box, err := New(e.session, e.opts...)
+	box, err := New(e.session, with[StagerOption](e.opts)...)
 	require.NoError(t, err)
 	e.box = box
 	return e
@@ -107,7 +107,7 @@ func TestKeyOrderHoldsLaterOperationsOfKey(t *testing.T) {
 	assert.NotContains(t, pub.ids(), second, "held while the first operation of acct-1 is in flight")
 	assert.Positive(t, st.Held)
 
-	admin, err := NewAdmin(e.session, e.opts...)
+	admin, err := NewAdmin(e.session, with[AdminOption](e.opts)...)
 	require.NoError(t, err)
 	var held []Pending
 	require.NoError(t, admin.ListPending(ctx, time.Time{}, func(p Pending) error {
@@ -168,7 +168,7 @@ func TestKeyOrderPoisonHoldsItsKeyUntilParked(t *testing.T) {
 	e := keyOrderEnv(t)
 	ctx := ctxT(t)
 	clk := &handClock{}
-	box, err := New(e.session, append(e.opts, fakeClock(clk.now))...)
+	box, err := New(e.session, with[StagerOption](e.opts, fakeClock(clk.now))...)
 	require.NoError(t, err)
 	pub := &poisonPublisher{seen: map[string]int{}}
 	r := e.relay(t, pub, fakeClock(clk.now), WithMaxAttempts(3), WithPublishBackoff(time.Second, 2*time.Second))
@@ -197,7 +197,7 @@ func TestKeyOrderPoisonHoldsItsKeyUntilParked(t *testing.T) {
 	pub.mu.Lock()
 	pub.seen = map[string]int{}
 	pub.mu.Unlock()
-	admin, err := NewAdmin(e.session, append(e.opts, fakeClock(clk.now))...)
+	admin, err := NewAdmin(e.session, with[AdminOption](e.opts, fakeClock(clk.now))...)
 	require.NoError(t, err)
 	res, err := admin.Unpark(ctx, "orders", "bad", false)
 	require.NoError(t, err)
@@ -216,13 +216,13 @@ func TestKeyOrderLayoutShared(t *testing.T) {
 	e.commit(t, ctx, e.box, "o-1", Event{Type: "t", Key: "k"}) // stores the layout, key order on
 
 	plain := e.opts[:len(e.opts)-1]
-	r, err := NewRelay(e.session, &recorder{}, plain...)
+	r, err := NewRelay(e.session, &recorder{}, with[RelayOption](plain, WithRelayLease(4*time.Second))...)
 	require.NoError(t, err)
 	_, err = r.Poll(ctx)
 	require.ErrorIs(t, err, ErrLayoutMismatch)
 	assert.Contains(t, err.Error(), "key order")
 
-	box, err := New(e.session, plain...)
+	box, err := New(e.session, with[StagerOption](plain)...)
 	require.NoError(t, err)
 	_, err = e.store.ExecuteOnce(ctx, lwt.IdempotencyKey("orders", "o-2"), func(ctx context.Context) ([]byte, error) {
 		return []byte("ok"), box.Stage(ctx, Event{Type: "t", Key: "k"})
@@ -238,7 +238,7 @@ func TestKeyOrderLayoutShared(t *testing.T) {
 	// The other way round: a layout stored without key order refuses a relay with it.
 	f := newEnv(t)
 	f.commit(t, ctx, f.box, "o-1", Event{Type: "t", Key: "k"})
-	r, err = NewRelay(f.session, &recorder{}, append(f.opts, WithKeyOrder())...)
+	r, err = NewRelay(f.session, &recorder{}, f.relayOpts(WithKeyOrder())...)
 	require.NoError(t, err)
 	_, err = r.Poll(ctx)
 	require.ErrorIs(t, err, ErrLayoutMismatch)
@@ -339,7 +339,7 @@ func TestKeyOrderManyGoroutines(t *testing.T) {
 	e := keyOrderEnv(t)
 	ctx := ctxT(t)
 	clk := &stepClock{}
-	box, err := New(e.session, append(e.opts, fakeClock(clk.now))...)
+	box, err := New(e.session, with[StagerOption](e.opts, fakeClock(clk.now))...)
 	require.NoError(t, err)
 	keys := []string{"acct-0", "acct-1", "acct-2"}
 	var mu sync.Mutex // one stager of a key at a time, so places follow staging times
@@ -455,7 +455,7 @@ func TestKeyOrderHoldsAcrossBuckets(t *testing.T) {
 	e := keyOrderEnv(t)
 	ctx := ctxT(t)
 	clk := &handClock{}
-	box, err := New(e.session, append(e.opts, fakeClock(clk.now))...)
+	box, err := New(e.session, with[StagerOption](e.opts, fakeClock(clk.now))...)
 	require.NoError(t, err)
 	e.box = box
 	first := e.startRun(t, ctx, "first", Event{Type: "t", Key: "acct-1"})

@@ -50,9 +50,55 @@ const (
 	DefaultArrivalLag = time.Second
 )
 
-// Option configures an Outbox, a Relay or an Admin. A bad one makes the constructor fail with an
-// error that names it and matches ErrInvalidOption.
+// Option configures an Outbox, a Relay and an Admin alike: the keyspace, the tables, the
+// layout (shards, bucket, horizon, key order), the retention and pending grace by which rows
+// expire, the consistencies, the clock and the logger, which stagers, relays and admins of one
+// outbox must agree on. New, NewRelay and NewAdmin each accept it. A bad one makes the
+// constructor fail with an error that names it and matches ErrInvalidOption.
 type Option func(*config) error
+
+// StagerOption is what New accepts: an Option, or WithMaxSize (a StagerOnlyOption).
+type StagerOption interface{ stagerOption() Option }
+
+// RelayOption is what NewRelay accepts: an Option, one of the relay's own (a RelayOnlyOption:
+// WithPollInterval, WithRelayLease, ...) or WithRelayName.
+type RelayOption interface{ relayOption() Option }
+
+// AdminOption is what NewAdmin accepts: an Option, or WithRelayName.
+type AdminOption interface{ adminOption() Option }
+
+// RelayOnlyOption configures a Relay alone (how it polls, publishes, backs off and holds its
+// shards): NewRelay accepts it, and passing it to New or NewAdmin does not compile.
+type RelayOnlyOption func(*config) error
+
+// GroupOption names the relay group (WithRelayName): NewRelay and NewAdmin accept it, New
+// does not compile with it.
+type GroupOption func(*config) error
+
+// StagerOnlyOption configures an Outbox's staging alone (WithMaxSize): New accepts it,
+// NewRelay and NewAdmin do not compile with it.
+type StagerOnlyOption func(*config) error
+
+func (o Option) stagerOption() Option           { return o }
+func (o Option) relayOption() Option            { return o }
+func (o Option) adminOption() Option            { return o }
+func (o RelayOnlyOption) relayOption() Option   { return Option(o) }
+func (o GroupOption) relayOption() Option       { return Option(o) }
+func (o GroupOption) adminOption() Option       { return Option(o) }
+func (o StagerOnlyOption) stagerOption() Option { return Option(o) }
+
+// asOptions turns a constructor's options into the functions that apply them, through get; a
+// nil option stays nil, which newConfig refuses as optcheck does any nil option.
+func asOptions[O comparable](opts []O, get func(O) Option) []Option {
+	var none O
+	out := make([]Option, len(opts))
+	for i, o := range opts {
+		if o != none {
+			out[i] = get(o)
+		}
+	}
+	return out
+}
 
 type config struct {
 	keyspace        string
@@ -217,16 +263,16 @@ func WithPendingGrace(d time.Duration) Option {
 // its lease (a successor would be publishing meanwhile). A timed-out Publish counts as a failed
 // attempt of its events. Default 4s, or two fifths of a shorter relay lease; at least 100ms and
 // shorter than the lease.
-func WithPublishTimeout(d time.Duration) Option {
-	return set(d < 100*time.Millisecond, optcheck.Call("WithPublishTimeout", d), "must be at least 100ms",
-		func(c *config) { c.publishTimeout, c.publishSet = d, true })
+func WithPublishTimeout(d time.Duration) RelayOnlyOption {
+	return RelayOnlyOption(set(d < 100*time.Millisecond, optcheck.Call("WithPublishTimeout", d), "must be at least 100ms",
+		func(c *config) { c.publishTimeout, c.publishSet = d, true }))
 }
 
 // WithSlowPublish sets how long a Publish may take before the relay logs it (at Warn) and counts
 // it in Stats.SlowPublishes: a broker that slows down shows long before it stalls. Default 1s.
-func WithSlowPublish(d time.Duration) Option {
-	return set(d <= 0, optcheck.Call("WithSlowPublish", d), "must be positive",
-		func(c *config) { c.slowPublish = d })
+func WithSlowPublish(d time.Duration) RelayOnlyOption {
+	return RelayOnlyOption(set(d <= 0, optcheck.Call("WithSlowPublish", d), "must be positive",
+		func(c *config) { c.slowPublish = d }))
 }
 
 // WithMaxAttempts sets how many times the publisher may reject an operation's events before
@@ -237,18 +283,18 @@ func WithSlowPublish(d time.Duration) Option {
 // failed as a whole (the broker unreachable or slow) counts nothing and parks nothing: the
 // events stay pending and back off (WithPublishBackoff), logged at Warn and counted in
 // Stats.Failed and Stats.Transient. Default 8; 1 to 1000.
-func WithMaxAttempts(n int) Option {
-	return set(n < 1 || n > 1000, optcheck.Call("WithMaxAttempts", n), "must be 1..1000",
-		func(c *config) { c.maxAttempts = n })
+func WithMaxAttempts(n int) RelayOnlyOption {
+	return RelayOnlyOption(set(n < 1 || n > 1000, optcheck.Call("WithMaxAttempts", n), "must be 1..1000",
+		func(c *config) { c.maxAttempts = n }))
 }
 
 // WithPublishBackoff sets the pause after an event's first rejection (doubled after each
 // further one) and its maximum. A failure that is not a rejection (a timeout, the broker away)
 // waits the same way, doubled after each bucket publication of the relay that failed whole,
 // back to the first pause once the publisher accepts again. Default 1s and 1m.
-func WithPublishBackoff(first, maximum time.Duration) Option {
-	return set(first <= 0 || maximum <= 0, optcheck.Call("WithPublishBackoff", first, maximum), "must be positive",
-		func(c *config) { c.backoff, c.maxBack = first, maximum })
+func WithPublishBackoff(first, maximum time.Duration) RelayOnlyOption {
+	return RelayOnlyOption(set(first <= 0 || maximum <= 0, optcheck.Call("WithPublishBackoff", first, maximum), "must be positive",
+		func(c *config) { c.backoff, c.maxBack = first, maximum }))
 }
 
 // WithKeyOrder publishes the events of one key (Event.Key) in the order their operations were
@@ -286,9 +332,9 @@ func WithLogger(l *slog.Logger) Option {
 
 // WithRelayLease sets how long a relay holds a shard without renewing it; a relay stalled past
 // it is fenced off. Default 10s; at least 1s.
-func WithRelayLease(d time.Duration) Option {
-	return set(d < time.Second, optcheck.Call("WithRelayLease", d), "must be at least 1s",
-		func(c *config) { c.lease = d })
+func WithRelayLease(d time.Duration) RelayOnlyOption {
+	return RelayOnlyOption(set(d < time.Second, optcheck.Call("WithRelayLease", d), "must be at least 1s",
+		func(c *config) { c.lease = d }))
 }
 
 // WithArrivalLag sets how long after its staging time a relay first looks for an intent. A
@@ -299,42 +345,42 @@ func WithRelayLease(d time.Duration) Option {
 // for its bucket's last sweep (the bucket width and the horizon after its staging, 2 minutes
 // with the defaults). Every committed intent is published at least the lag after it was
 // staged. Default 1s; 1ms to half the horizon.
-func WithArrivalLag(d time.Duration) Option {
-	return set(d < time.Millisecond || d > time.Hour/2, optcheck.Call("WithArrivalLag", d), "must be 1ms..30m, at most half the horizon",
-		func(c *config) { c.lag = d })
+func WithArrivalLag(d time.Duration) RelayOnlyOption {
+	return RelayOnlyOption(set(d < time.Millisecond || d > time.Hour/2, optcheck.Call("WithArrivalLag", d), "must be 1ms..30m, at most half the horizon",
+		func(c *config) { c.lag = d }))
 }
 
 // WithPollInterval sets the pause between a relay's passes. Default 200ms.
-func WithPollInterval(d time.Duration) Option {
-	return set(d <= 0, optcheck.Call("WithPollInterval", d), "must be positive",
-		func(c *config) { c.poll = d })
+func WithPollInterval(d time.Duration) RelayOnlyOption {
+	return RelayOnlyOption(set(d <= 0, optcheck.Call("WithPollInterval", d), "must be positive",
+		func(c *config) { c.poll = d }))
 }
 
 // WithMaxShards caps the shards one relay holds, so several relays share them: run k relays
 // with ceil(shards/k). Default all.
-func WithMaxShards(n int) Option {
-	return set(n < 1, optcheck.Call("WithMaxShards", n), "must be at least 1",
-		func(c *config) { c.maxShards = n })
+func WithMaxShards(n int) RelayOnlyOption {
+	return RelayOnlyOption(set(n < 1, optcheck.Call("WithMaxShards", n), "must be at least 1",
+		func(c *config) { c.maxShards = n }))
 }
 
 // WithRelayName names the relay group whose relays share the shards (1 to MaxNameLength bytes
 // of UTF-8: it keys the relays' table). Default "outbox".
-func WithRelayName(name string) Option {
+func WithRelayName(name string) GroupOption {
 	p := textcheck.Problem(name, MaxNameLength)
-	return set(p != "", optcheck.Call("WithRelayName", name), p, func(c *config) { c.name = name })
+	return GroupOption(set(p != "", optcheck.Call("WithRelayName", name), p, func(c *config) { c.name = name }))
 }
 
 // WithPublishBatch sets the most messages per Publish call. Default 500.
-func WithPublishBatch(n int) Option {
-	return set(n < 1, optcheck.Call("WithPublishBatch", n), "must be at least 1",
-		func(c *config) { c.publishBatch = n })
+func WithPublishBatch(n int) RelayOnlyOption {
+	return RelayOnlyOption(set(n < 1, optcheck.Call("WithPublishBatch", n), "must be at least 1",
+		func(c *config) { c.publishBatch = n }))
 }
 
 // WithMaxSize sets the most bytes of encoded events one run may stage. Default 256 KiB; at most
 // lwt.MaxResultSizeLimit.
-func WithMaxSize(n int) Option {
-	return set(n < 1 || n > 8<<20, optcheck.Call("WithMaxSize", n), "must be 1 byte..8 MiB",
-		func(c *config) { c.maxSize = n })
+func WithMaxSize(n int) StagerOnlyOption {
+	return StagerOnlyOption(set(n < 1 || n > 8<<20, optcheck.Call("WithMaxSize", n), "must be 1 byte..8 MiB",
+		func(c *config) { c.maxSize = n }))
 }
 
 // WithSerialConsistency sets the consistency of the relay's serial reads and marks: gocql.Serial

@@ -32,8 +32,8 @@ type Outbox struct {
 
 // New returns an Outbox over session. The tables of schema/cql/010_outbox.cql must exist; a
 // guard's handlers stage events once 012_guard_outbox.cql is applied too.
-func New(session *gocql.Session, opts ...Option) (*Outbox, error) {
-	cfg, err := newConfig(session == nil, opts)
+func New(session *gocql.Session, opts ...StagerOption) (*Outbox, error) {
+	cfg, err := newConfig(session == nil, asOptions(opts, StagerOption.stagerOption))
 	if err != nil {
 		return nil, err
 	}

@@ -108,7 +108,7 @@ func TestRelayCrashBetweenPublishAndMarkRepublishes(t *testing.T) {
 	require.NoError(t, err)
 
 	crashed := &recorder{fail: errors.New("relay killed")}
-	r1, err := NewRelay(e.session, crashed, e.opts...)
+	r1, err := NewRelay(e.session, crashed, e.relayOpts()...)
 	require.NoError(t, err)
 	require.Eventually(t, func() bool { _, _ = r1.Poll(ctx); return len(crashed.ids()) == 2 }, 20*time.Second, 100*time.Millisecond)
 	// r1 is abandoned without Release, as a killed process is; its leases run out on the server.
@@ -282,7 +282,7 @@ func TestStageOutsideRun(t *testing.T) {
 	require.ErrorIs(t, err, ErrInvalidEvent)
 	// A run that ignores a Stage whose intent was not written (here: another layout than the
 	// stored one) has its completion refused and is released, so a retry runs it again.
-	other, err := New(e.session, append(e.opts, WithShards(5))...)
+	other, err := New(e.session, with[StagerOption](e.opts, WithShards(5))...)
 	require.NoError(t, err)
 	_, err = e.placeOrder(ctx, "stores-the-layout", 1)
 	require.NoError(t, err)

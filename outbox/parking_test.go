@@ -50,7 +50,7 @@ func TestTimeoutsParkNothing(t *testing.T) {
 	e := newEnv(t)
 	ctx := ctxT(t)
 	clk := &handClock{}
-	box, err := New(e.session, append(e.opts, fakeClock(clk.now))...)
+	box, err := New(e.session, with[StagerOption](e.opts, fakeClock(clk.now))...)
 	require.NoError(t, err)
 	pub := &slowPublisher{}
 	pub.slow.Store(true)
@@ -94,7 +94,7 @@ func TestTimeoutsParkNothing(t *testing.T) {
 	pub.whole.Store(false)
 	drain(t, ctx, r)
 	assert.ElementsMatch(t, want, pub.ids(), "every event published once, none parked")
-	admin, err := NewAdmin(e.session, e.opts...)
+	admin, err := NewAdmin(e.session, with[AdminOption](e.opts)...)
 	require.NoError(t, err)
 	n := 0
 	require.NoError(t, admin.ListParked(ctx, func(Parked) error { n++; return nil }))
@@ -128,7 +128,7 @@ func TestWholeCallRejectionSplits(t *testing.T) {
 	e := newEnv(t)
 	ctx := ctxT(t)
 	clk := &handClock{}
-	box, err := New(e.session, append(e.opts, fakeClock(clk.now))...)
+	box, err := New(e.session, with[StagerOption](e.opts, fakeClock(clk.now))...)
 	require.NoError(t, err)
 	pub := &wholeRejecter{}
 	r := e.relay(t, pub, fakeClock(clk.now), WithMaxAttempts(2), WithPublishBackoff(time.Second, 2*time.Second))

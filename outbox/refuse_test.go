@@ -59,13 +59,13 @@ func TestRefusalsAndBadArguments(t *testing.T) {
 
 	t.Run("NilArguments", func(t *testing.T) {
 		assert.ErrorIs(t, e.box.Stage(nil, Event{Type: "x"}), ErrInvalidOption) // a nil ctx is the point
-		admin, err := NewAdmin(e.session, e.opts...)
+		admin, err := NewAdmin(e.session, with[AdminOption](e.opts)...)
 		require.NoError(t, err)
 		assert.ErrorIs(t, admin.ListPending(ctx, time.Now(), nil), ErrInvalidOption)
 		assert.ErrorIs(t, admin.ListParked(ctx, nil), ErrInvalidOption)
-		_, err = NewRelay(e.session, PublisherFunc(nil), e.opts...)
+		_, err = NewRelay(e.session, PublisherFunc(nil), e.relayOpts()...)
 		assert.ErrorIs(t, err, ErrInvalidOption, "a typed-nil PublisherFunc")
-		_, err = NewRelay(e.session, (*recorder)(nil), e.opts...)
+		_, err = NewRelay(e.session, (*recorder)(nil), e.relayOpts()...)
 		assert.ErrorIs(t, err, ErrInvalidOption, "a typed-nil pointer")
 		r := e.relay(t, &recorder{})
 		_, err = r.Poll(nil) // a nil ctx is the point
@@ -87,7 +87,7 @@ func TestRefusalsAndBadArguments(t *testing.T) {
 	})
 
 	t.Run("ListPendingSinceZeroIsBounded", func(t *testing.T) {
-		admin, err := NewAdmin(e.session, e.opts...)
+		admin, err := NewAdmin(e.session, with[AdminOption](e.opts)...)
 		require.NoError(t, err)
 		lctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 		defer cancel()
@@ -100,14 +100,14 @@ func TestRefusalsAndBadArguments(t *testing.T) {
 
 	t.Run("Layout", func(t *testing.T) {
 		// The stagers and relays above stored the layout: 4 shards, 1s buckets, 2s horizon.
-		other, err := NewRelay(e.session, &recorder{}, append(e.opts, WithBucket(2*time.Second))...)
+		other, err := NewRelay(e.session, &recorder{}, e.relayOpts(WithBucket(2*time.Second))...)
 		require.NoError(t, err)
 		_, err = other.Poll(ctx)
 		require.ErrorIs(t, err, ErrLayoutMismatch, "a relay with another bucket width reads nothing")
 		assert.Contains(t, err.Error(), "bucket: stored 1s, configured 2s")
 		assert.Empty(t, other.Held())
 
-		box, err := New(e.session, append(e.opts, WithShards(8))...)
+		box, err := New(e.session, with[StagerOption](e.opts, WithShards(8))...)
 		require.NoError(t, err)
 		_, err = e.store.ExecuteOnce(ctx, lwt.IdempotencyKey("orders", "other-layout"), func(ctx context.Context) ([]byte, error) {
 			return []byte("ok"), box.Stage(ctx, Event{Type: "x"})

@@ -111,8 +111,8 @@ type relayStatements struct {
 
 // NewRelay returns a relay that publishes through pub. The tables of schema/cql/010_outbox.cql
 // must exist, with the columns of 012_guard_outbox.cql.
-func NewRelay(session *gocql.Session, pub Publisher, opts ...Option) (*Relay, error) {
-	cfg, err := newConfig(session == nil || isNil(pub), opts)
+func NewRelay(session *gocql.Session, pub Publisher, opts ...RelayOption) (*Relay, error) {
+	cfg, err := newConfig(session == nil || isNil(pub), asOptions(opts, RelayOption.relayOption))
 	if err != nil {
 		return nil, err
 	}

@@ -22,7 +22,7 @@ func TestRelayAfterStoppedRelay(t *testing.T) {
 	require.NoError(t, err)
 
 	first := &recorder{}
-	r1, err := NewRelay(e.session, first, e.opts...)
+	r1, err := NewRelay(e.session, first, e.relayOpts()...)
 	require.NoError(t, err)
 	runCtx, stop := context.WithCancel(ctx)
 	ran := make(chan error, 1)

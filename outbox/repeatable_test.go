@@ -175,7 +175,7 @@ func TestRepeatableRunWritesIntentOnce(t *testing.T) {
 	c.QueryObserver, c.BatchObserver = writes, writes
 	session := testnode.Connect(t, c)
 	t.Cleanup(session.Close)
-	box, err := New(session, e.opts...)
+	box, err := New(session, with[StagerOption](e.opts)...)
 	require.NoError(t, err)
 	e.box = box
 

@@ -33,7 +33,7 @@ func TestTablesNamed(t *testing.T) {
 		require.NoError(t, e.session.Query(stmt).WithContext(ctx).Exec())
 	}
 	e.opts = append(e.opts, WithTables("shop_intents", "shop_relays", "shop_arrivals"))
-	box, err := New(e.session, e.opts...)
+	box, err := New(e.session, with[StagerOption](e.opts)...)
 	require.NoError(t, err)
 	e.box = box
 
@@ -56,6 +56,7 @@ func TestTablesNamed(t *testing.T) {
 }
 
 // TestOptionsNameThemselves: every refused option says which it was, and matches ErrInvalidOption.
+// The options of one constructor alone are converted to Option, so that New applies them all.
 func TestOptionsNameThemselves(t *testing.T) {
 	for want, o := range map[string]Option{
 		`outbox: WithTables("intents", "no such", "arr"): `: WithTables("intents", "no such", "arr"),
@@ -65,21 +66,21 @@ func TestOptionsNameThemselves(t *testing.T) {
 		"outbox: WithBucket(1.5s): ":                        WithBucket(1500 * time.Millisecond),
 		"outbox: WithHorizon(1s): ":                         WithHorizon(time.Second),
 		"outbox: WithRetention(0s): ":                       WithRetention(0),
-		"outbox: WithRelayLease(10ms): ":                    WithRelayLease(10 * time.Millisecond),
-		"outbox: WithPollInterval(0s): ":                    WithPollInterval(0),
-		"outbox: WithMaxShards(0): ":                        WithMaxShards(0),
-		`outbox: WithRelayName(""): `:                       WithRelayName(""),
-		"outbox: WithPublishBatch(0): ":                     WithPublishBatch(0),
-		"outbox: WithMaxSize(0): ":                          WithMaxSize(0),
+		"outbox: WithRelayLease(10ms): ":                    Option(WithRelayLease(10 * time.Millisecond)),
+		"outbox: WithPollInterval(0s): ":                    Option(WithPollInterval(0)),
+		"outbox: WithMaxShards(0): ":                        Option(WithMaxShards(0)),
+		`outbox: WithRelayName(""): `:                       Option(WithRelayName("")),
+		"outbox: WithPublishBatch(0): ":                     Option(WithPublishBatch(0)),
+		"outbox: WithMaxSize(0): ":                          Option(WithMaxSize(0)),
 		"outbox: WithSerialConsistency(":                    WithSerialConsistency(gocql.SerialConsistency(1)),
 		"outbox: WithConsistency(ONE): ":                    WithConsistency(gocql.One),
 		"outbox: WithClock(nil): ":                          WithClock(nil),
 		"outbox: WithPendingGrace(1m0s): ":                  WithPendingGrace(time.Minute),
-		"outbox: WithPublishTimeout(10ms): ":                WithPublishTimeout(10 * time.Millisecond),
-		"outbox: WithSlowPublish(0s): ":                     WithSlowPublish(0),
-		"outbox: WithMaxAttempts(0): ":                      WithMaxAttempts(0),
-		"outbox: WithPublishBackoff(0s, 1s): ":              WithPublishBackoff(0, time.Second),
-		"outbox: WithArrivalLag(0s): ":                      WithArrivalLag(0),
+		"outbox: WithPublishTimeout(10ms): ":                Option(WithPublishTimeout(10 * time.Millisecond)),
+		"outbox: WithSlowPublish(0s): ":                     Option(WithSlowPublish(0)),
+		"outbox: WithMaxAttempts(0): ":                      Option(WithMaxAttempts(0)),
+		"outbox: WithPublishBackoff(0s, 1s): ":              Option(WithPublishBackoff(0, time.Second)),
+		"outbox: WithArrivalLag(0s): ":                      Option(WithArrivalLag(0)),
 		"outbox: WithLogger(nil): ":                         WithLogger(nil),
 		"outbox: option 0: nil":                             nil,
 	} {

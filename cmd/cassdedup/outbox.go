@@ -34,7 +34,7 @@ func (e *env) outboxAdmin(f *outboxFlags) (*outbox.Admin, error) {
 	if f.shards < 0 || f.bucket < 0 {
 		return nil, fmt.Errorf("%w: -shards and -bucket must not be negative", errUsage)
 	}
-	opts := []outbox.Option{outbox.WithKeyspace(e.keyspace), outbox.WithRelayName(f.relay), outbox.WithTables(f.intents, f.relays, f.arrivals)}
+	opts := []outbox.AdminOption{outbox.WithKeyspace(e.keyspace), outbox.WithRelayName(f.relay), outbox.WithTables(f.intents, f.relays, f.arrivals)}
 	if f.shards > 0 {
 		opts = append(opts, outbox.WithShards(f.shards))
 	}

@@ -141,7 +141,7 @@ func serveAPI(ctx context.Context, session *gocql.Session, cfg roleConfig, rep *
 
 func runRelay(ctx context.Context, session *gocql.Session, cfg roleConfig, rep *reporter) error {
 	// The relay's publisher gives up on a record within the relay's publish timeout.
-	relayOpts := []outbox.Option{outbox.WithKeyspace(cfg.keyspace), outbox.WithPollInterval(50 * time.Millisecond),
+	relayOpts := []outbox.RelayOption{outbox.WithKeyspace(cfg.keyspace), outbox.WithPollInterval(50 * time.Millisecond),
 		outbox.WithRelayLease(cfg.relayLease), outbox.WithClock(offsetClock(cfg.clockOffset))}
 	timeout := outbox.DefaultPublishTimeout
 	if cfg.publishTimeout > 0 {

@@ -172,7 +172,7 @@ func newClient(cfg clientConfig, cl *gocql.Session, clock *skewedClock, rec *rec
 	if err != nil {
 		return nil, err
 	}
-	box, err := outbox.New(cl, relayOptions(cfg.keyspace, logClock)...)
+	box, err := outbox.New(cl, stagerOptions(cfg.keyspace, logClock)...)
 	if err != nil {
 		return nil, err
 	}

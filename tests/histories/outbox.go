@@ -43,11 +43,29 @@ func (p *recordingPublisher) Publish(ctx context.Context, msgs []outbox.Message)
 	return ctx.Err()
 }
 
-// relayOptions are the relays' settings: short backoffs, so an event whose publication failed
-// is tried again within the run.
-func relayOptions(ks string, clock func() time.Time) []outbox.Option {
+// sharedOptions are the settings of the stagers and the relays alike.
+func sharedOptions(ks string, clock func() time.Time) []outbox.Option {
 	return []outbox.Option{outbox.WithKeyspace(ks), outbox.WithConsistency(gocql.Quorum), outbox.WithSerialConsistency(gocql.Serial),
-		outbox.WithClock(clock), outbox.WithPublishBackoff(100*time.Millisecond, time.Second), outbox.WithRelayLease(3 * time.Second)}
+		outbox.WithClock(clock)}
+}
+
+// stagerOptions are the stagers' settings: the shared ones.
+func stagerOptions(ks string, clock func() time.Time) []outbox.StagerOption {
+	var opts []outbox.StagerOption
+	for _, o := range sharedOptions(ks, clock) {
+		opts = append(opts, o)
+	}
+	return opts
+}
+
+// relayOptions are the relays' settings: the shared ones, and short backoffs, so an event whose
+// publication failed is tried again within the run.
+func relayOptions(ks string, clock func() time.Time) []outbox.RelayOption {
+	var opts []outbox.RelayOption
+	for _, o := range sharedOptions(ks, clock) {
+		opts = append(opts, o)
+	}
+	return append(opts, outbox.WithPublishBackoff(100*time.Millisecond, time.Second), outbox.WithRelayLease(3*time.Second))
 }
 
 // startRelay runs a relay with a recording publisher until ctx ends; stop waits for it.
