@@ -18,7 +18,8 @@ var (
 	ErrInvalidRetention = errors.New("bloom: invalid retention")
 	// ErrInvalidGenerations: the generation count is not in [1, 64].
 	ErrInvalidGenerations = errors.New("bloom: invalid generation count")
-	// ErrInvalidOption: an option is nil, or does not apply to the type being built.
+	// ErrInvalidOption: an option is nil, or its value is out of range (a nil clock, a warm-up
+	// limit of zero). An option of another constructor does not compile.
 	ErrInvalidOption = errors.New("bloom: invalid option")
 	// ErrInvalidScope: a PreCheck was built without an ownership scope.
 	ErrInvalidScope = errors.New("bloom: invalid scope")

@@ -10,7 +10,7 @@ type Filter struct {
 // New returns a Filter sized by WithExpectedItems and WithFalsePositiveRate, sharded by
 // WithShards. Other options are an ErrInvalidOption.
 func New(opts ...Option) (*Filter, error) {
-	cfg, err := newConfig(opts, 0)
+	cfg, err := newConfig(opts)
 	if err != nil {
 		return nil, err
 	}

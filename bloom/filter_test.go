@@ -30,8 +30,6 @@ func TestNewRejectsBadSizing(t *testing.T) {
 		{"shards zero explicit", []Option{WithShards(-1)}, ErrInvalidShards},
 		{"shards too many", []Option{WithShards(8192)}, ErrInvalidShards},
 		{"nil option", []Option{nil}, ErrInvalidOption},
-		{"retention on a Filter", []Option{WithRetention(1)}, ErrInvalidOption},
-		{"clock on a Filter", []Option{WithClock(nil)}, ErrInvalidOption},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

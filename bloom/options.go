@@ -36,19 +36,42 @@ const (
 	maxTotalBits     = 1 << 38 // 32 GiB of filter: beyond this a sizing is a mistake, not a plan
 )
 
-// Option configures a Filter, Rotating or PreCheck. A bad value makes the constructor fail with an
-// error that names the option; an option that does not apply to the type being built is an
-// error rather than silently ignored.
+// Option configures a Filter, a Rotating filter and a PreCheck alike (the keys it is sized for,
+// its false-positive rate, its shards): New, NewRotating and NewPreCheck each accept it. A bad
+// value makes the constructor fail with an error that names the option.
 type Option func(*config) error
 
-type optionSet uint
+// RotatingOption is what NewRotating accepts: an Option or a WindowOption.
+type RotatingOption interface{ rotatingOption() Option }
 
-const (
-	optRetention optionSet = 1 << iota
-	optGenerations
-	optClock
-	optWarmUpLimit
-)
+// PreCheckOption is what NewPreCheck accepts: an Option, a WindowOption or a WarmUpOption.
+type PreCheckOption interface{ preCheckOption() Option }
+
+// WindowOption sets how keys age out (WithRetention, WithGenerations, WithClock): NewRotating and
+// NewPreCheck accept it, and passing it to New, whose Filter never forgets, does not compile.
+type WindowOption func(*config) error
+
+// WarmUpOption bounds a PreCheck's warm-up (WithWarmUpLimit): only NewPreCheck accepts it.
+type WarmUpOption func(*config) error
+
+func (o Option) rotatingOption() Option       { return o }
+func (o Option) preCheckOption() Option       { return o }
+func (o WindowOption) rotatingOption() Option { return Option(o) }
+func (o WindowOption) preCheckOption() Option { return Option(o) }
+func (o WarmUpOption) preCheckOption() Option { return Option(o) }
+
+// asOptions turns a constructor's options into the functions that apply them, through get; a
+// nil option stays nil, which newConfig refuses.
+func asOptions[O comparable](opts []O, get func(O) Option) []Option {
+	var none O
+	out := make([]Option, len(opts))
+	for i, o := range opts {
+		if o != none {
+			out[i] = get(o)
+		}
+	}
+	return out
+}
 
 type config struct {
 	items       uint64
@@ -58,7 +81,6 @@ type config struct {
 	generations int
 	now         func() time.Time
 	warmUpLimit uint64 // 0: twice items
-	set         optionSet
 }
 
 // WithExpectedItems sizes the filter for n keys (default DefaultExpectedItems). For a Rotating
@@ -87,34 +109,34 @@ func WithShards(n int) Option {
 // older than the horizon, and every operation without a time of its own unless the horizon
 // covers the table's whole TTL, to the LWT path, so a short horizon costs LWTs, never a
 // duplicate. Rotating and PreCheck only.
-func WithRetention(d time.Duration) Option {
-	return optcheck.Set(ErrInvalidRetention, d <= 0, optcheck.Call("WithRetention", d), "not positive",
-		func(c *config) { c.retention = d; c.set |= optRetention })
+func WithRetention(d time.Duration) WindowOption {
+	return WindowOption(optcheck.Set(ErrInvalidRetention, d <= 0, optcheck.Call("WithRetention", d), "not positive",
+		func(c *config) { c.retention = d }))
 }
 
 // WithGenerations divides the retention into k windows (default DefaultGenerations); the filter
 // keeps k+1 generations so that a key is dropped no earlier than one retention after it was
 // added. More generations age keys out more precisely and cost more memory. Rotating and
 // PreCheck only.
-func WithGenerations(k int) Option {
-	return optcheck.Set(ErrInvalidGenerations, k < 1 || k > maxGenerations, optcheck.Call("WithGenerations", k), fmt.Sprintf("not in [1, %d]", maxGenerations),
-		func(c *config) { c.generations = k; c.set |= optGenerations })
+func WithGenerations(k int) WindowOption {
+	return WindowOption(optcheck.Set(ErrInvalidGenerations, k < 1 || k > maxGenerations, optcheck.Call("WithGenerations", k), fmt.Sprintf("not in [1, %d]", maxGenerations),
+		func(c *config) { c.generations = k }))
 }
 
 // WithClock sets the clock that drives rotation (default time.Now). Rotating and PreCheck only.
-func WithClock(now func() time.Time) Option {
-	return optcheck.Set(ErrInvalidOption, now == nil, "WithClock(nil)", "no clock",
-		func(c *config) { c.now = now; c.set |= optClock })
+func WithClock(now func() time.Time) WindowOption {
+	return WindowOption(optcheck.Set(ErrInvalidOption, now == nil, "WithClock(nil)", "no clock",
+		func(c *config) { c.now = now }))
 }
 
 // WithWarmUpLimit bounds the keys one warm-up may load (default twice the expected items), so
 // that a warm-up costs bounded time and never answers from an overfull filter. PreCheck only.
-func WithWarmUpLimit(n uint64) Option {
-	return optcheck.Set(ErrInvalidOption, n == 0, "WithWarmUpLimit(0)", "no keys",
-		func(c *config) { c.warmUpLimit = n; c.set |= optWarmUpLimit })
+func WithWarmUpLimit(n uint64) WarmUpOption {
+	return WarmUpOption(optcheck.Set(ErrInvalidOption, n == 0, "WithWarmUpLimit(0)", "no keys",
+		func(c *config) { c.warmUpLimit = n }))
 }
 
-func newConfig(opts []Option, allowed optionSet) (config, error) {
+func newConfig(opts []Option) (config, error) {
 	c := config{
 		items:       DefaultExpectedItems,
 		fpRate:      DefaultFalsePositiveRate,
@@ -125,24 +147,7 @@ func newConfig(opts []Option, allowed optionSet) (config, error) {
 	if err := optcheck.Apply(ErrInvalidOption, &c, opts); err != nil {
 		return config{}, err
 	}
-	if extra := c.set &^ allowed; extra != 0 {
-		return config{}, optcheck.Bad(ErrInvalidOption, extra.String(), "does not apply here")
-	}
 	return c, c.validate()
-}
-
-// String returns the name used in messages and stats.
-func (s optionSet) String() string {
-	switch {
-	case s&optRetention != 0:
-		return "WithRetention"
-	case s&optGenerations != 0:
-		return "WithGenerations"
-	case s&optClock != 0:
-		return "WithClock"
-	default:
-		return "WithWarmUpLimit"
-	}
 }
 
 // validate checks what no single option can, and fills in the defaults that depend on others.

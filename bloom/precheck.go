@@ -74,15 +74,13 @@ type PreCheck struct {
 	warm     warmStats  // guarded by mu
 }
 
-const preCheckOptions = rotatingOptions | optWarmUpLimit
-
 // NewPreCheck returns a cold PreCheck for scope, a non-empty name for what this process owns
-// (for example "orders-group/orders/17"). It accepts the Rotating options and WithWarmUpLimit.
-func NewPreCheck(scope string, opts ...Option) (*PreCheck, error) {
+// (for example "orders-group/orders/17"). It accepts the options of NewRotating and WithWarmUpLimit.
+func NewPreCheck(scope string, opts ...PreCheckOption) (*PreCheck, error) {
 	if scope == "" {
 		return nil, fmt.Errorf("%w: empty", ErrInvalidScope)
 	}
-	cfg, err := newConfig(opts, preCheckOptions)
+	cfg, err := newConfig(asOptions(opts, PreCheckOption.preCheckOption))
 	if err != nil {
 		return nil, err
 	}

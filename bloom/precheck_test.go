@@ -21,9 +21,9 @@ func sliceSource(n int, written time.Time) KeySource {
 	})
 }
 
-func newWarm(t *testing.T, keys int, opts ...Option) *PreCheck {
+func newWarm(t *testing.T, keys int, opts ...PreCheckOption) *PreCheck {
 	t.Helper()
-	p, err := NewPreCheck("orders-group/orders/17", append([]Option{WithExpectedItems(10_000)}, opts...)...)
+	p, err := NewPreCheck("orders-group/orders/17", append([]PreCheckOption{WithExpectedItems(10_000)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

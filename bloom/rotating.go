@@ -14,13 +14,11 @@ type Rotating struct {
 	retention time.Duration
 }
 
-const rotatingOptions = optRetention | optGenerations | optClock
-
 // NewRotating returns a Rotating filter. WithExpectedItems is the number of keys added per
 // retention; WithRetention should be the TTL of the table the filter stands in front of plus the
-// longest time between checking a key and writing it. WithWarmUpLimit is an ErrInvalidOption.
-func NewRotating(opts ...Option) (*Rotating, error) {
-	cfg, err := newConfig(opts, rotatingOptions)
+// longest time between checking a key and writing it.
+func NewRotating(opts ...RotatingOption) (*Rotating, error) {
+	cfg, err := newConfig(asOptions(opts, RotatingOption.rotatingOption))
 	if err != nil {
 		return nil, err
 	}

@@ -23,17 +23,16 @@ func (c *fakeClock) Set(t time.Time)         { c.ns.Store(t.UnixNano()) }
 func TestNewRotatingRejectsBadSizing(t *testing.T) {
 	cases := []struct {
 		name string
-		opts []Option
+		opts []RotatingOption
 		want error
 	}{
-		{"zero retention", []Option{WithRetention(0)}, ErrInvalidRetention},
-		{"negative retention", []Option{WithRetention(-time.Hour)}, ErrInvalidRetention},
-		{"retention shorter than generations", []Option{WithRetention(3), WithGenerations(4)}, ErrInvalidRetention},
-		{"zero generations", []Option{WithGenerations(0)}, ErrInvalidGenerations},
-		{"too many generations", []Option{WithGenerations(65)}, ErrInvalidGenerations},
-		{"nil clock", []Option{WithClock(nil)}, ErrInvalidOption},
-		{"warm-up limit on a Rotating", []Option{WithWarmUpLimit(10)}, ErrInvalidOption},
-		{"zero items", []Option{WithExpectedItems(0)}, ErrInvalidItems},
+		{"zero retention", []RotatingOption{WithRetention(0)}, ErrInvalidRetention},
+		{"negative retention", []RotatingOption{WithRetention(-time.Hour)}, ErrInvalidRetention},
+		{"retention shorter than generations", []RotatingOption{WithRetention(3), WithGenerations(4)}, ErrInvalidRetention},
+		{"zero generations", []RotatingOption{WithGenerations(0)}, ErrInvalidGenerations},
+		{"too many generations", []RotatingOption{WithGenerations(65)}, ErrInvalidGenerations},
+		{"nil clock", []RotatingOption{WithClock(nil)}, ErrInvalidOption},
+		{"zero items", []RotatingOption{WithExpectedItems(0)}, ErrInvalidItems},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

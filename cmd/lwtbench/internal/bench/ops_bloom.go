@@ -105,8 +105,8 @@ func (b *bloomFastPath) Setup(ctx context.Context) error {
 // within it). One generation keeps every key of the run in the generation sized for it: with
 // several, each would be sized for a fraction of the run's keys yet a run (minutes long)
 // never reaches the first rotation.
-func bloomPreCheckOptions(items uint64) []bloom.Option {
-	return []bloom.Option{
+func bloomPreCheckOptions(items uint64) []bloom.PreCheckOption {
+	return []bloom.PreCheckOption{
 		bloom.WithExpectedItems(items),
 		bloom.WithFalsePositiveRate(bloomFalsePositiveRate),
 		bloom.WithGenerations(1),
