@@ -8,16 +8,13 @@ import (
 	"github.com/cassdedup/cassdedup/internal/optcheck"
 )
 
-// collectorDesc reads the options of a collector, which may only add constant labels, and
+// collectorDesc reads the options of a collector, which only add constant labels, and
 // returns how to describe its metrics: with label (the collector's own, "store" or "relay") set
 // to name, and the constant labels. kind names the collector in errors.
 func collectorDesc(kind, label, name string, opts []Option) (func(metric, help string) *prometheus.Desc, error) {
 	var s settings
 	if err := optcheck.Apply(ErrInvalidOption, &s, opts); err != nil {
 		return nil, err
-	}
-	if s.buckets != nil {
-		return nil, fmt.Errorf("%w: WithBuckets does not apply to a %s", ErrInvalidOption, kind)
 	}
 	labels := prometheus.Labels{label: name}
 	for k, v := range s.constants {

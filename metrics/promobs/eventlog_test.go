@@ -59,6 +59,4 @@ func TestLogCollectorRefusesBadArguments(t *testing.T) {
 	require.NoError(t, err)
 	_, err = promobs.NewLogCollector("orders", log, nil)
 	require.ErrorIs(t, err, promobs.ErrInvalidOption)
-	_, err = promobs.NewLogCollector("orders", log, promobs.WithBuckets([]float64{1}))
-	require.ErrorIs(t, err, promobs.ErrInvalidOption)
 }

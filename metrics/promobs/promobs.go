@@ -48,8 +48,19 @@ type Metrics struct {
 	observations *prometheus.CounterVec
 }
 
-// Option configures New. A bad one makes New fail with an error that names it.
+// Option configures New and every collector alike (WithConstLabels). A bad one makes the
+// constructor fail with an error that names it.
 type Option func(*settings) error
+
+// MetricsOption is what New accepts: an Option or WithBuckets.
+type MetricsOption interface{ metricsOption() Option }
+
+// HistogramOption shapes the histograms of New's Metrics (WithBuckets): only New accepts it, and
+// passing it to a collector, which has no histogram, does not compile.
+type HistogramOption func(*settings) error
+
+func (o Option) metricsOption() Option          { return o }
+func (o HistogramOption) metricsOption() Option { return Option(o) }
 
 type settings struct {
 	buckets   []float64
@@ -57,13 +68,13 @@ type settings struct {
 }
 
 // WithBuckets replaces DefaultBuckets(): increasing upper bounds in seconds.
-func WithBuckets(bounds []float64) Option {
+func WithBuckets(bounds []float64) HistogramOption {
 	increasing := len(bounds) > 0
 	for i := 1; i < len(bounds); i++ {
 		increasing = increasing && bounds[i] > bounds[i-1]
 	}
-	return optcheck.Set(ErrInvalidOption, !increasing, optcheck.Call("WithBuckets", bounds), "bounds must be given and increase",
-		func(s *settings) { s.buckets = append([]float64(nil), bounds...) })
+	return HistogramOption(optcheck.Set(ErrInvalidOption, !increasing, optcheck.Call("WithBuckets", bounds), "bounds must be given and increase",
+		func(s *settings) { s.buckets = append([]float64(nil), bounds...) }))
 }
 
 // WithConstLabels adds labels with fixed values to every series (for example the service).
@@ -82,9 +93,15 @@ func WithConstLabels(labels prometheus.Labels) Option {
 
 // New returns the metrics; register them once (prometheus.MustRegister(m)) and hand
 // m.Observer(name) to each store.
-func New(opts ...Option) (*Metrics, error) {
+func New(opts ...MetricsOption) (*Metrics, error) {
 	s := settings{buckets: DefaultBuckets()}
-	if err := optcheck.Apply(ErrInvalidOption, &s, opts); err != nil {
+	apply := make([]Option, len(opts))
+	for i, o := range opts {
+		if o != nil {
+			apply[i] = o.metricsOption() // a nil one stays nil, which Apply refuses
+		}
+	}
+	if err := optcheck.Apply(ErrInvalidOption, &s, apply); err != nil {
 		return nil, err
 	}
 	return &Metrics{

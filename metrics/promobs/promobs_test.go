@@ -151,7 +151,7 @@ func TestCollectorAfterAKnownSequence(t *testing.T) {
 }
 
 func TestOptionsValidated(t *testing.T) {
-	for _, o := range []promobs.Option{
+	for _, o := range []promobs.MetricsOption{
 		nil, promobs.WithBuckets(nil), promobs.WithBuckets([]float64{1, 1}),
 		promobs.WithConstLabels(prometheus.Labels{"store": "x"}),
 	} {
