@@ -22,11 +22,31 @@
 // by the claim's owner and token. The package applies it three ways:
 //
 //   - the single-record executor: [Store.ExecuteOnce], [Execute], and [Store.Begin], Complete,
-//     Fail and Release for callers that cannot wrap their work in a function;
+//     Fail and Release for callers that cannot wrap their work in a function, with the
+//     fast path of an owned scope ([Store.Own], [WithOwnership]);
 //   - the batch store: [NewBatchStore], then [BatchStore.BeginBatch] and FinishBatch claim and
 //     end many records of one partition with one Paxos round each;
 //   - the operator API: [Store.Inspect], ReleaseKey, Delete, Scan and [Store.ScanStuck], the
 //     fenced repairs and bounded scans that the cassdedup command runs.
+//
+// # For packages built on lwt
+//
+// Some names are a seam for packages that build a store of their own on lwt's state machine
+// (package guard, the consumer guard, is the one in this module); a service that calls
+// ExecuteOnce, Execute or Begin meets none of them:
+//
+//   - the batch store ([BatchStore], [NewBatchStore], [BatchTable], [BatchItem], [BatchEnd],
+//     [Begun], [MaxBatchRows]), in the files batch_*.go;
+//   - the fast path's admission of one key without ExecuteOnce ([Store.Enter], [Pass]) and the
+//     placement of a timed call's record ([Recorder], [RecordWrite], [WithRecorder]);
+//   - the contexts such a store runs its work and writes in ([ContextWithClaim],
+//     [DeadlineContext]) and the checks its options share with lwt's ([OwnershipProblem],
+//     [WriteRequestTimeoutProblem]).
+//
+// All but the batch store are in seam.go. The observation port (Observer, Observation,
+// ObserveCAS, Key, which users meet too) is below this package, in lwt/observe, with aliases
+// here, so that stores beside lwt (events, counters) report to the same Observer without
+// importing the state machine.
 //
 // The conditional writes under them (sent once, their unknown outcomes settled by a serial
 // read) are package [github.com/cassdedup/cassdedup/lwt/cas], which the module's other

@@ -1,7 +1,6 @@
 package lwt
 
 import (
-	"context"
 	"fmt"
 	"time"
 
@@ -217,33 +216,6 @@ func WithClock(now func() time.Time) Option {
 	}
 }
 
-// Recorder places the record of a call that took the fast path with a time of its own
-// (WithTime), in place of PutCompleted: key is the call's key and at its time. It runs before
-// the call's function and may read what the placement needs (a layout, say); the RecordWrite it
-// returns runs after the ownership check and must make the one write and nothing else, since
-// every instant between that check and the write's arrival counts against the ownership margin
-// (WithOwnership). The record must go in one write to a table that the scope's warm-up reads
-// (partitions of the scope grouped by the operation's time), and that the LWT path consults, so
-// that the record is its own index: a later owner's warm-up sees every id whose record exists,
-// and no second write stands between the function and the answer.
-type Recorder func(ctx context.Context, key Key, at time.Time) (RecordWrite, error)
-
-// RecordWrite writes a record placed by a Recorder: epoch is the ownership epoch the pre-check
-// answered under. ctx ends when the lease the call was admitted under can no longer be relied
-// on: a write not sent by then must not be sent at all.
-type RecordWrite func(ctx context.Context, fingerprint, result []byte, epoch uint64) error
-
-// WithRecorder sets the Recorder of the fast path's timed calls (default none: PutCompleted).
-func WithRecorder(r Recorder) Option {
-	return func(c *config) error {
-		if r == nil {
-			return invalidOption("WithRecorder", "nil recorder")
-		}
-		c.recorder = r
-		return nil
-	}
-}
-
 // DefaultOwnerLease and DefaultOwnerMargin are the fast path's ownership lease (see
 // WithOwnership): the server keeps an owner's lease cell this long after each renewal, and the
 // owner stops admitting on the fast path this much earlier by its own monotonic clock.
@@ -257,17 +229,6 @@ const (
 	MinOwnerMargin     = 1500 * time.Millisecond
 	MaxOwnerLease      = 7 * 24 * time.Hour
 )
-
-// OwnershipProblem returns why lease and margin cannot be WithOwnership's, or "" when they can:
-// the margin at least MinOwnerMargin, the lease whole seconds, at least twice the margin and at
-// most MaxOwnerLease. guard.WithOwnership checks with it too.
-func OwnershipProblem(lease, margin time.Duration) string {
-	if margin < MinOwnerMargin || lease < 2*margin || lease%time.Second != 0 || lease > MaxOwnerLease {
-		return fmt.Sprintf("the margin must be at least %v and the lease whole seconds, at least twice the margin and at most %v",
-			MinOwnerMargin, MaxOwnerLease)
-	}
-	return ""
-}
 
 // WithOwnership sets the lease by which Own holds a scope on the server (a cell of the
 // scope_owners table with a TTL of lease, in whole seconds, renewed every third of it) and the
@@ -295,16 +256,6 @@ const (
 	DefaultWriteRequestTimeout = 2 * time.Second
 	MaxWriteRequestTimeout     = time.Minute
 )
-
-// WriteRequestTimeoutProblem returns why d cannot be WithWriteRequestTimeout's, or "" when it
-// can: more than 0 and at most MaxWriteRequestTimeout. guard.WithWriteRequestTimeout checks with
-// it too.
-func WriteRequestTimeoutProblem(d time.Duration) string {
-	if d <= 0 || d > MaxWriteRequestTimeout {
-		return fmt.Sprintf("must be more than 0 and at most %v", MaxWriteRequestTimeout)
-	}
-	return ""
-}
 
 // WithWriteRequestTimeout tells the ownership the cluster's write_request_timeout. Own waits
 // this long after it acquired a scope's lease and before its warm-up reads: a record write the
