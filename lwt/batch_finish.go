@@ -142,22 +142,7 @@ type batchTransition struct {
 // (nil) or lost (ErrLeaseLost), or ctx ends. A rejected batch is settled row by row and sent
 // again for the claims still pending; it is the store's transition, for a batch.
 func (s *BatchStore) transition(ctx context.Context, t batchTransition, claims []*Claim, errs []error) {
-	var pending []int
-	for i, err := range errs {
-		if err == nil {
-			pending = append(pending, i)
-		}
-	}
-	if len(pending) == 0 {
-		return
-	}
-	partition := claims[pending[0]].Key[:s.nParts]
-	for _, i := range pending {
-		if len(claims[i].Key) != s.nParts+1 || cacheKey(claims[i].Key[:s.nParts]) != cacheKey(partition) {
-			errs[i] = fmt.Errorf("%w: the claims of one batch must share a partition", ErrInvalidArgument)
-		}
-	}
-	pending = stillPending(pending, errs)
+	pending, partition := s.pendingOfOnePartition(claims, errs)
 	delay := 20 * time.Millisecond
 	var last error
 	unknown := false
@@ -166,45 +151,12 @@ func (s *BatchStore) transition(ctx context.Context, t batchTransition, claims [
 		if len(sent) == 0 {
 			return
 		}
-		keys := make([]string, len(sent))
-		for j, i := range sent {
-			keys[j] = claims[i].Key[s.nParts].(string)
-		}
-		settleAll := func(rows []cas.Row) (done, waiting []int) {
-			found := s.byKey(rows)
-			for _, i := range sent {
-				row := found[claims[i].Key[s.nParts].(string)]
-				switch t.settle(i, recordFromRow(row)) {
-				case transitionDone:
-					done = append(done, i)
-				case transitionPending:
-					waiting = append(waiting, i)
-				default:
-					s.base.record(Observation{Kind: ObservedLeaseLost, Key: claims[i].Key})
-					errs[i] = ErrLeaseLost
-				}
-			}
-			return done, waiting
-		}
-		applied, rows, err := cas.ResolveBatch(ctx, cas.BatchConditional{
-			Op: t.op, Session: s.base.session, Batch: b, Read: s.readKeys(partition, keys),
-			Applied: func(rows []cas.Row) bool {
-				found := s.byKey(rows)
-				for _, i := range sent {
-					row := found[claims[i].Key[s.nParts].(string)]
-					if t.settle(i, recordFromRow(row)) != transitionDone {
-						return false
-					}
-				}
-				return true
-			},
-			Patience: transitionPatience, Observe: s.base.observeCAS(partition),
-		}, s.base.cfg.commit, s.base.cfg.serial)
+		applied, rows, err := s.sendTransition(ctx, t, partition, claims, sent, b)
 		switch {
 		case err == nil && applied:
 			return
 		case err == nil:
-			_, waiting := settleAll(rows)
+			waiting := s.settleSent(t, claims, sent, rows, errs)
 			if len(waiting) < len(sent) {
 				pending = waiting // the batch failed on claims now settled: send the rest at once
 				continue
@@ -220,22 +172,93 @@ func (s *BatchStore) transition(ctx context.Context, t batchTransition, claims [
 			pending, last = sent, err
 		}
 		if t.once {
-			for _, i := range pending {
-				errs[i] = fmt.Errorf("lwt: %s: %w", t.op, last)
-			}
+			failTransition(t.op, pending, errs, last, nil, false)
 			return
 		}
 		if werr := loop.Sleep(ctx, delay); werr != nil {
-			for _, i := range pending {
-				if unknown {
-					errs[i] = &cas.OutcomeUnknownError{Op: t.op, Err: errors.Join(last, werr)}
-				} else {
-					errs[i] = fmt.Errorf("lwt: %s: %w", t.op, errors.Join(last, werr))
-				}
-			}
+			failTransition(t.op, pending, errs, last, werr, unknown)
 			return
 		}
 		delay = min(delay*2, time.Second)
+	}
+}
+
+// pendingOfOnePartition lists the claims still to send (their errs entry nil) and their
+// partition; a claim of another partition, or whose key has another shape, gets
+// ErrInvalidArgument instead.
+func (s *BatchStore) pendingOfOnePartition(claims []*Claim, errs []error) ([]int, Key) {
+	var pending []int
+	for i, err := range errs {
+		if err == nil {
+			pending = append(pending, i)
+		}
+	}
+	if len(pending) == 0 {
+		return nil, nil
+	}
+	partition := claims[pending[0]].Key[:s.nParts]
+	for _, i := range pending {
+		if len(claims[i].Key) != s.nParts+1 || cacheKey(claims[i].Key[:s.nParts]) != cacheKey(partition) {
+			errs[i] = fmt.Errorf("%w: the claims of one batch must share a partition", ErrInvalidArgument)
+		}
+	}
+	return stillPending(pending, errs), partition
+}
+
+// sendTransition sends b, the batch of t for the sent claims, once; an unknown outcome is
+// settled by reading their rows back, and counts as applied when every row shows t done.
+func (s *BatchStore) sendTransition(ctx context.Context, t batchTransition, partition Key, claims []*Claim, sent []int,
+	b *gocql.Batch) (bool, []cas.Row, error) {
+	keys := make([]string, len(sent))
+	for j, i := range sent {
+		keys[j] = claims[i].Key[s.nParts].(string)
+	}
+	return cas.ResolveBatch(ctx, cas.BatchConditional{
+		Op: t.op, Session: s.base.session, Batch: b, Read: s.readKeys(partition, keys),
+		Applied: func(rows []cas.Row) bool {
+			found := s.byKey(rows)
+			for _, i := range sent {
+				if t.settle(i, recordFromRow(found[claims[i].Key[s.nParts].(string)])) != transitionDone {
+					return false
+				}
+			}
+			return true
+		},
+		Patience: transitionPatience, Observe: s.base.observeCAS(partition),
+	}, s.base.cfg.commit, s.base.cfg.serial)
+}
+
+// settleSent reads each sent claim's state from the rows a rejected batch returned: a lost
+// claim gets ErrLeaseLost, a done one nothing, and the claims still pending are returned.
+func (s *BatchStore) settleSent(t batchTransition, claims []*Claim, sent []int, rows []cas.Row, errs []error) (waiting []int) {
+	found := s.byKey(rows)
+	for _, i := range sent {
+		switch t.settle(i, recordFromRow(found[claims[i].Key[s.nParts].(string)])) {
+		case transitionDone:
+		case transitionPending:
+			waiting = append(waiting, i)
+		default:
+			s.base.record(Observation{Kind: ObservedLeaseLost, Key: claims[i].Key})
+			errs[i] = ErrLeaseLost
+		}
+	}
+	return waiting
+}
+
+// failTransition ends op for the pending claims with last, the error of their last send, and
+// werr, why no more are sent (nil: op is sent once); when an outcome stayed unknown the error is
+// a *cas.OutcomeUnknownError.
+func failTransition(op string, pending []int, errs []error, last, werr error, unknown bool) {
+	cause := last
+	if werr != nil {
+		cause = errors.Join(last, werr)
+	}
+	for _, i := range pending {
+		if unknown {
+			errs[i] = &cas.OutcomeUnknownError{Op: op, Err: cause}
+		} else {
+			errs[i] = fmt.Errorf("lwt: %s: %w", op, cause)
+		}
 	}
 }
 
