@@ -86,15 +86,37 @@ func (r *Relay) bucket(ctx context.Context, sh *shard, b int64, rd bucketRead) (
 	for _, in := range rows {
 		st.Oldest = max(st.Oldest, now.Sub(in.stagedAt))
 	}
-	verdicts := r.settleAll(ctx, rows)
-	var marks []mark
-	var due []settled
+	due, marks, err := r.sortVerdicts(sh, r.settleAll(ctx, rows), now, &st)
+	if len(due) > 0 {
+		// The lease must still be ours by our own clock: past it, a successor may be publishing.
+		if rerr := r.renewIfDue(ctx, sh); rerr != nil {
+			return st, len(rows), errors.Join(err, rerr)
+		}
+		pm, perr := r.publishStep(ctx, sh, b, due, &st)
+		err = errors.Join(err, perr)
+		marks = append(marks, pm...)
+	}
+	n, merr := r.mark(ctx, sh, b, marks)
+	if rd.marked != nil {
+		rd.marked(marks[:n])
+	}
+	countMarks(marks[:n], &st)
+	st.Waiting = len(rows) - st.Settled // in flight, backing off, failed, held or unreadable
+	return st, st.Waiting, errors.Join(err, merr, r.parkedError(marks[:n]))
+}
+
+// sortVerdicts sorts a bucket's verdicts into the intents due for publication, in staging
+// order, and the marks of those that are done without one (dropped, expired, or held back
+// under WithKeyOrder); the others wait (in flight, backing off) or failed to settle (err).
+func (r *Relay) sortVerdicts(sh *shard, verdicts []settled, now time.Time, st *Stats) (due []settled, marks []mark, err error) {
 	for _, v := range verdicts {
-		if held, m := r.holdBack(sh, v, now, &st); held {
-			if m != nil {
-				marks = append(marks, *m)
+		if r.cfg.keyOrder {
+			if held, m := r.holdBack(sh, v, now, st); held {
+				if m != nil {
+					marks = append(marks, *m)
+				}
+				continue
 			}
-			continue
 		}
 		switch {
 		case v.err != nil:
@@ -110,20 +132,13 @@ func (r *Relay) bucket(ctx context.Context, sh *shard, b int64, rd bucketRead) (
 			marks = append(marks, mark{v: v, state: StateDropped})
 		}
 	}
-	if len(due) > 0 {
-		// The lease must still be ours by our own clock: past it, a successor may be publishing.
-		if rerr := r.renewIfDue(ctx, sh); rerr != nil {
-			return st, len(rows), errors.Join(err, rerr)
-		}
-		pm, perr := r.publishStep(ctx, sh, b, due, &st)
-		err = errors.Join(err, perr)
-		marks = append(marks, pm...)
-	}
-	n, merr := r.mark(ctx, sh, b, marks)
-	if rd.marked != nil {
-		rd.marked(marks[:n])
-	}
-	for _, m := range marks[:n] {
+	return due, marks, err
+}
+
+// countMarks adds the marks written to st: each settles its intent, as dropped, published or
+// parked (expired, or for another reason).
+func countMarks(written []mark, st *Stats) {
+	for _, m := range written {
 		switch m.state {
 		case StateDropped:
 			st.Dropped++
@@ -138,8 +153,6 @@ func (r *Relay) bucket(ctx context.Context, sh *shard, b int64, rd bucketRead) (
 			}
 		}
 	}
-	st.Waiting = len(rows) - st.Settled // in flight, backing off, failed, held or unreadable
-	return st, st.Waiting, errors.Join(err, merr, r.parkedError(marks[:n]))
 }
 
 // readBucket reads the pending intents of one partition, in staging order, and its relay fence.

@@ -144,7 +144,7 @@ var errHeld = errors.New("outbox: held back (WithKeyOrder): an earlier event of 
 // not be published, so the ones after it need not wait.
 func (r *Relay) holdBack(sh *shard, v settled, now time.Time, st *Stats) (bool, *mark) {
 	k := v.in.orderKey
-	if !r.cfg.keyOrder || k == "" {
+	if k == "" {
 		return false, nil
 	}
 	switch {
@@ -176,17 +176,13 @@ func (r *Relay) heldMark(v settled, now time.Time) *mark {
 	return &mark{v: v, attempts: v.in.attempts, next: next, err: errHeld}
 }
 
-// publishDue publishes the due intents of a bucket and returns their marks. Under WithKeyOrder
-// it publishes them in waves, each carrying at most one intent per key (in staging order), the
-// next wave only the keys whose intent the last one published: so an intent is published only
-// once every earlier one of its key was, whatever a Publisher does with the rest of a call that
-// failed in part. The intents of a key whose publication failed in the pass are held.
-func (r *Relay) publishDue(ctx context.Context, sh *shard, due []settled, st *Stats) ([]mark, error) {
-	if !r.cfg.keyOrder {
-		outcome, pst, err := r.publishAll(ctx, sh, due)
-		st.add(pst)
-		return r.afterPublish(due, outcome, st), err
-	}
+// publishInKeyOrder publishes the due intents of a bucket under WithKeyOrder and returns their
+// marks. It publishes them in waves, each carrying at most one intent per key (in staging
+// order), the next wave only the keys whose intent the last one published: so an intent is
+// published only once every earlier one of its key was, whatever a Publisher does with the rest
+// of a call that failed in part. The intents of a key whose publication failed in the pass are
+// held.
+func (r *Relay) publishInKeyOrder(ctx context.Context, sh *shard, due []settled, st *Stats) ([]mark, error) {
 	now := r.cfg.now()
 	var marks []mark
 	var errs []error

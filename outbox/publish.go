@@ -33,6 +33,18 @@ func rejection(err error) bool {
 	return errors.Is(err, ErrRejected) || errors.Is(err, ErrPublisherPanic)
 }
 
+// publishDue publishes the due intents of a bucket and returns their marks: all of them at
+// once, in staging order; under WithKeyOrder in waves of one intent per key
+// (publishInKeyOrder, keyorder.go), which the unordered publication never passes through.
+func (r *Relay) publishDue(ctx context.Context, sh *shard, due []settled, st *Stats) ([]mark, error) {
+	if r.cfg.keyOrder {
+		return r.publishInKeyOrder(ctx, sh, due, st)
+	}
+	outcome, pst, err := r.publishAll(ctx, sh, due)
+	st.add(pst)
+	return r.afterPublish(due, outcome, st), err
+}
+
 // publishAll publishes the committed intents of one bucket in staging order and returns each
 // one's error (nil once accepted). Intents never tried go in batches of up to WithPublishBatch
 // messages; an intent rejected before goes alone, so a poison event fails only itself, and so
@@ -42,26 +54,17 @@ func (r *Relay) publishAll(ctx context.Context, sh *shard, due []settled) ([]err
 	out := make([]error, len(due))
 	var st Stats
 	var errs []error
-	accepted, failedInARow, alone := 0, 0, 0
+	var t publishTally
+	alone := 0 // the intents before it that were tried in a batch go alone now
 	for i := 0; i < len(due); {
-		j := i + 1
-		if due[i].in.attempts == 0 && i >= alone {
-			n := len(due[i].msgs)
-			for j < len(due) && due[j].in.attempts == 0 && n+len(due[j].msgs) <= r.cfg.publishBatch {
-				n += len(due[j].msgs)
-				j++
-			}
-		}
-		if err := r.renewIfDue(ctx, sh); err != nil || failedInARow >= outageProbes && accepted == 0 {
+		j := r.callEnd(due, i, alone)
+		if err := r.renewIfDue(ctx, sh); err != nil || t.outage() {
 			for k := i; k < len(due); k++ {
 				out[k] = errNotTried
 			}
 			return out, st, errors.Join(append(errs, err)...)
 		}
-		var msgs []Message
-		for _, v := range due[i:j] {
-			msgs = append(msgs, v.msgs...)
-		}
+		msgs := messagesOf(due[i:j])
 		perr := r.publishOnce(ctx, sh, msgs, &st)
 		if j-i > 1 && rejection(perr) && !isPublishErrors(perr) {
 			// The publisher rejected the call as a whole, not saying which operation it
@@ -69,45 +72,89 @@ func (r *Relay) publishAll(ctx context.Context, sh *shard, due []settled) ([]err
 			alone = j
 			continue
 		}
-		var per *PublishErrors
-		if errors.As(perr, &per) && len(per.Errs) == len(msgs) {
-			off := 0
-			for k := i; k < j; k++ {
-				out[k] = errors.Join(per.Errs[off : off+len(due[k].msgs)]...)
-				off += len(due[k].msgs)
-			}
-		} else {
-			for k := i; k < j; k++ {
-				out[k] = perr
-				if perr != nil && j-i > 1 {
-					out[k] = fmt.Errorf("%w: %w", errWholeCall, perr)
-				}
-			}
-		}
-		for k := i; k < j; k++ {
-			if out[k] == nil {
-				accepted++
-				failedInARow = 0
-				st.Published += len(due[k].msgs)
-			} else {
-				if !rejection(out[k]) {
-					failedInARow++ // a rejection says the publisher is up: it is no outage probe
-				}
-				st.Failed++
-			}
-		}
+		spreadErrors(out[i:j], due[i:j], len(msgs), perr)
+		t.count(out[i:j], due[i:j], &st)
 		if perr != nil {
 			errs = append(errs, fmt.Errorf("outbox: publish: %w", perr))
 		}
 		i = j
 	}
 	switch {
-	case accepted > 0:
+	case t.accepted > 0:
 		r.transient.Store(0)
 	case len(errs) > 0:
 		r.transient.Add(1) // every publication of the pass failed: the next ones wait longer
 	}
 	return out, st, errors.Join(errs...)
+}
+
+// callEnd is where the Publish call that starts at due[i] ends: intents never tried go together
+// up to WithPublishBatch messages, any other intent (and one at or after alone's start) alone.
+func (r *Relay) callEnd(due []settled, i, alone int) int {
+	j := i + 1
+	if due[i].in.attempts == 0 && i >= alone {
+		n := len(due[i].msgs)
+		for j < len(due) && due[j].in.attempts == 0 && n+len(due[j].msgs) <= r.cfg.publishBatch {
+			n += len(due[j].msgs)
+			j++
+		}
+	}
+	return j
+}
+
+// messagesOf lists the messages of the intents of one Publish call, in order.
+func messagesOf(call []settled) []Message {
+	var msgs []Message
+	for _, v := range call {
+		msgs = append(msgs, v.msgs...)
+	}
+	return msgs
+}
+
+// spreadErrors gives each intent of one Publish call of n messages its error: its messages'
+// errors when the publisher reported per message (PublishErrors), else the call's, marked as
+// the whole call's when the call carried more than one intent.
+func spreadErrors(out []error, call []settled, n int, perr error) {
+	var per *PublishErrors
+	if errors.As(perr, &per) && len(per.Errs) == n {
+		off := 0
+		for k := range call {
+			out[k] = errors.Join(per.Errs[off : off+len(call[k].msgs)]...)
+			off += len(call[k].msgs)
+		}
+		return
+	}
+	for k := range call {
+		out[k] = perr
+		if perr != nil && len(call) > 1 {
+			out[k] = fmt.Errorf("%w: %w", errWholeCall, perr)
+		}
+	}
+}
+
+// publishTally counts a bucket's publications: how many intents were accepted, and how many
+// publications in a row failed otherwise than by a rejection (a rejection says the publisher is
+// up: it is no outage probe).
+type publishTally struct{ accepted, failedInARow int }
+
+// outage reports whether the publisher looks down: outageProbes publications in a row failed
+// and none was accepted, so the bucket's other intents are not tried in this pass.
+func (t *publishTally) outage() bool { return t.failedInARow >= outageProbes && t.accepted == 0 }
+
+// count adds one call's outcome, out for the intents of call, to the tally and to st.
+func (t *publishTally) count(out []error, call []settled, st *Stats) {
+	for k := range call {
+		if out[k] == nil {
+			t.accepted++
+			t.failedInARow = 0
+			st.Published += len(call[k].msgs)
+			continue
+		}
+		if !rejection(out[k]) {
+			t.failedInARow++
+		}
+		st.Failed++
+	}
 }
 
 // publishOnce calls the publisher with a deadline inside the shard's lease, turns its panic

@@ -199,71 +199,96 @@ func (r *Relay) Poll(ctx context.Context) (Stats, error) {
 	if err := r.passable(ctx, &total); err != nil {
 		return total, err
 	}
-	var errs []error
-	lost := func(s int, err error) bool {
-		if errors.Is(err, ErrFenced) || errors.Is(err, lwt.ErrLeaseLost) {
-			total.Fenced++
-			why := "fenced off by a newer relay"
-			if errors.Is(err, lwt.ErrLeaseLost) || errors.Is(err, errLeaseRanOut) {
-				total.LeasesLost++
-				why = "lease lost"
-			}
-			r.cfg.logger.WarnContext(ctx, "outbox relay: shard lost: "+why, "relay", r.cfg.name, "shard", s,
-				"fence", r.held[s].claim.Fence, "error", err)
-			delete(r.held, s)
-			return true
-		}
-		return false
-	}
 	// Every held lease that is due is renewed before each step of the pass (a claim, a shard's
 	// work), not once at its start: on a loaded machine one step can take seconds, and a pass
 	// over many shards longer than a lease, so leases renewed only at the start ran out while
 	// earlier shards were worked, and the relay lost every later shard on every pass. A lease
 	// that ran out anyway (a pass that came late) is given up quietly: the shard is claimed
 	// again if no other relay took it.
-	renewed := map[int]bool{}
-	renewDue := func() {
-		for s, sh := range r.held {
-			if err := r.renewIfDue(ctx, sh); err != nil && !lost(s, err) && !renewed[s] {
-				renewed[s] = true // one error per shard and pass is enough
-				errs = append(errs, fmt.Errorf("outbox: shard %d: renew: %w", s, err))
-			}
+	p := &pass{r: r, total: total, renewed: map[int]bool{}}
+	p.renewDue(ctx)
+	p.claimFree(ctx)
+	p.workHeld(ctx)
+	p.total.Shards = len(r.held)
+	return p.total, errors.Join(p.errs...)
+}
+
+// pass is what one Poll gathers: its stats, its errors, and the shards whose renewal has
+// already reported one (one error per shard and pass is enough).
+type pass struct {
+	r       *Relay
+	total   Stats
+	errs    []error
+	renewed map[int]bool
+}
+
+// lost gives shard s up when err says its lease is gone (fenced off by a newer relay, or run
+// out), counting and logging why, and reports whether it did.
+func (p *pass) lost(ctx context.Context, s int, err error) bool {
+	if !errors.Is(err, ErrFenced) && !errors.Is(err, lwt.ErrLeaseLost) {
+		return false
+	}
+	p.total.Fenced++
+	why := "fenced off by a newer relay"
+	if errors.Is(err, lwt.ErrLeaseLost) || errors.Is(err, errLeaseRanOut) {
+		p.total.LeasesLost++
+		why = "lease lost"
+	}
+	p.r.cfg.logger.WarnContext(ctx, "outbox relay: shard lost: "+why, "relay", p.r.cfg.name, "shard", s,
+		"fence", p.r.held[s].claim.Fence, "error", err)
+	delete(p.r.held, s)
+	return true
+}
+
+// renewDue renews every held lease that is due (see Poll).
+func (p *pass) renewDue(ctx context.Context) {
+	for s, sh := range p.r.held {
+		if err := p.r.renewIfDue(ctx, sh); err != nil && !p.lost(ctx, s, err) && !p.renewed[s] {
+			p.renewed[s] = true
+			p.errs = append(p.errs, fmt.Errorf("outbox: shard %d: renew: %w", s, err))
 		}
 	}
-	renewDue()
+}
+
+// claimFree claims the shards no relay holds, up to WithMaxShards held, renewing the held
+// leases after each claim.
+func (p *pass) claimFree(ctx context.Context) {
+	r := p.r
 	for s := 0; s < r.cfg.shards && len(r.held) < r.cfg.maxShards; s++ {
 		if r.held[s] != nil {
 			continue
 		}
 		sh, err := r.acquire(ctx, s)
-		renewDue()
+		p.renewDue(ctx)
 		if err != nil {
-			errs = append(errs, err)
+			p.errs = append(p.errs, err)
 			continue
 		}
 		if sh != nil {
 			r.held[s] = sh
 			if sh.gap != nil {
-				errs = append(errs, sh.gap)
+				p.errs = append(p.errs, sh.gap)
 			}
 		}
 	}
-	ids := make([]int, 0, len(r.held))
-	for s := range r.held {
+}
+
+// workHeld works every held shard, in the order of their numbers (workAll).
+func (p *pass) workHeld(ctx context.Context) {
+	ids := make([]int, 0, len(p.r.held))
+	for s := range p.r.held {
 		ids = append(ids, s)
 	}
 	sort.Ints(ids)
-	for _, w := range r.workAll(ctx, ids) {
-		total.add(w.st)
-		if lost(w.shard, w.err) && w.renew {
-			continue // a lease that ran out while the shard waited: given up quietly, as above
+	for _, w := range p.r.workAll(ctx, ids) {
+		p.total.add(w.st)
+		if p.lost(ctx, w.shard, w.err) && w.renew {
+			continue // a lease that ran out while the shard waited: given up quietly, as in Poll
 		}
 		if w.err != nil {
-			errs = append(errs, fmt.Errorf("outbox: shard %d: %w", w.shard, w.err))
+			p.errs = append(p.errs, fmt.Errorf("outbox: shard %d: %w", w.shard, w.err))
 		}
 	}
-	total.Shards = len(r.held)
-	return total, errors.Join(errs...)
 }
 
 // passable checks, before a pass reads or claims anything, what the pass's reads rest on: the

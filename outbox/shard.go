@@ -96,24 +96,7 @@ func (r *Relay) work(ctx context.Context, sh *shard) (Stats, error) {
 		return Stats{}, err
 	}
 	now := r.cfg.now()
-	width := int64(r.cfg.bucket / time.Second)
-	nowBucket := r.cfg.bucketOf(now)
-	// Open buckets first, so fresh commits are published at once even while a relay catches up
-	// on closed ones; then the pending ones; then up to maxSweep closed ones from the frontier.
-	var open, sweep, buckets []int64
-	for b := sh.frontier; b <= nowBucket; b += width {
-		switch {
-		case !r.closed(b, now):
-			open = append(open, b)
-		case len(sweep) < r.cfg.maxSweep:
-			sweep = append(sweep, b)
-		}
-	}
-	for b := range sh.pending {
-		buckets = append(buckets, b)
-	}
-	sort.Slice(buckets, func(i, j int) bool { return buckets[i] < buckets[j] })
-	buckets = append(append(open, buckets...), sweep...)
+	open, buckets := r.bucketsToWork(sh, now)
 	// Under WithKeyOrder every open bucket is read whole on each pass, as before arrivals: an
 	// arrival carries no event key, and holding a key back needs every pending intent of it.
 	if !r.cfg.keyOrder {
@@ -127,22 +110,58 @@ func (r *Relay) work(ctx context.Context, sh *shard) (Stats, error) {
 	if r.cfg.keyOrder {
 		buckets, reads = r.inKeyOrder(sh, buckets, reads, now)
 	}
+	remaining, werr := r.workBuckets(ctx, sh, buckets, reads, &st)
+	if r.advance(sh, remaining, now) {
+		if err := r.saveCursor(ctx, sh); err != nil {
+			return st, errors.Join(werr, err)
+		}
+	}
+	return st, werr
+}
+
+// bucketsToWork lists the shard's buckets for this pass, in the order they are worked: the
+// open ones first, so fresh commits are published at once even while a relay catches up on
+// closed ones; then the pending ones; then up to maxSweep closed ones from the frontier. open is
+// the open ones alone.
+func (r *Relay) bucketsToWork(sh *shard, now time.Time) (open, buckets []int64) {
+	width := int64(r.cfg.bucket / time.Second)
+	var sweep []int64
+	for b := sh.frontier; b <= r.cfg.bucketOf(now); b += width {
+		switch {
+		case !r.closed(b, now):
+			open = append(open, b)
+		case len(sweep) < r.cfg.maxSweep:
+			sweep = append(sweep, b)
+		}
+	}
+	for b := range sh.pending {
+		buckets = append(buckets, b)
+	}
+	sort.Slice(buckets, func(i, j int) bool { return buckets[i] < buckets[j] })
+	return open, append(append(open[:len(open):len(open)], buckets...), sweep...)
+}
+
+// workBuckets publishes what each bucket's read found, renewing the lease between buckets, and
+// returns how many intents each bucket worked still holds pending; it stops at the first error.
+func (r *Relay) workBuckets(ctx context.Context, sh *shard, buckets []int64, reads []bucketRead, st *Stats) (map[int64]int, error) {
 	remaining := map[int64]int{}
-	var werr error
 	for i, b := range buckets {
 		if err := r.renewIfDue(ctx, sh); err != nil {
-			werr = err
-			break
+			return remaining, err
 		}
 		bs, n, err := r.bucket(ctx, sh, b, reads[i])
 		st.add(bs)
 		if err != nil {
-			werr = err
-			break
+			return remaining, err
 		}
 		remaining[b] = n
 	}
-	changed := false
+	return remaining, nil
+}
+
+// advance records which closed buckets still hold pending intents and moves the frontier past
+// the closed buckets worked to the end; it reports whether the cursor changed.
+func (r *Relay) advance(sh *shard, remaining map[int64]int, now time.Time) (changed bool) {
 	for b, n := range remaining {
 		if !r.closed(b, now) {
 			continue
@@ -156,6 +175,7 @@ func (r *Relay) work(ctx context.Context, sh *shard) (Stats, error) {
 			}
 		}
 	}
+	width := int64(r.cfg.bucket / time.Second)
 	for {
 		if _, done := remaining[sh.frontier]; !done || !r.closed(sh.frontier, now) {
 			break
@@ -163,12 +183,7 @@ func (r *Relay) work(ctx context.Context, sh *shard) (Stats, error) {
 		sh.frontier += width
 		changed = true
 	}
-	if changed {
-		if err := r.saveCursor(ctx, sh); err != nil {
-			return st, errors.Join(werr, err)
-		}
-	}
-	return st, werr
+	return changed
 }
 
 // renewIfDue renews the shard's lease once a third of it has passed, and fails with ErrFenced
