@@ -60,19 +60,6 @@ func (o WindowOption) rotatingOption() Option { return Option(o) }
 func (o WindowOption) preCheckOption() Option { return Option(o) }
 func (o WarmUpOption) preCheckOption() Option { return Option(o) }
 
-// asOptions turns a constructor's options into the functions that apply them, through get; a
-// nil option stays nil, which newConfig refuses.
-func asOptions[O comparable](opts []O, get func(O) Option) []Option {
-	var none O
-	out := make([]Option, len(opts))
-	for i, o := range opts {
-		if o != none {
-			out[i] = get(o)
-		}
-	}
-	return out
-}
-
 type config struct {
 	items       uint64
 	fpRate      float64

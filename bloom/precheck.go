@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/cassdedup/cassdedup/internal/enumname"
+	"github.com/cassdedup/cassdedup/internal/optcheck"
 )
 
 // State is where a PreCheck is in its ownership cycle.
@@ -80,7 +81,7 @@ func NewPreCheck(scope string, opts ...PreCheckOption) (*PreCheck, error) {
 	if scope == "" {
 		return nil, fmt.Errorf("%w: empty", ErrInvalidScope)
 	}
-	cfg, err := newConfig(asOptions(opts, PreCheckOption.preCheckOption))
+	cfg, err := newConfig(optcheck.Unwrap(opts, PreCheckOption.preCheckOption))
 	if err != nil {
 		return nil, err
 	}

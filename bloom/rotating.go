@@ -1,6 +1,10 @@
 package bloom
 
-import "time"
+import (
+	"time"
+
+	"github.com/cassdedup/cassdedup/internal/optcheck"
+)
 
 // Rotating is a concurrency-safe Bloom filter whose keys age out. The retention is divided into
 // k windows (WithGenerations); the filter keeps k+1 generations, adds to the current one, and
@@ -18,7 +22,7 @@ type Rotating struct {
 // retention; WithRetention should be the TTL of the table the filter stands in front of plus the
 // longest time between checking a key and writing it.
 func NewRotating(opts ...RotatingOption) (*Rotating, error) {
-	cfg, err := newConfig(asOptions(opts, RotatingOption.rotatingOption))
+	cfg, err := newConfig(optcheck.Unwrap(opts, RotatingOption.rotatingOption))
 	if err != nil {
 		return nil, err
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/gocql/gocql"
 
 	"github.com/cassdedup/cassdedup/internal/argcheck"
+	"github.com/cassdedup/cassdedup/internal/optcheck"
 	"github.com/cassdedup/cassdedup/internal/textcheck"
 	"github.com/cassdedup/cassdedup/lwt"
 	"github.com/cassdedup/cassdedup/lwt/cas"
@@ -66,7 +67,7 @@ type Admin struct {
 
 // NewAdmin returns the operator's view of the outbox tables of session.
 func NewAdmin(session *gocql.Session, opts ...AdminOption) (*Admin, error) {
-	cfg, err := newConfig(session == nil, asOptions(opts, AdminOption.adminOption))
+	cfg, err := newConfig(session == nil, optcheck.Unwrap(opts, AdminOption.adminOption))
 	if err != nil {
 		return nil, err
 	}

@@ -87,19 +87,6 @@ func (o GroupOption) relayOption() Option       { return Option(o) }
 func (o GroupOption) adminOption() Option       { return Option(o) }
 func (o StagerOnlyOption) stagerOption() Option { return Option(o) }
 
-// asOptions turns a constructor's options into the functions that apply them, through get; a
-// nil option stays nil, which newConfig refuses as optcheck does any nil option.
-func asOptions[O comparable](opts []O, get func(O) Option) []Option {
-	var none O
-	out := make([]Option, len(opts))
-	for i, o := range opts {
-		if o != none {
-			out[i] = get(o)
-		}
-	}
-	return out
-}
-
 type config struct {
 	keyspace        string
 	records         string // the records table's name

@@ -11,6 +11,7 @@ import (
 	"github.com/gocql/gocql"
 
 	"github.com/cassdedup/cassdedup/internal/argcheck"
+	"github.com/cassdedup/cassdedup/internal/optcheck"
 	"github.com/cassdedup/cassdedup/lwt"
 	"github.com/cassdedup/cassdedup/lwt/clock"
 )
@@ -33,7 +34,7 @@ type Outbox struct {
 // New returns an Outbox over session. The tables of schema/cql/010_outbox.cql must exist; a
 // guard's handlers stage events once 012_guard_outbox.cql is applied too.
 func New(session *gocql.Session, opts ...StagerOption) (*Outbox, error) {
-	cfg, err := newConfig(session == nil, asOptions(opts, StagerOption.stagerOption))
+	cfg, err := newConfig(session == nil, optcheck.Unwrap(opts, StagerOption.stagerOption))
 	if err != nil {
 		return nil, err
 	}

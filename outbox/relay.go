@@ -13,6 +13,7 @@ import (
 	"github.com/gocql/gocql"
 
 	"github.com/cassdedup/cassdedup/internal/argcheck"
+	"github.com/cassdedup/cassdedup/internal/optcheck"
 	"github.com/cassdedup/cassdedup/lwt"
 	"github.com/cassdedup/cassdedup/lwt/clock"
 )
@@ -112,7 +113,7 @@ type relayStatements struct {
 // NewRelay returns a relay that publishes through pub. The tables of schema/cql/010_outbox.cql
 // must exist, with the columns of 012_guard_outbox.cql.
 func NewRelay(session *gocql.Session, pub Publisher, opts ...RelayOption) (*Relay, error) {
-	cfg, err := newConfig(session == nil || isNil(pub), asOptions(opts, RelayOption.relayOption))
+	cfg, err := newConfig(session == nil || isNil(pub), optcheck.Unwrap(opts, RelayOption.relayOption))
 	if err != nil {
 		return nil, err
 	}

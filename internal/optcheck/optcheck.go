@@ -96,3 +96,18 @@ func Build[C any, O ~func(*C) error](sentinel error, missing bool, what string, 
 	}
 	return Apply(sentinel, c, opts)
 }
+
+// Unwrap turns a constructor's options, of an interface type that each of its option types
+// satisfies, into the functions that apply them, through get (the interface's method); a nil
+// option stays nil, which Apply and Build refuse. It lets a package type its options per
+// constructor (an option of another constructor does not compile) and apply them all alike.
+func Unwrap[O comparable, F any](opts []O, get func(O) F) []F {
+	var none O
+	out := make([]F, len(opts))
+	for i, o := range opts {
+		if o != none {
+			out[i] = get(o)
+		}
+	}
+	return out
+}

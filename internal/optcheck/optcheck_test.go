@@ -72,3 +72,26 @@ func TestBuild(t *testing.T) {
 		t.Fatalf("got %v, %d", err, c.n)
 	}
 }
+
+// wrapped is an option interface of the kind Unwrap serves: each option type has the method.
+type wrapped interface{ fn() func(*int) error }
+
+type setTo int
+
+func (v setTo) fn() func(*int) error { return func(n *int) error { *n = int(v); return nil } }
+
+// TestUnwrapKeepsOrderAndNil: Unwrap applies get to each option in order, and a nil option stays
+// nil, so Apply refuses it by its index.
+func TestUnwrapKeepsOrderAndNil(t *testing.T) {
+	fns := Unwrap([]wrapped{setTo(1), nil, setTo(3)}, wrapped.fn)
+	if len(fns) != 3 || fns[1] != nil {
+		t.Fatalf("got %d functions, the second nil: %t; want 3, the second nil", len(fns), len(fns) > 1 && fns[1] == nil)
+	}
+	n := 0
+	if err := Apply(errBad, &n, fns); !errors.Is(err, errBad) || err.Error() != "pkg: option 1: nil" {
+		t.Fatalf("Apply: %v, want the nil option refused by its index", err)
+	}
+	if err := Apply(errBad, &n, Unwrap([]wrapped{setTo(1), setTo(3)}, wrapped.fn)); err != nil || n != 3 {
+		t.Fatalf("Apply: %v, n = %d; want nil and 3", err, n)
+	}
+}

@@ -95,13 +95,7 @@ func WithConstLabels(labels prometheus.Labels) Option {
 // m.Observer(name) to each store.
 func New(opts ...MetricsOption) (*Metrics, error) {
 	s := settings{buckets: DefaultBuckets()}
-	apply := make([]Option, len(opts))
-	for i, o := range opts {
-		if o != nil {
-			apply[i] = o.metricsOption() // a nil one stays nil, which Apply refuses
-		}
-	}
-	if err := optcheck.Apply(ErrInvalidOption, &s, apply); err != nil {
+	if err := optcheck.Apply(ErrInvalidOption, &s, optcheck.Unwrap(opts, MetricsOption.metricsOption)); err != nil {
 		return nil, err
 	}
 	return &Metrics{
