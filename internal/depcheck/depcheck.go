@@ -35,3 +35,29 @@ func Imported(t testing.TB, pkgs []string, roots ...string) []string {
 	}
 	return found
 }
+
+// Imports returns, for each package that pkgs match (patterns of go list, relative to the
+// calling test's directory) when built with tags (comma-separated, "" for none), the packages it
+// imports itself, its tests' imports included: for rules on a package's own imports rather than
+// on everything it builds with.
+func Imports(t testing.TB, tags string, pkgs ...string) map[string][]string {
+	t.Helper()
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("depcheck: the go command is needed to list the imports: %v", err)
+	}
+	const format = `{{.ImportPath}} {{join .Imports " "}} {{join .TestImports " "}} {{join .XTestImports " "}}`
+	cmd := exec.Command(goTool, append([]string{"list", "-tags", tags, "-f", format}, pkgs...)...)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("depcheck: go list %s: %v", strings.Join(pkgs, " "), err)
+	}
+	imports := map[string][]string{}
+	for line := range strings.Lines(string(out)) {
+		if f := strings.Fields(line); len(f) > 0 {
+			imports[f[0]] = f[1:]
+		}
+	}
+	return imports
+}

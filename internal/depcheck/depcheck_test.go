@@ -14,3 +14,12 @@ func TestImported(t *testing.T) {
 	assert.Empty(t, Imported(t, []string{"."}, "net/http"))
 	assert.Empty(t, Imported(t, []string{"."}, "o"), "o is not a root of os")
 }
+
+// TestImports: a package's own imports are listed, its tests' too, and not its dependencies'.
+func TestImports(t *testing.T) {
+	got := Imports(t, "", ".")
+	own := got["github.com/cassdedup/cassdedup/internal/depcheck"]
+	assert.Contains(t, own, "os/exec")
+	assert.Contains(t, own, "github.com/stretchr/testify/assert", "a test's import")
+	assert.NotContains(t, own, "internal/bytealg", "a dependency's import")
+}
