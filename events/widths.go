@@ -119,10 +119,12 @@ type widthState struct {
 	proposing  flights.Set[string, struct{}]
 }
 
-// rateCount counts the events a Log wrote to a counter in one ratePeriod.
+// rateCount counts the events a Log wrote to a counter in one ratePeriod; full says it wrote
+// to the counter in the period before too, so it counted this one from its start.
 type rateCount struct {
 	period time.Time
 	n      int
+	full   bool
 }
 
 func newWidthState() *widthState {

@@ -10,7 +10,8 @@ import (
 )
 
 // countRows adds n events written to counter at now to its rate, and once a period ends judges
-// the width its windows should have (see wantWidth).
+// the width its windows should have (see wantWidth), if the Log counted that period whole: its
+// first period of a counter starts at its first write, and would read as cold.
 func (l *Log) countRows(counter string, n int, now time.Time) {
 	if l.cfg.hotWidth == l.cfg.width && l.cfg.coldWidth == l.cfg.width {
 		return // widths by traffic are off
@@ -28,11 +29,12 @@ func (l *Log) countRows(counter string, n int, now time.Time) {
 		clear(s.rates)
 	}
 	var rate float64
-	judge := ok && r.period.Add(ratePeriod).Equal(p)
+	next := ok && r.period.Add(ratePeriod).Equal(p)
+	judge := next && r.full
 	if judge {
 		rate = float64(r.n) / ratePeriod.Seconds()
 	}
-	s.rates[counter] = &rateCount{period: p, n: n}
+	s.rates[counter] = &rateCount{period: p, n: n, full: next}
 	s.mu.Unlock()
 	if !judge {
 		return
