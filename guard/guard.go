@@ -94,7 +94,6 @@ func New(session *gocql.Session, opts ...Option) (*Guard, error) {
 	if cfg.Observer != nil {
 		storeOpts = append(storeOpts, lwt.WithObserver(cfg.Observer))
 	}
-	storeOpts = append(storeOpts, cfg.ownership...)
 	batch, err := lwt.NewBatchStore(session, lwt.BatchTable{Keyspace: cfg.Keyspace, Name: cfg.bucketed,
 		PartitionColumns: []string{"consumer_group", "topic", "partition", "window_start", "bucket"}, KeyColumn: "message_id"},
 		storeOpts...)
@@ -119,7 +118,7 @@ func New(session *gocql.Session, opts ...Option) (*Guard, error) {
 		KeyColumns: []string{"consumer_group", "topic", "partition", "message_id"}, CompletionColumns: cfg.completionCols}
 	// A fast-path message with a time is recorded in the bucketed table, where its record is
 	// also its scope's index (see placeFast).
-	g.store, err = lwt.NewStore(session, table, append(storeOpts, lwt.WithRecorder(g.placeFast))...)
+	g.store, err = lwt.NewStore(session, table, storeOptions(storeOpts, cfg.ownership, lwt.WithRecorder(g.placeFast))...)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidOption, err)
 	}
@@ -317,4 +316,14 @@ func (g *Guard) Stats() lwt.Stats {
 // checkCall refuses a call on a nil *Guard or with a nil context (lwt.ErrInvalidArgument).
 func (g *Guard) checkCall(ctx context.Context) error {
 	return argcheck.Call(lwt.ErrInvalidArgument, "*guard.Guard", g == nil, ctx)
+}
+
+// storeOptions are the message store's options: those it shares with the batch store, then its
+// own (the ownership's and the fast path's recorder), which the batch store does not take.
+func storeOptions(shared []lwt.Option, own []lwt.StoreOption, more ...lwt.StoreOption) []lwt.StoreOption {
+	out := make([]lwt.StoreOption, 0, len(shared)+len(own)+len(more))
+	for _, o := range shared {
+		out = append(out, o)
+	}
+	return append(append(out, own...), more...)
 }

@@ -29,10 +29,10 @@ type config struct {
 	rate                    int // messages per second per broker partition the layout must hold
 	legacyWindow            time.Duration
 	legacyBuckets           int
-	completionCols          []string     // of the record table: cells a Process handler's run may set
-	ownership               []lwt.Option // WithOwnership's, for the store's Own
-	unchecked               bool         // WithoutClockCheck
-	logger                  *slog.Logger // WithLogger; nil: none
+	completionCols          []string          // of the record table: cells a Process handler's run may set
+	ownership               []lwt.StoreOption // WithOwnership's and WithWriteRequestTimeout's, for the store's Own
+	unchecked               bool              // WithoutClockCheck
+	logger                  *slog.Logger      // WithLogger; nil: none
 }
 
 // Defaults of the options.

@@ -77,7 +77,7 @@ func testScope(t *testing.T) string {
 }
 
 // store returns a store on the node's idempotency_keys table.
-func (n node) store(t *testing.T, opts ...lwt.Option) *lwt.Store {
+func (n node) store(t *testing.T, opts ...lwt.StoreOption) *lwt.Store {
 	t.Helper()
 	s, err := lwt.NewStore(n.session, lwt.IdempotencyKeys(n.keyspace), opts...)
 	require.NoError(t, err)

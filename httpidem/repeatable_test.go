@@ -49,7 +49,7 @@ func testRepeatableHandlerRaceAnswersOneResponse(t *testing.T, n node) {
 	var seen outcomes
 	scope := scopeOption(t)
 	var urls []string
-	for _, opts := range [][]lwt.Option{{lwt.WithCache(100)}, nil} {
+	for _, opts := range [][]lwt.StoreOption{{lwt.WithCache(100)}, nil} {
 		store, err := lwt.NewStore(n.session, outbox.Table(n.keyspace), opts...)
 		require.NoError(t, err)
 		urls = append(urls, serve(t, scopedMiddleware(t, store, scope, WithRepeatableHandler(), WithObserver(seen.observe)).Handler(h)))

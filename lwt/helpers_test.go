@@ -2,6 +2,7 @@ package lwt
 
 import (
 	"context"
+	"github.com/cassdedup/cassdedup/internal/optcheck"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -21,7 +22,7 @@ func newBenchStore(b *testing.B) (*Store, *gocql.Session, string) {
 }
 
 // newTestStore returns a store over idempotency_keys in a fresh keyspace, and the session.
-func newTestStore(t *testing.T, opts ...Option) (*Store, *gocql.Session, string) {
+func newTestStore(t *testing.T, opts ...StoreOption) (*Store, *gocql.Session, string) {
 	t.Helper()
 	session, ks := testnode.NewSession(t)
 	s, err := NewStore(session, IdempotencyKeys(ks), opts...)
@@ -64,3 +65,8 @@ func mustUUID(t *testing.T) gocql.UUID {
 }
 
 func utf8Valid(s string) bool { return utf8.ValidString(s) }
+
+// storeConfig is the configuration NewStore would build from opts.
+func storeConfig(opts ...StoreOption) (config, error) {
+	return newConfig(optcheck.Unwrap(opts, StoreOption.storeOption))
+}

@@ -19,8 +19,21 @@ const (
 	DefaultCommitTimeout = 10 * time.Second // how long storing a result may take after ctx ended
 )
 
-// Option configures a Store.
+// Option configures a Store and a BatchStore alike (the retention, the lease, the
+// consistencies, the sizes, the commit timeout, the observer and the clock): NewStore and
+// NewBatchStore both accept it. A bad one makes the constructor fail with an error that names
+// it and matches ErrInvalidOption.
 type Option func(*config) error
+
+// StoreOnlyOption configures a Store alone (its cache, its ownership of scopes, the recorder of
+// its fast path): NewStore accepts it, and passing it to NewBatchStore does not compile.
+type StoreOnlyOption func(*config) error
+
+// StoreOption is what NewStore accepts: an Option or a StoreOnlyOption.
+type StoreOption interface{ storeOption() Option }
+
+func (o Option) storeOption() Option          { return o }
+func (o StoreOnlyOption) storeOption() Option { return Option(o) }
 
 type config struct {
 	retention     time.Duration
@@ -170,7 +183,7 @@ func WithMaxKeyLength(n int) Option {
 // consulted before ExecuteOnce allocates anything: a hit without CallOptions allocates nothing
 // (BenchmarkExecuteOnce/duplicate-from-cache). A full cache makes room by evicting a record
 // that was not hit since the last eviction looked at it (second chance). Default off (0).
-func WithCache(n int) Option {
+func WithCache(n int) StoreOnlyOption {
 	return func(c *config) error {
 		if n < 0 {
 			return invalidOption("WithCache", "size %d is negative", n)
@@ -239,7 +252,7 @@ const (
 // and that write's arrival at the replicas (docs/fastpath.md). Defaults 10s and 3s; margin at
 // least 1.5s, lease a whole number of seconds, at least twice the margin and at most
 // MaxOwnerLease (OwnershipProblem).
-func WithOwnership(lease, margin time.Duration) Option {
+func WithOwnership(lease, margin time.Duration) StoreOnlyOption {
 	return func(c *config) error {
 		if p := OwnershipProblem(lease, margin); p != "" {
 			return fmt.Errorf("%w: WithOwnership(%v, %v): %s", ErrInvalidOption, lease, margin, p)
@@ -266,7 +279,7 @@ const (
 // a write land after the warm-up read the table, and its message run again on the new owner.
 // Default 2s, Cassandra's default; more than 0 and at most MaxWriteRequestTimeout
 // (WriteRequestTimeoutProblem). It adds to every Own.
-func WithWriteRequestTimeout(d time.Duration) Option {
+func WithWriteRequestTimeout(d time.Duration) StoreOnlyOption {
 	return func(c *config) error {
 		if p := WriteRequestTimeoutProblem(d); p != "" {
 			return fmt.Errorf("%w: WithWriteRequestTimeout(%v): %s", ErrInvalidOption, d, p)
@@ -278,7 +291,7 @@ func WithWriteRequestTimeout(d time.Duration) Option {
 
 // WithOwnersTable names the table, in the record table's keyspace, where Own records who owns a
 // scope (schema/cql/018_scope_owners.cql). Default scope_owners.
-func WithOwnersTable(name string) Option {
+func WithOwnersTable(name string) StoreOnlyOption {
 	return func(c *config) error {
 		if _, err := schema.QuoteIdentifier(name); err != nil {
 			return fmt.Errorf("%w: WithOwnersTable(%q): %w", ErrInvalidOption, name, err)

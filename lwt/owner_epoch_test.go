@@ -26,10 +26,10 @@ func crashOwner(s *Store, scope Key) {
 }
 
 // ownerStores makes n stores, each a holder of its own, over one table with a short lease.
-func ownerStores(t *testing.T, session *gocql.Session, ks string, n int, opts ...Option) []*Store {
+func ownerStores(t *testing.T, session *gocql.Session, ks string, n int, opts ...StoreOption) []*Store {
 	stores := make([]*Store, n)
 	for i := range stores {
-		s, err := NewStore(session, IdempotencyKeys(ks), append([]Option{WithOwnership(3*time.Second, 1500*time.Millisecond)}, opts...)...)
+		s, err := NewStore(session, IdempotencyKeys(ks), append([]StoreOption{WithOwnership(3*time.Second, 1500*time.Millisecond)}, opts...)...)
 		require.NoError(t, err)
 		stores[i] = s
 	}

@@ -71,18 +71,18 @@ func TestWithOwnershipRefusesBadSettings(t *testing.T) {
 	for _, tc := range []struct{ lease, margin time.Duration }{
 		{10 * time.Second, time.Second}, {2 * time.Second, 1500 * time.Millisecond}, {5500 * time.Millisecond, 2 * time.Second},
 	} {
-		_, err := newConfig([]Option{WithOwnership(tc.lease, tc.margin)})
+		_, err := storeConfig(WithOwnership(tc.lease, tc.margin))
 		require.ErrorIs(t, err, ErrInvalidOption)
 		require.ErrorContains(t, err, "WithOwnership")
 	}
-	_, err := newConfig([]Option{WithOwnersTable("bad name")})
+	_, err := storeConfig(WithOwnersTable("bad name"))
 	require.ErrorContains(t, err, "WithOwnersTable")
 	for _, d := range []time.Duration{0, -time.Second, time.Minute + time.Millisecond} {
-		_, err = newConfig([]Option{WithWriteRequestTimeout(d)})
+		_, err = storeConfig(WithWriteRequestTimeout(d))
 		require.ErrorIs(t, err, ErrInvalidOption)
 		require.ErrorContains(t, err, "WithWriteRequestTimeout")
 	}
-	cfg, err := newConfig([]Option{WithWriteRequestTimeout(time.Minute)})
+	cfg, err := storeConfig(WithWriteRequestTimeout(time.Minute))
 	require.NoError(t, err)
 	require.Equal(t, time.Minute, cfg.ownerSettle)
 	require.Equal(t, 2*time.Second, defaultConfig().ownerSettle, "Cassandra's default write_request_timeout")

@@ -12,11 +12,11 @@ import (
 // lease cell), is refused when the store is made, not at its first Own.
 func TestWithOwnershipRefusesLeasePastTheOwnersRow(t *testing.T) {
 	for _, lease := range []time.Duration{MaxOwnerLease + time.Second, 630720001 * time.Second} {
-		_, err := newConfig([]Option{WithOwnership(lease, 3*time.Second)})
+		_, err := storeConfig(WithOwnership(lease, 3*time.Second))
 		require.ErrorIs(t, err, ErrInvalidOption, lease)
 		require.ErrorContains(t, err, "at most 168h0m0s")
 	}
-	_, err := newConfig([]Option{WithOwnership(MaxOwnerLease, 3*time.Second)})
+	_, err := storeConfig(WithOwnership(MaxOwnerLease, 3*time.Second))
 	require.NoError(t, err)
 }
 

@@ -133,7 +133,7 @@ type Recorder func(ctx context.Context, key Key, at time.Time) (RecordWrite, err
 type RecordWrite func(ctx context.Context, fingerprint, result []byte, epoch uint64) error
 
 // WithRecorder sets the Recorder of the fast path's timed calls (default none: PutCompleted).
-func WithRecorder(r Recorder) Option {
+func WithRecorder(r Recorder) StoreOnlyOption {
 	return func(c *config) error {
 		if r == nil {
 			return invalidOption("WithRecorder", "nil recorder")

@@ -3,6 +3,7 @@ package lwt
 import (
 	"context"
 	"fmt"
+	"github.com/cassdedup/cassdedup/internal/optcheck"
 	"math"
 	"strings"
 	"time"
@@ -46,7 +47,7 @@ type statements struct {
 // NewStore returns a store over table, which must have the record columns of
 // schema/cql/001_idempotency_keys.cql. The options' defaults are documented with each option;
 // the lease may not exceed the retention.
-func NewStore(session *gocql.Session, table Table, opts ...Option) (*Store, error) {
+func NewStore(session *gocql.Session, table Table, opts ...StoreOption) (*Store, error) {
 	if session == nil {
 		return nil, fmt.Errorf("%w: nil session", ErrInvalidArgument)
 	}
@@ -54,7 +55,7 @@ func NewStore(session *gocql.Session, table Table, opts ...Option) (*Store, erro
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := newConfig(opts)
+	cfg, err := newConfig(optcheck.Unwrap(opts, StoreOption.storeOption))
 	if err != nil {
 		return nil, err
 	}

@@ -18,7 +18,7 @@ import (
 
 // faultyStores returns a store that reaches the node through a fault proxy (client timeout
 // 2s) and one that reaches it directly, on the same fresh keyspace.
-func faultyStores(t *testing.T, opts ...Option) (proxied, direct *Store, p *faultproxy.Proxy) {
+func faultyStores(t *testing.T, opts ...StoreOption) (proxied, direct *Store, p *faultproxy.Proxy) {
 	t.Helper()
 	n := testnode.NewProxied(t)
 	proxied, err := NewStore(n.Proxied, IdempotencyKeys(n.Keyspace), opts...)

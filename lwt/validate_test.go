@@ -137,7 +137,7 @@ func TestNewStoreValidates(t *testing.T) {
 // matches ErrInvalidOption and names the option, so a caller with many options sees which.
 func TestBadOptionNamesItself(t *testing.T) {
 	t.Parallel()
-	for name, opts := range map[string][]Option{
+	for name, opts := range map[string][]StoreOption{
 		"WithRetention":         {WithRetention(time.Millisecond)},
 		"WithLease":             {WithLease(0)},
 		"WithSerialConsistency": {WithSerialConsistency(gocql.SerialConsistency(gocql.One))},

@@ -23,7 +23,7 @@ type env struct {
 	opts    []Option
 }
 
-func newEnv(t *testing.T, storeOpts ...lwt.Option) *env {
+func newEnv(t *testing.T, storeOpts ...lwt.StoreOption) *env {
 	t.Helper()
 	session, ks := testnode.NewSession(t)
 	store, err := lwt.NewStore(session, Table(ks), storeOpts...)

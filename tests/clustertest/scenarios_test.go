@@ -226,8 +226,8 @@ func TestTwoDatacentres(t *testing.T) {
 	dc1 := c.session(c.dcConfig("dc1"))
 	dc2 := c.session(c.dcConfig("dc2"))
 	all := c.session(c.config(nil))
-	local := []lwt.Option{lwt.WithConsistency(gocql.LocalQuorum), lwt.WithSerialConsistency(gocql.LocalSerial)}
-	global := []lwt.Option{lwt.WithConsistency(gocql.Quorum), lwt.WithSerialConsistency(gocql.Serial)}
+	local := []lwt.StoreOption{lwt.WithConsistency(gocql.LocalQuorum), lwt.WithSerialConsistency(gocql.LocalSerial)}
+	global := []lwt.StoreOption{lwt.WithConsistency(gocql.Quorum), lwt.WithSerialConsistency(gocql.Serial)}
 
 	own := []*driver{
 		newDriver("dc1-once", onceWork(t, ks, []client{{"dc1", dc1}}, local...)),

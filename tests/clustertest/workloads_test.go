@@ -30,7 +30,7 @@ const testLease = 10 * time.Second
 // onceWork calls ExecuteOnce on the idempotency_keys table of ks through a client picked at
 // random for each call, four stores per client as four processes would have. Duplicates wait
 // for the stored result (WithWait) as a client that wants the answer does.
-func onceWork(t *testing.T, ks string, clients []client, opts ...lwt.Option) work {
+func onceWork(t *testing.T, ks string, clients []client, opts ...lwt.StoreOption) work {
 	t.Helper()
 	type proc struct {
 		via   string
@@ -39,7 +39,7 @@ func onceWork(t *testing.T, ks string, clients []client, opts ...lwt.Option) wor
 	var procs []proc
 	for _, c := range clients {
 		for range 4 {
-			s, err := lwt.NewStore(c.session, lwt.IdempotencyKeys(ks), append([]lwt.Option{lwt.WithLease(testLease)}, opts...)...)
+			s, err := lwt.NewStore(c.session, lwt.IdempotencyKeys(ks), append([]lwt.StoreOption{lwt.WithLease(testLease)}, opts...)...)
 			require.NoError(t, err)
 			procs = append(procs, proc{c.via, s})
 		}

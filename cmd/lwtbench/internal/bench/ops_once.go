@@ -34,7 +34,7 @@ type onceExecutor struct {
 }
 
 func newOnceExecutor(env Env, name string, cacheSize int) (*onceExecutor, error) {
-	opts := []lwt.Option{lwt.WithSerialConsistency(env.Serial), lwt.WithConsistency(env.Consistency)}
+	opts := []lwt.StoreOption{lwt.WithSerialConsistency(env.Serial), lwt.WithConsistency(env.Consistency)}
 	if cacheSize > 0 {
 		opts = append(opts, lwt.WithCache(cacheSize))
 	}
