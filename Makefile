@@ -289,7 +289,7 @@ HISTORY_RUN_DIR     := $(or $(TMPDIR),/tmp)/cassdedup-histories-cluster
 # isolates a node and kills another within seconds, which `periodic` does not promise to survive
 # (docs/durability.md), so a violation is the library's, not the commitlog's.
 HISTORY_COMMITLOG   ?= group
-HISTORY_CLUSTER     := CASSANDRA_COMMITLOG=$(HISTORY_COMMITLOG) CLUSTER_NODES=3 CLUSTER_DCS=1 CLUSTER_LATENCY=0 CLUSTER_HEAP=768M CLUSTER_PREFIX=chs CLUSTER_NET=10.97 \
+HISTORY_CLUSTER     := CLUSTER_COMMITLOG=$(HISTORY_COMMITLOG) CLUSTER_NODES=3 CLUSTER_DCS=1 CLUSTER_LATENCY=0 CLUSTER_HEAP=768M CLUSTER_PREFIX=chs CLUSTER_NET=10.97 \
                        CLUSTER_RUN_DIR=$(HISTORY_RUN_DIR) scripts/cluster/cluster.sh
 test-histories:
 	@mkdir -p $(OUT) bin

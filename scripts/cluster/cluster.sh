@@ -34,6 +34,8 @@
 #   CLUSTER_PAXOS       paxos_variant v1 or v2                 (default v2)
 #   CLUSTER_DURABLE     1: no test speed-ups: a killed node replays its commitlog, as the
 #                       crash tests need (test speed-ups skip the syncs replay stops at) (default 1)
+#   CLUSTER_COMMITLOG   commitlog_sync of each node: periodic, group or batch (default periodic;
+#                       group and batch need CLUSTER_DURABLE=1)
 #   CLUSTER_NUM_TOKENS  vnodes per node                        (default 4)
 #   CLUSTER_PREFIX      prefix of namespace and link names     (default cdc)
 #   CLUSTER_NET         first two octets of the addresses      (default 10.99)
@@ -60,6 +62,7 @@ latency=${CLUSTER_LATENCY:-0}
 heap=${CLUSTER_HEAP:-768M}
 paxos=${CLUSTER_PAXOS:-v2}
 durable=${CLUSTER_DURABLE:-1}
+commitlog=${CLUSTER_COMMITLOG:-periodic}
 num_tokens=${CLUSTER_NUM_TOKENS:-4}
 start_timeout=${CLUSTER_START_TIMEOUT:-600}
 prefix=${CLUSTER_PREFIX:-cdc}
@@ -91,7 +94,7 @@ node() {
   shift
   CASSANDRA_NETNS=$(ns_of "$i") CASSANDRA_ADDRESS=$(addr_of "$i") CASSANDRA_SEEDS="$(addr_of 1):7000" \
     CASSANDRA_DC=$(dc_of "$i") CASSANDRA_RACK=rack1 CASSANDRA_HEAP=$heap CASSANDRA_PAXOS=$paxos \
-    CASSANDRA_DURABLE=$durable CASSANDRA_NUM_TOKENS=$num_tokens CASSANDRA_JMX_PORT=$jmx_port \
+    CASSANDRA_DURABLE=$durable CASSANDRA_COMMITLOG=$commitlog CASSANDRA_NUM_TOKENS=$num_tokens CASSANDRA_JMX_PORT=$jmx_port \
     CASSANDRA_START_TIMEOUT=$start_timeout \
     CASSANDRA_RUN_DIR="$run_dir/n$i" "$node_sh" "$@"
 }
@@ -157,12 +160,12 @@ up() {
     die "$router exists: a cluster with prefix $prefix is up (cluster.sh down first, or another CLUSTER_PREFIX)"
   fi
   mkdir -p "$run_dir"
-  printf 'CLUSTER_%s=%q\n' NODES "$nodes" DCS "$dcs" HEAP "$heap" PAXOS "$paxos" DURABLE "$durable" \
+  printf 'CLUSTER_%s=%q\n' NODES "$nodes" DCS "$dcs" HEAP "$heap" PAXOS "$paxos" DURABLE "$durable" COMMITLOG "$commitlog" \
     NUM_TOKENS "$num_tokens" PREFIX "$prefix" NET "$net" >"$run_dir/settings"
   trap 'say "up failed; tearing down"; down' ERR
   network_up
   set_latency "$latency"
-  "$node_sh" fetch
+  CASSANDRA_DURABLE=$durable CASSANDRA_COMMITLOG=$commitlog "$node_sh" fetch
   local i started=$SECONDS
   node 1 up
   # With auto_bootstrap off, the other nodes can join at once.
