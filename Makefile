@@ -59,7 +59,7 @@ BENCH_NODES   ?= 1
 BENCH_LATENCY ?= 1
 BENCH_RF      := $(if $(filter 1,$(BENCH_NODES)),1,3)
 BENCH_CLUSTER := CLUSTER_NODES=$(BENCH_NODES) CLUSTER_DCS=1 CLUSTER_LATENCY=$(BENCH_LATENCY) CLUSTER_PAXOS=$(BENCH_PAXOS) \
-                 CLUSTER_DURABLE=1 CLUSTER_HEAP=1G CLUSTER_PREFIX=cdb CLUSTER_NET=10.98 \
+                 CLUSTER_DURABLE=1 CLUSTER_COMMITLOG=$(BENCH_COMMITLOG) CLUSTER_HEAP=1G CLUSTER_PREFIX=cdb CLUSTER_NET=10.98 \
                  CLUSTER_RUN_DIR=$(or $(TMPDIR),/tmp)/cassdedup-bench-cluster scripts/cluster/cluster.sh
 bench:
 	$(GO) -C cmd/lwtbench build -o $(CURDIR)/bin/lwtbench .
