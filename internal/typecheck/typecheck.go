@@ -16,6 +16,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -63,4 +64,43 @@ func (p Packages) Check(t testing.TB, src string) []error {
 	conf := types.Config{Importer: importer.ForCompiler(fset, "gc", lookup), Error: func(err error) { errs = append(errs, err) }}
 	_, _ = conf.Check("main", fset, []*ast.File{f}, nil)
 	return errs
+}
+
+// Rejects checks an API's types with a package main importing imports (loaded with Load): the
+// statements of right, which use the API as it is meant, must type-check, so the harness is shown
+// to work; and each statement of wrong, by name, must not, refused as an argument of the wrong
+// type ("cannot use"). A program importing "time" gets a blank use of it, so a statement need
+// not use it.
+func Rejects(t testing.TB, imports, right []string, wrong map[string]string) {
+	t.Helper()
+	p := Load(t, imports...)
+	head := program(imports)
+	if errs := p.Check(t, head+mainOf(right...)); len(errs) != 0 {
+		t.Fatalf("the right uses do not type-check: %v", errs)
+	}
+	for name, stmt := range wrong {
+		errs := p.Check(t, head+mainOf(stmt))
+		if len(errs) == 0 || !strings.Contains(errs[0].Error(), "cannot use") {
+			t.Errorf("%s: %s type-checks (errors: %v); it must not compile", name, stmt, errs)
+		}
+	}
+}
+
+// program is the head of a file of package main that imports imports.
+func program(imports []string) string {
+	var b strings.Builder
+	b.WriteString("package main\n\nimport (\n")
+	for _, path := range imports {
+		b.WriteString("\t\"" + path + "\"\n")
+	}
+	b.WriteString(")\n\n")
+	if slices.Contains(imports, "time") {
+		b.WriteString("var _ = time.Hour\n\n")
+	}
+	return b.String()
+}
+
+// mainOf is a main function of the statements.
+func mainOf(stmts ...string) string {
+	return "func main() {\n\t" + strings.Join(stmts, "\n\t") + "\n}\n"
 }
