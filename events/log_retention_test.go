@@ -1,7 +1,6 @@
 package events_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -16,27 +15,10 @@ import (
 
 	"github.com/cassdedup/cassdedup/events"
 	"github.com/cassdedup/cassdedup/internal/argcheck/argchecktest"
+	"github.com/cassdedup/cassdedup/internal/syncbuf"
 	"github.com/cassdedup/cassdedup/lwt"
 	"github.com/cassdedup/cassdedup/testnode"
 )
-
-// syncBuffer is a bytes.Buffer safe for the Log's logger, which rollups call concurrently.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestStalledRollupIsLoud lets a counter's rollup fall behind on the Log's clock (hours, no
 // sleeping): the lag shows in Stats, Rollup folds and says it had stalled, RunRollups returns
@@ -45,7 +27,7 @@ func TestStalledRollupIsLoud(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	clock := testnode.NewClock(t0)
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	l := newLog(t, clock, events.WithMaxRollupLag(2*time.Hour), events.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 	require.NoError(t, l.Record(ctx, events.Event{Counter: "c", ID: "1", Delta: 1, Time: t0}))
 	clock.Advance(time.Hour)

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cassdedup/cassdedup/guard"
+	"github.com/cassdedup/cassdedup/internal/syncbuf"
 	"github.com/cassdedup/cassdedup/kafka/kafkasub"
 	"github.com/cassdedup/cassdedup/testnode"
 )
@@ -25,7 +26,7 @@ func TestGuardClockRefusalHoldsRecords(t *testing.T) {
 	closed.Close()
 	blind, err := guard.New(closed, guard.WithKeyspace(f.ks))
 	require.NoError(t, err)
-	var logs lockedBuffer
+	var logs syncbuf.Buffer
 	stop := run(t, f.consumer(blind, f.handler(0, nil),
 		kafkasub.WithLogger(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn})))))
 	f.waitFor("the refusal logged", func() bool { return strings.Contains(logs.String(), "clock's offset") })

@@ -1,11 +1,9 @@
 package kafkasub_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,6 +12,7 @@ import (
 
 	"github.com/cassdedup/cassdedup/bloom"
 	"github.com/cassdedup/cassdedup/guard"
+	"github.com/cassdedup/cassdedup/internal/syncbuf"
 	"github.com/cassdedup/cassdedup/kafka/kafkasub"
 	"github.com/cassdedup/cassdedup/lwt"
 	"github.com/cassdedup/cassdedup/testnode"
@@ -68,24 +67,6 @@ func TestStaticMemberRestartedResumes(t *testing.T) {
 	f.exactlyOnce()
 }
 
-// syncBuffer is a log destination written from the consumer's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestGenerationWentBackIsLoggedAndRepaired: the owners table holds a partition at generation
 // 1000 (the group was deleted and made again, say) and nothing holds its lease; the new group's
 // consumer, at a small generation, processes nothing of it and says why at Error, naming the
@@ -102,7 +83,7 @@ func TestGenerationWentBackIsLoggedAndRepaired(t *testing.T) {
 	require.NoError(t, old.Own(ctx, scope, 1000, pre))
 	old.Disown(scope)
 
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	g := f.guard()
 	stop := run(t, f.consumer(g, f.handler(time.Millisecond, nil),
 		kafkasub.WithLogger(slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo})))))

@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/cassdedup/cassdedup/guard"
+	"github.com/cassdedup/cassdedup/internal/syncbuf"
 	"github.com/cassdedup/cassdedup/kafka/header"
 	"github.com/cassdedup/cassdedup/kafka/kafkapub"
 	"github.com/cassdedup/cassdedup/kafka/kafkasub"
@@ -24,24 +25,6 @@ import (
 // logAppendTime is the topic configuration under which the broker stamps every record with
 // the time it appended it.
 var logAppendTime = map[string]*string{"message.timestamp.type": new("LogAppendTime")}
-
-// lockedBuffer is a log's output, written by the partitions' goroutines and read by the test.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // poisonTally collects what the poison hook was given.
 type poisonTally struct {
@@ -69,7 +52,7 @@ func (p *poisonTally) get() []error {
 func TestBrokerTimeRefused(t *testing.T) {
 	t.Parallel()
 	f := newFixtureWith(t, 1, 10, logAppendTime)
-	var logs lockedBuffer
+	var logs syncbuf.Buffer
 	var poison poisonTally
 	stop := run(t, f.consumer(f.guard(), f.handler(0, nil), kafkasub.WithPoison(poison.hook),
 		kafkasub.WithLogger(slog.New(slog.NewTextHandler(&logs, nil)))))
@@ -251,7 +234,7 @@ func TestFutureRecordIsLoud(t *testing.T) {
 		Headers: []kgo.RecordHeader{{Key: header.ID, Value: []byte("from-a-fast-clock")}}}
 	require.NoError(t, cl.ProduceSync(context.Background(), ahead).FirstErr())
 	cl.Close()
-	var logs lockedBuffer
+	var logs syncbuf.Buffer
 	stop := run(t, f.consumer(f.guard(), f.handler(0, nil),
 		kafkasub.WithLogger(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})))))
 	f.waitFor("the record ahead of the clock, told at WARN", func() bool {
@@ -269,7 +252,7 @@ func TestFutureRecordIsLoud(t *testing.T) {
 func TestBrokerTimeHeldByDefault(t *testing.T) {
 	t.Parallel()
 	f := newFixtureWith(t, 1, 5, logAppendTime)
-	var logs lockedBuffer
+	var logs syncbuf.Buffer
 	held := "level=ERROR msg=\"kafkasub: dead-letter\""
 	stop := run(t, f.consumer(f.guard(), f.handler(0, nil), kafkasub.WithLogger(slog.New(slog.NewTextHandler(&logs, nil)))))
 	f.waitFor("the first record held twice", func() bool { return strings.Count(logs.String(), held) >= 2 })

@@ -4,7 +4,6 @@ package crashtest
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -22,6 +21,7 @@ import (
 	"github.com/gocql/gocql"
 	"github.com/stretchr/testify/require"
 
+	"github.com/cassdedup/cassdedup/internal/syncbuf"
 	"github.com/cassdedup/cassdedup/lwt"
 	"github.com/cassdedup/cassdedup/lwt/cas"
 )
@@ -262,7 +262,7 @@ type process[R report] struct {
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
 	lines  chan R // closed when the process's stdout ends
-	stderr lockedBuffer
+	stderr syncbuf.Buffer
 }
 
 // worker is a worker process: the test binary run again with workerEnv set.
@@ -330,28 +330,4 @@ func (w *process[R]) next(t *testing.T, event string, timeout time.Duration) R {
 	}
 	var zero R
 	return zero
-}
-
-// lockedBuffer is a bytes.Buffer the exec package may write while the test reads it.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) Len() int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Len()
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
