@@ -203,10 +203,17 @@ func remember[K comparable](l *Log, m map[K]struct{}, k K, limit int) {
 // ensureStarted gives the counter's rollup row a since (the first day a read of a counter
 // without a watermark must slice) before this Log indexes a window of it. The day reaches back
 // past any window another writer can still accept, clock skew included, so no window of the
-// counter starts before it. Once per counter and process: an LWT that is not applied when the
-// row already has one.
+// counter starts before it. Once per counter and process: a plain read of the row first, which
+// also gives the widths, and an LWT only when the row has no since yet. A since is only ever
+// set by that LWT, so one a quorum read returns is committed, and the LWT would not apply.
 func (l *Log) ensureStarted(ctx context.Context, counter string, t time.Time) error {
 	return once(ctx, &l.starting, counter, func() bool { return has(l, l.started, counter) }, func() error {
+		if started, err := l.readWidths(ctx, counter); err != nil || started {
+			if started {
+				remember(l, l.started, counter, startedCacheSize)
+			}
+			return err
+		}
 		earliest := l.cfg.Now().Add(-l.cfg.coldWidth - l.cfg.grace - 2*l.cfg.skew)
 		since := dayOf(earliest)
 		if w := dayOf(t); w.Before(since) {

@@ -245,19 +245,28 @@ func (l *Log) pruneWidths() {
 // calls it after the counter started and before it computes a window.
 func (l *Log) ensureWidths(ctx context.Context, counter string, t time.Time) error {
 	return once(ctx, &l.widths.refreshing, counter, func() bool { return l.vouches(counter, t) }, func() error {
-		read := l.cfg.Now()
-		var stored map[time.Time]int
-		var since *time.Time
-		iter := l.session.Query(l.q.readWidths, counter).WithContext(ctx).Consistency(l.cfg.Consistency).Iter()
-		iter.Scan(&stored, &since)
-		if err := iter.Close(); err != nil {
-			return fmt.Errorf("events: read window widths of %q: %w", counter, err)
+		if _, err := l.readWidths(ctx, counter); err != nil {
+			return err
 		}
-		l.stats.widthReads.Add(1)
-		l.learnWidths(counter, stored, read, since != nil)
 		if !l.vouches(counter, t) {
 			return fmt.Errorf("events: window widths of %q: the counter has not started", counter)
 		}
 		return nil
 	})
+}
+
+// readWidths reads counter's widths and since (a plain read of its rollup row), caches the
+// widths, and reports whether the counter has started.
+func (l *Log) readWidths(ctx context.Context, counter string) (started bool, err error) {
+	read := l.cfg.Now()
+	var stored map[time.Time]int
+	var since *time.Time
+	iter := l.session.Query(l.q.readWidths, counter).WithContext(ctx).Consistency(l.cfg.Consistency).Iter()
+	iter.Scan(&stored, &since)
+	if err := iter.Close(); err != nil {
+		return false, fmt.Errorf("events: read window widths of %q: %w", counter, err)
+	}
+	l.stats.widthReads.Add(1)
+	l.learnWidths(counter, stored, read, since != nil)
+	return since != nil, nil
 }
