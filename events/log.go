@@ -97,7 +97,7 @@ func NewLog(session *gocql.Session, opts ...Option) (*Log, error) {
 			listWindows:  "SELECT bucket, parts FROM " + wi + " WHERE counter = ? AND day = ? AND bucket >= ? AND bucket < ?",
 			markPart:     "UPDATE " + we + " USING TTL ? SET writers[?] = ? WHERE counter = ? AND bucket = ? AND part = ?",
 			sumPart:      "SELECT sum(CAST(delta AS varint)), writers FROM " + we + " WHERE counter = ? AND bucket = ? AND part = ?",
-			readMarks:    "SELECT bucket, part, writers FROM " + we + " WHERE counter = ? AND bucket IN ? AND part IN ? PER PARTITION LIMIT 1",
+			readMarks:    "SELECT writers FROM " + we + " WHERE counter = ? AND bucket = ? AND part = ? LIMIT 1",
 			readPart:     "SELECT event_id, delta FROM " + we + " WHERE counter = ? AND bucket = ? AND part = ?",
 			setSince:     "UPDATE " + ru + " SET since = ?, widths = ? WHERE counter = ? IF since = null",
 			readWidths:   "SELECT widths, since FROM " + ru + " WHERE counter = ?",

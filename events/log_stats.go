@@ -15,11 +15,12 @@ type LogStats struct {
 	Writes, Rows int64
 	// IndexWrites is the window index rows the Log wrote (one per window, counter and Log that
 	// wrote it) and Starts the conditional writes that gave a counter's rollup row its first
-	// day (one per counter and Log): with Writes and LateRounds, every write an event cost.
+	// day (one per counter and Log, sent only when a read found it not started): with Writes and
+	// LateRounds, every write an event cost.
 	IndexWrites, Starts int64
 	// Summed is the partitions whose sum the node computed for totals and rollups, Reused the
 	// partition sums taken from the Log's cache instead (final, or checked unchanged by their
-	// marks), and Checks the queries that read marks. TotalSummed is the part of Summed that
+	// marks), and Checks the partitions whose marks were read for that. TotalSummed is the part of Summed that
 	// totals summed (the rest, rollups'): TotalSummed / TotalReads is what a total read.
 	Summed, Reused, Checks, TotalSummed int64
 	// Totals is the Total calls that returned a total, and TotalReads the reads made for them:

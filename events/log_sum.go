@@ -45,10 +45,11 @@ func (l *Log) sum(ctx context.Context, counter string, legacy []time.Time, windo
 // settled before the read was sent never changes afterwards, so its sums are final and never
 // read again. A window that ended but has not settled can still be written (a late retry, a
 // slow writer); its cached sums are used only if the marks read now equal those read with them
-// (one query for every such part), since every write to a partition changes its writer's mark
-// (see flusher). A window still filling or ended less than quietAfter ago, and every part whose
-// marks changed, is summed again. So a hot counter's total sums on the node the events of the
-// window filling now, not those of its grace and settle time. One query per partition, not one
+// (one read for every such part), since every write to a partition changes its writer's mark
+// (see flusher). A window still filling, one ended less than quietAfter ago whose cached sum
+// was read before it ended, and every part whose marks changed, is summed again. So a hot
+// counter's total sums on the node the events of the window filling now, not those of its
+// grace and settle time. One query per partition, not one
 // naming several: the node reads the partitions of an aggregate over an IN list one after
 // another, which measured slower than eight single-partition queries at once (docs/sizing.md).
 func (l *Log) sumEach(ctx context.Context, counter string, legacy []time.Time, windows []window, now time.Time, forTotal bool) (int64, []int64, error) {
@@ -63,14 +64,14 @@ func (l *Log) sumEach(ctx context.Context, counter string, legacy []time.Time, w
 			reads = append(reads, read{start: w.start, mixed: w.parts, win: i})
 			continue
 		}
-		settled, quiet := l.settled(counter, w.start, now), l.quiet(counter, w.start, now)
+		settled, quiet, end := l.settled(counter, w.start, now), l.quiet(counter, w.start, now), l.endOf(counter, w.start)
 		for p := range w.parts[0] {
 			c, ok := l.sums.get(partKey{counter, w.start.UnixMilli(), p})
 			switch {
 			case ok && c.final:
 				cached = append(cached, partial{i, c.sum})
 				l.stats.reused.Add(1)
-			case ok && quiet && !settled:
+			case ok && !settled && (quiet || !c.sent.Before(end)):
 				checks = append(checks, check{start: w.start, part: p, win: i})
 			default:
 				reads = append(reads, read{start: w.start, part: p, win: i, final: settled})
@@ -168,7 +169,9 @@ func (l *Log) settledAt(counter string, w time.Time) time.Time {
 
 // quiet reports whether window w ended long enough before now that a total should check its
 // parts' marks before summing them again: right after its end, the last writes of a filling
-// window are still landing, and a check would only add a round before the same sum.
+// window are still landing, and a check of a sum read while it filled would only add a round
+// before the same sum. A sum read after the window ended is checked at once: of the totals
+// read in the quarter second after a hot window ends, only the first sums it again.
 func (l *Log) quiet(counter string, w, now time.Time) bool {
 	return !now.Before(l.endOf(counter, w).Add(quietAfter))
 }
@@ -176,10 +179,9 @@ func (l *Log) quiet(counter string, w, now time.Time) bool {
 // quietAfter is how long after a window's end its parts are summed again without a check.
 const quietAfter = 250 * time.Millisecond
 
-// recheck reads the marks of the checked parts in one query and returns the cached sums of the
+// recheck reads the marks of the checked parts and returns the cached sums of the
 // parts unchanged since they were cached, and a read for each of the others.
 func (l *Log) recheck(ctx context.Context, counter string, checks []check) ([]read, []partial, error) {
-	l.stats.checks.Add(1)
 	marks, err := l.readMarks(ctx, counter, checks)
 	if err != nil {
 		return nil, nil, fmt.Errorf("events: read marks of %q: %w", counter, err)
@@ -224,6 +226,7 @@ func (l *Log) sumRead(ctx context.Context, counter string, r read) (int64, error
 func (l *Log) sumPart(ctx context.Context, counter string, r read) (int64, error) {
 	var b *big.Int
 	var m map[gocql.UUID]int64
+	sent := l.cfg.Now()
 	err := l.session.Query(l.q.sumPart, counter, r.start, r.part).WithContext(ctx).Consistency(l.cfg.Consistency).Scan(&b, &m)
 	if err != nil {
 		return 0, err
@@ -233,7 +236,7 @@ func (l *Log) sumPart(ctx context.Context, counter string, r read) (int64, error
 		return 0, err
 	}
 	l.stats.summed.Add(1)
-	l.sums.put(partKey{counter, r.start.UnixMilli(), r.part}, partSum{sum: s, marks: m, final: r.final})
+	l.sums.put(partKey{counter, r.start.UnixMilli(), r.part}, partSum{sum: s, marks: m, final: r.final, sent: sent})
 	return s, nil
 }
 
