@@ -22,7 +22,7 @@ const (
 	// second or more gets windows of the hot width, one it writes at less than ColdRate the cold
 	// width, any other the window width (WithBucketWidth).
 	DefaultHotWidth  = 250 * time.Millisecond
-	DefaultColdWidth = 30 * time.Second
+	DefaultColdWidth = 5 * time.Minute
 	// HotRate and ColdRate are the rates, measured by each Log over ratePeriod on the events it
 	// writes, at which a counter's windows narrow to the hot width or widen to the cold one. A
 	// counter leaves a width only past twice (hot: half) the rate that brought it there.

@@ -33,7 +33,8 @@ func run(ctx context.Context, session *gocql.Session, keyspace string, out io.Wr
 	rollupCtx, stopRollups := context.WithCancel(ctx)
 	rollupDone := make(chan error, 1)
 	go func() {
-		// Folds every counter this Log records, a few seconds behind the clock (log.Lag).
+		// Folds every counter this Log records, at most log.Lag behind the clock: a few seconds
+		// for a busy page, up to five minutes for one viewed now and then (events.WithWindowWidths).
 		rollupDone <- log.RunRollups(rollupCtx, 200*time.Millisecond, nil)
 	}()
 
