@@ -63,6 +63,17 @@ type HotCounterCase struct {
 	// acknowledged: event row writes, window index rows, counter starts and late claims.
 	RowsPerWrite   float64 `json:"rows_per_write"`
 	WritesPerEvent float64 `json:"writes_per_event"`
+	// IndexWritesPerEvent, StartsPerEvent and LateRoundsPerEvent are the parts of WritesPerEvent
+	// that are not event rows: window index rows, counter starts (LWTs) and late claims (LWTs).
+	IndexWritesPerEvent float64 `json:"index_writes_per_event"`
+	StartsPerEvent      float64 `json:"starts_per_event"`
+	LateRoundsPerEvent  float64 `json:"late_rounds_per_event"`
+	// ProbeP50Ms and ProbeP99Ms are the latencies of one plain read of one row (a counter's
+	// rollup row), sent one at a time every 10 ms beside the totals: what one round of a total
+	// costs on the node under the same load, a total being three rounds (docs/eventlog.md).
+	ProbeReads int64   `json:"probe_reads"`
+	ProbeP50Ms float64 `json:"probe_p50_ms"`
+	ProbeP99Ms float64 `json:"probe_p99_ms"`
 	// PartsSummedPerTotal is the partitions the node summed for one total read (the total's own
 	// sums), PartsSummedByRollupsPerTotal the rollups' sums over the same reads (the figure
 	// parts_summed_per_total counted with them before), and PartsReusedPerTotal the sums the Log
@@ -127,6 +138,7 @@ type hotRun struct {
 	unconf   atomic.Int64
 	writes   []*opStats // per writer
 	reads    *opStats
+	probes   *opStats
 	firstErr atomic.Pointer[string]
 	elapsed  time.Duration // how long the writers ran
 }
@@ -180,7 +192,8 @@ func runHot(ctx context.Context, c Config, session *gocql.Session, keyspace, pre
 	if err != nil {
 		return nil, err
 	}
-	h := &hotRun{log: log, counters: make([]string, n), ids: ids, acked: make([]atomic.Int64, n), reads: newOpStats()}
+	h := &hotRun{log: log, counters: make([]string, n), ids: ids, acked: make([]atomic.Int64, n), reads: newOpStats(),
+		probes: newOpStats()}
 	for i := range n {
 		h.counters[i] = fmt.Sprint(prefix, i)
 	}
@@ -191,6 +204,7 @@ func runHot(ctx context.Context, c Config, session *gocql.Session, keyspace, pre
 	var bg sync.WaitGroup
 	bg.Go(func() { _ = log.RunRollups(runCtx, rollupInterval, func(_ string, err error) { h.fail(err) }) })
 	bg.Go(func() { h.read(runCtx) })
+	bg.Go(func() { h.probe(runCtx, session, keyspace) })
 	start := time.Now()
 	end := start.Add(d)
 	var wg sync.WaitGroup
@@ -258,16 +272,43 @@ func (h *hotRun) read(ctx context.Context) {
 	}
 }
 
+// probe reads one row of counter_rollups every 10 ms until ctx ends, one read at a time.
+func (h *hotRun) probe(ctx context.Context, session *gocql.Session, keyspace string) {
+	rollups, err := schema.QualifiedName(keyspace, "counter_rollups")
+	if err != nil {
+		h.fail(err)
+		return
+	}
+	q := `SELECT watermark FROM ` + rollups + ` WHERE counter = ?`
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		t := time.Now()
+		err := session.Query(q, h.counters[rand.IntN(len(h.counters))]).WithContext(ctx).Exec()
+		if ctx.Err() != nil {
+			return
+		}
+		h.probes.record(time.Since(t), err)
+	}
+}
+
 func (h *hotRun) result(name string, c Config, elapsed time.Duration) HotCounterCase {
 	var acked int64
 	for i := range h.acked {
 		acked += h.acked[i].Load()
 	}
 	reads := summarize(opTotal, h.reads, elapsed)
+	probes := summarize("probe", h.probes, elapsed)
 	hc := HotCounterCase{
 		Name: name, Counters: len(h.counters), Writers: c.Writers, TargetRate: c.HotRate, DurationS: elapsed.Seconds(),
 		Events: acked, EventsPerS: float64(acked) / elapsed.Seconds(), Unconfirmed: h.unconf.Load(),
 		TotalReads: reads.Requests, TotalP50Ms: reads.P50Ms, TotalP99Ms: reads.P99Ms,
+		ProbeReads: probes.Requests, ProbeP50Ms: probes.P50Ms, ProbeP99Ms: probes.P99Ms,
 		Parts: events.DefaultParts, Window: events.DefaultWindow.String(),
 		Widths: fmt.Sprintf("%v / %v / %v", events.DefaultHotWidth, events.DefaultWindow, events.DefaultColdWidth), Grace: events.DefaultGracePeriod.String(),
 		Settle: events.DefaultSettleTime.String(), RollupEvery: rollupInterval.String(), Lag: h.log.Lag(rollupInterval).String(),
@@ -286,7 +327,10 @@ func (h *hotRun) costs(hc *HotCounterCase, st events.LogStats) {
 		hc.RowsPerWrite = float64(st.Rows) / float64(st.Writes)
 	}
 	if hc.Events > 0 {
-		hc.WritesPerEvent = float64(st.Writes+st.IndexWrites+st.Starts+st.LateRounds) / float64(hc.Events)
+		n := float64(hc.Events)
+		hc.WritesPerEvent = float64(st.Writes+st.IndexWrites+st.Starts+st.LateRounds) / n
+		hc.IndexWritesPerEvent, hc.StartsPerEvent = float64(st.IndexWrites)/n, float64(st.Starts)/n
+		hc.LateRoundsPerEvent = float64(st.LateRounds) / n
 	}
 	if st.TotalReads > 0 { // one reader: a read per total
 		hc.PartsSummedPerTotal = float64(st.TotalSummed) / float64(st.TotalReads)
@@ -300,14 +344,11 @@ func (h *hotRun) costs(hc *HotCounterCase, st events.LogStats) {
 	}
 }
 
-// check waits until every window of the run is closed, folds it, and compares each counter's
-// total with the events acknowledged (between them and the unconfirmed ones, when some are).
+// check folds each counter's closed windows and compares its total with the events
+// acknowledged. It does not wait for every window of the run to close (up to the cold width,
+// 5 minutes): a total is exact at any time, folded or not, and the run's rollups and totals have
+// folded the windows that closed while it ran.
 func (h *hotRun) check(ctx context.Context, hc *HotCounterCase) error {
-	select {
-	case <-time.After(h.log.Lag(0)):
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 	var wrong atomic.Int64
 	err := parallel.ForEach(ctx, len(h.counters), 16, func(ctx context.Context, i int) error {
 		if _, err := h.log.Rollup(ctx, h.counters[i]); err != nil {

@@ -45,6 +45,8 @@ func WriteTable(w io.Writer, r *Report) error {
 		fmt.Fprintf(w, "  largest event partition %d rows (projected to 10k events/s: %.0f), largest index partition %d rows (projected to 1 h: %.0f); windows %s (hot / default / cold), %d width switches, %.3f width reads per event, %d parts, grace %s, settle %s, rollups every %s, lag %s\n",
 			hc.MaxPartitionRows, hc.MaxPartitionRowsProjected1h10k, hc.MaxIndexRows, hc.MaxIndexRowsProjected1h,
 			hc.Widths, hc.WidthSwitches, hc.WidthReadsPerEvent, hc.Parts, hc.Grace, hc.Settle, hc.RollupEvery, hc.Lag)
+		fmt.Fprintf(w, "  one plain read of one row beside them: p50 %s p99 %s over %d reads; of the writes per event, %.3f index rows, %.3f starts, %.3f late claims\n",
+			ms(hc.ProbeP50Ms), ms(hc.ProbeP99Ms), hc.ProbeReads, hc.IndexWritesPerEvent, hc.StartsPerEvent, hc.LateRoundsPerEvent)
 		fmt.Fprintf(w, "  %.1f events per write, %.2f writes per event; per total, %.1f partitions summed by the node for the total (%.1f more by rollups) and %.1f reused from the Log's cache (rollups included); %d rollups, %d folds by totals; warm-up %.0fs\n",
 			hc.RowsPerWrite, hc.WritesPerEvent, hc.PartsSummedPerTotal, hc.PartsSummedByRollupsPerTotal, hc.PartsReusedPerTotal,
 			hc.Rollups, hc.TotalFolds, hc.WarmupS)
