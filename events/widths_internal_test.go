@@ -169,3 +169,21 @@ func TestTrafficPicksWidths(t *testing.T) {
 	w, _ = other.widthsNow("hot").last(other.cfg.width)
 	require.Equal(t, DefaultHotWidth, w)
 }
+
+// TestSparseCounterTurnsCold writes a counter once every 11 s, so that no two of its rate
+// periods in a row have writes: its second write judges the span since the first, and its
+// windows widen to the cold width. Before, such a counter kept the window width for good.
+func TestSparseCounterTurnsCold(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clock := testnode.NewClock(t0)
+	_, newLog := logsOn(t, clock)
+	l := newLog()
+	for i := range 2 {
+		clock.Set(t0.Add(time.Duration(i) * 11 * time.Second))
+		require.NoError(t, l.Record(ctx, Event{Counter: "sparse", ID: fmt.Sprint(i), Delta: 1, Time: clock.Now()}))
+	}
+	require.EqualValues(t, 1, l.Stats().WidthSwitches, "judged at its second write")
+	w, _ := l.widthsNow("sparse").last(l.cfg.width)
+	require.Equal(t, DefaultColdWidth, w)
+}

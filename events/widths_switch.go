@@ -11,7 +11,10 @@ import (
 
 // countRows adds n events written to counter at now to its rate, and once a period ends judges
 // the width its windows should have (see wantWidth), if the Log counted that period whole: its
-// first period of a counter starts at its first write, and would read as cold.
+// first period of a counter starts at its first write, and would read as cold. A write after at
+// least one whole period without one judges the span from the last period written to this one:
+// a counter written less often than once a period (most pages of a site) never has two periods
+// in a row, and would keep the window width, an index row and a fold per event, for good.
 func (l *Log) countRows(counter string, n int, now time.Time) {
 	if l.cfg.hotWidth == l.cfg.width && l.cfg.coldWidth == l.cfg.width {
 		return // widths by traffic are off
@@ -30,9 +33,10 @@ func (l *Log) countRows(counter string, n int, now time.Time) {
 	}
 	var rate float64
 	next := ok && r.period.Add(ratePeriod).Equal(p)
-	judge := next && r.full
+	gap := ok && r.period.Add(ratePeriod).Before(p)
+	judge := (next && r.full) || gap
 	if judge {
-		rate = float64(r.n) / ratePeriod.Seconds()
+		rate = float64(r.n) / p.Sub(r.period).Seconds()
 	}
 	s.rates[counter] = &rateCount{period: p, n: n, full: next}
 	s.mu.Unlock()
