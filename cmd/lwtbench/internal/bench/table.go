@@ -47,9 +47,9 @@ func WriteTable(w io.Writer, r *Report) error {
 			hc.Widths, hc.WidthSwitches, hc.WidthReadsPerEvent, hc.Parts, hc.Grace, hc.Settle, hc.RollupEvery, hc.Lag)
 		fmt.Fprintf(w, "  one plain read of one row beside them: p50 %s p99 %s over %d reads; of the writes per event, %.3f index rows, %.3f starts, %.3f late claims\n",
 			ms(hc.ProbeP50Ms), ms(hc.ProbeP99Ms), hc.ProbeReads, hc.IndexWritesPerEvent, hc.StartsPerEvent, hc.LateRoundsPerEvent)
-		fmt.Fprintf(w, "  %.1f events per write, %.2f writes per event; per total, %.1f partitions summed by the node for the total (%.1f more by rollups) and %.1f reused from the Log's cache (rollups included); %d rollups, %d folds by totals; warm-up %.0fs\n",
+		fmt.Fprintf(w, "  %.1f events per write, %.2f writes per event; per total, %.1f partitions summed by the node for the total (%.1f more by rollups) and %.1f reused from the Log's cache (rollups included); %d rollups, %d folds by totals; warm-up %.0fs, its closed windows folded in %.0fs\n",
 			hc.RowsPerWrite, hc.WritesPerEvent, hc.PartsSummedPerTotal, hc.PartsSummedByRollupsPerTotal, hc.PartsReusedPerTotal,
-			hc.Rollups, hc.TotalFolds, hc.WarmupS)
+			hc.Rollups, hc.TotalFolds, hc.WarmupS, hc.WarmupFoldS)
 		if hc.FirstError != "" {
 			fmt.Fprintf(w, "  first failure: %s\n", oneLine(hc.FirstError))
 		}
