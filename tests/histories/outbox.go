@@ -125,8 +125,10 @@ func drainRelay(s *gocql.Session, ks, ns, dir string, history []Entry, final map
 		rec.close()
 		return nil, err
 	}
+	// The relay's file is read every quarter of a second: the drain ends as soon as the last
+	// committed event is published, not at the next multiple of a longer wait.
 	for ctx.Err() == nil {
-		time.Sleep(2 * time.Second)
+		time.Sleep(250 * time.Millisecond)
 		if h, err := readHistory(path); err == nil && len(checkPublishedOnly(append(h, history...), final)) == 0 {
 			break
 		}
