@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/gocql/gocql"
@@ -65,9 +66,12 @@ func runSeed(cfg runConfig, admin *gocql.Session, ks string, seed uint64, mutant
 	if err != nil {
 		return runStats{}, err
 	}
+	ended := time.Now()
 	final, finalOps := readFinal(admin, ks, name, history)
 	history = append(history, finalOps...)
+	read := time.Now()
 	messages := redeliverAll(admin, ks, name, runWall, history)
+	redelivered := time.Now()
 	totals, totalOps := readTotals(admin, ks, name)
 	history = append(history, totalOps...)
 	drained, err := drainRelay(admin, ks, name, dir, history, final, seed)
@@ -75,6 +79,9 @@ func runSeed(cfg runConfig, admin *gocql.Session, ks string, seed uint64, mutant
 		return runStats{}, err
 	}
 	history = append(history, drained...)
+	logf("%s: after the run: final reads %v, last deliveries of %d messages %v, totals and drain %v", name,
+		read.Sub(ended).Round(time.Millisecond), len(messages), redelivered.Sub(read).Round(time.Millisecond),
+		time.Since(redelivered).Round(time.Millisecond))
 	rs := runStats{Seed: seed, Mutant: mutant, Ends: countOps(history), Faults: faultCounts(history),
 		History: filepath.Join(dir, "history.jsonl"), Schedule: schedule}
 	if err := writeHistory(rs.History, history); err != nil {
@@ -159,9 +166,16 @@ func setupKeyspace(cfg runConfig, ks string) (*gocql.Session, error) {
 	return s, nil
 }
 
+// finalReaders is how many keys readFinal reads at once. Each key's record and effect row are
+// partitions of their own, so the reads do not contend; one at a time, the hundreds of keys of
+// a run cost it over ten seconds of round trips.
+const finalReaders = 8
+
 // readFinal reads, at SERIAL, the record and the effect row of every key the history touched,
 // retrying each for up to two minutes (a node restarted at the end may still be joining). It
-// returns the states and the reads as history lines, after every other line.
+// returns the states and the reads as history lines, after every other line. The clients have
+// stopped, so nothing writes the records any more: the reads run finalReaders at a time, and
+// their lines are stamped after the last of them, key after key.
 func readFinal(s *gocql.Session, ks, ns string, history []Entry) (map[string]finalState, []Entry) {
 	store, err := lwt.NewStore(s, lwt.IdempotencyKeys(ks))
 	if err != nil {
@@ -173,10 +187,27 @@ func readFinal(s *gocql.Session, ks, ns string, history []Entry) (map[string]fin
 			keys[e.Key] = true
 		}
 	}
+	sorted := sortedKeys(keys)
+	states := make([]finalState, len(sorted))
+	errs := make([]error, len(sorted))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range finalReaders {
+		wg.Go(func() {
+			for i := range next {
+				states[i], errs[i] = readKey(store, s, ks, ns, sorted[i])
+			}
+		})
+	}
+	for i := range sorted {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
 	final := map[string]finalState{}
 	var ops []Entry
-	for _, k := range sortedKeys(keys) {
-		f, err := readKey(store, s, ks, ns, k)
+	for i, k := range sorted {
+		f, err := states[i], errs[i]
 		if err != nil {
 			logf("final read of %s: %v", k, err)
 			continue
