@@ -147,6 +147,7 @@ func TestFastPathStoppedBetweenStepsNeverRunsARecordedIDAgain(t *testing.T) {
 		{"record-written", func(t *testing.T) (*stopAt, bool) { return newStopAt(t, lwt.ObservedWrite, "put"), false }, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel() // a scope of its own; each waits out its stopped owner's lease
 			scope := guard.Scope{Group: "g", Topic: "stop-" + tc.name, Partition: 0}
 			stop, inHandler := tc.stop(t)
 			var effects atomic.Int32
