@@ -63,7 +63,7 @@ func newFlagSet(c *Config, raw *rawFlags, getenv func(string) string, catalog []
 	fs.DurationVar(&c.ConnectTimeout, "connect-timeout", 5*time.Second, "timeout to reach the cluster")
 	fs.BoolVar(&c.DriverDefaults, "driver-defaults", false, "run with gocql's default session (200µs write coalescing, round-robin) instead of the recommended one (cqlsession)")
 	fs.BoolVar(&c.HotCounter, "hot-counter", false, "instead of the operations: one event-log counter written as fast as -writers can for -duration while a reader reads its total, then -counters counters at once")
-	fs.IntVar(&c.Writers, "writers", 32, "-hot-counter: goroutines recording events")
+	fs.IntVar(&c.Writers, "writers", 64, "-hot-counter: goroutines recording events (with -hot-rate, enough to hold the rate: rate x a Record's mean latency)")
 	fs.IntVar(&c.Counters, "counters", 10000, "-hot-counter: counters of the second case")
 	fs.Float64Var(&c.HotRate, "hot-rate", 0, "-hot-counter: events per second, all writers together, evenly spaced (0: as fast as -writers can)")
 	fs.BoolVar(&c.Peers, "peers", false, "instead of the operations: the toolkit's beside Postgres's and Redis's (-postgres, -redis-always, "+
