@@ -82,19 +82,7 @@ func TestMeasureTotal(t *testing.T) {
 	ctx, stop := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	var acked atomic.Int64
-	const writers = 32
-	begin := time.Now()
-	for w := range writers {
-		wg.Go(func() {
-			for i := 0; ctx.Err() == nil; i++ {
-				due := begin.Add(time.Duration(float64(w+i*writers) / float64(rate) * float64(time.Second)))
-				time.Sleep(time.Until(due))
-				if err := l.Record(ctx, Event{Counter: "hot", ID: fmt.Sprint("w", w, "-", i), Delta: 1, Time: time.Now()}); err == nil {
-					acked.Add(1)
-				}
-			}
-		})
-	}
+	writePaced(ctx, &wg, l, "hot", rate, &acked)
 	wg.Go(func() { _ = l.RunRollups(ctx, 500*time.Millisecond, nil) })
 	time.Sleep(6 * time.Second)
 	var oldD, newD, rowD []time.Duration
@@ -145,5 +133,24 @@ func TestMeasureTotal(t *testing.T) {
 		d []time.Duration
 	}{{"new Total", newD}, {"old Total", oldD}, {"row read", rowD}} {
 		t.Logf("%-10s p50 %v p90 %v p99 %v", x.n, pct(x.d, .5), pct(x.d, .9), pct(x.d, .99))
+	}
+}
+
+// writePaced records events into counter from 32 writers, rate events per second together,
+// each event due at its turn (a writer behind it does not wait), until ctx ends, and counts the
+// events acknowledged in acked.
+func writePaced(ctx context.Context, wg *sync.WaitGroup, l *Log, counter string, rate int, acked *atomic.Int64) {
+	const writers = 32
+	begin := time.Now()
+	for w := range writers {
+		wg.Go(func() {
+			for i := 0; ctx.Err() == nil; i++ {
+				due := begin.Add(time.Duration(float64(w+i*writers) / float64(rate) * float64(time.Second)))
+				time.Sleep(time.Until(due))
+				if err := l.Record(ctx, Event{Counter: counter, ID: fmt.Sprint("w", w, "-", i), Delta: 1, Time: time.Now()}); err == nil {
+					acked.Add(1)
+				}
+			}
+		})
 	}
 }

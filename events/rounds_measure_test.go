@@ -9,10 +9,10 @@ package events
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -37,17 +37,8 @@ func TestMeasureRounds(t *testing.T) {
 	}
 	ctx, stop := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	const writers = 32
-	begin := time.Now()
-	for wr := range writers {
-		wg.Go(func() {
-			for i := 0; ctx.Err() == nil; i++ {
-				due := begin.Add(time.Duration(float64(wr+i*writers) / float64(rate) * float64(time.Second)))
-				time.Sleep(time.Until(due))
-				_ = l.Record(ctx, Event{Counter: "hot", ID: fmt.Sprint("w", wr, "-", i), Delta: 1, Time: time.Now()})
-			}
-		})
-	}
+	var acked atomic.Int64
+	writePaced(ctx, &wg, l, "hot", rate, &acked)
 	wg.Go(func() { _ = l.RunRollups(ctx, 500*time.Millisecond, nil) })
 	time.Sleep(45 * time.Second)
 	var r1, r2, r3, all, probe []time.Duration
