@@ -20,8 +20,9 @@ type LogStats struct {
 	IndexWrites, Starts int64
 	// Summed is the partitions whose sum the node computed for totals and rollups, Reused the
 	// partition sums taken from the Log's cache instead (final, or checked unchanged by their
-	// marks), and Checks the partitions whose marks were read for that. TotalSummed is the part of Summed that
-	// totals summed (the rest, rollups'): TotalSummed / TotalReads is what a total read.
+	// marks), and Checks the partitions whose marks were read for that. TotalSummed is the part
+	// of Summed that totals summed (the rest, rollups'): TotalSummed / TotalReads is what a
+	// total read.
 	Summed, Reused, Checks, TotalSummed int64
 	// Totals is the Total calls that returned a total, and TotalReads the reads made for them:
 	// concurrent calls of one counter share reads, so TotalReads can be far fewer.

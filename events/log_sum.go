@@ -49,9 +49,9 @@ func (l *Log) sum(ctx context.Context, counter string, legacy []time.Time, windo
 // (see flusher). A window still filling, one ended less than quietAfter ago whose cached sum
 // was read before it ended, and every part whose marks changed, is summed again. So a hot
 // counter's total sums on the node the events of the window filling now, not those of its
-// grace and settle time. One query per partition, not one
-// naming several: the node reads the partitions of an aggregate over an IN list one after
-// another, which measured slower than eight single-partition queries at once (docs/sizing.md).
+// grace and settle time. One query per partition, not one naming several: the node reads the
+// partitions of an aggregate over an IN list one after another, which measured slower than
+// eight single-partition queries at once (docs/sizing.md).
 func (l *Log) sumEach(ctx context.Context, counter string, legacy []time.Time, windows []window, now time.Time, forTotal bool) (int64, []int64, error) {
 	var reads []read
 	var checks []check
@@ -64,7 +64,10 @@ func (l *Log) sumEach(ctx context.Context, counter string, legacy []time.Time, w
 			reads = append(reads, read{start: w.start, mixed: w.parts, win: i})
 			continue
 		}
-		settled, quiet, end := l.settled(counter, w.start, now), l.quiet(counter, w.start, now), l.endOf(counter, w.start)
+		// The window's end, looked up once: it settles grace + settle after it, and is quiet
+		// quietAfter after it.
+		end := l.endOf(counter, w.start)
+		settled, quiet := !now.Before(end.Add(l.cfg.grace+l.cfg.settle)), !now.Before(end.Add(quietAfter))
 		for p := range w.parts[0] {
 			c, ok := l.sums.get(partKey{counter, w.start.UnixMilli(), p})
 			switch {
@@ -167,16 +170,11 @@ func (l *Log) settledAt(counter string, w time.Time) time.Time {
 	return l.endOf(counter, w).Add(l.cfg.grace + l.cfg.settle)
 }
 
-// quiet reports whether window w ended long enough before now that a total should check its
-// parts' marks before summing them again: right after its end, the last writes of a filling
-// window are still landing, and a check of a sum read while it filled would only add a round
-// before the same sum. A sum read after the window ended is checked at once: of the totals
-// read in the quarter second after a hot window ends, only the first sums it again.
-func (l *Log) quiet(counter string, w, now time.Time) bool {
-	return !now.Before(l.endOf(counter, w).Add(quietAfter))
-}
-
-// quietAfter is how long after a window's end its parts are summed again without a check.
+// quietAfter is how long after a window's end a total sums its parts again without checking
+// their marks first: right after its end, the last writes of a filling window are still
+// landing, and a check of a sum read while it filled would only add a round before the same
+// sum. A sum read after the window ended is checked at once: of the totals read in the quarter
+// second after a hot window ends, only the first sums it again.
 const quietAfter = 250 * time.Millisecond
 
 // recheck reads the marks of the checked parts and returns the cached sums of the
