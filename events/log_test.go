@@ -17,6 +17,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/cassdedup/cassdedup/events"
+	"github.com/cassdedup/cassdedup/internal/leakcheck"
 	"github.com/cassdedup/cassdedup/lwt"
 	"github.com/cassdedup/cassdedup/testnode"
 )
@@ -204,7 +205,7 @@ func TestLogTotalsExactUnderDuplicatesAndRacingRollups(t *testing.T) {
 	require.NoError(t, err)
 	require.EqualValues(t, want, total)
 	t.Logf("%d distinct ids stored from %d records, %d refused as closed, %d concurrent reads", want, ids*copies, closed.Load(), reads.Load())
-	goleak.VerifyNone(t, running)
+	goleak.VerifyNone(t, append(leakcheck.DriverGoroutines(), running)...)
 }
 
 func FuzzValidateCounter(f *testing.F) {

@@ -15,6 +15,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/cassdedup/cassdedup/guard"
+	"github.com/cassdedup/cassdedup/internal/leakcheck"
 	"github.com/cassdedup/cassdedup/testnode"
 )
 
@@ -153,7 +154,7 @@ func TestGuardReplayedStreamTakesEffectOnce(t *testing.T) {
 		outcomes[guard.Processed].Load(), outcomes[guard.Duplicate].Load(), outcomes[guard.InProgress].Load(),
 		outcomes[guard.Failed].Load(), outcomes[guard.Poison].Load())
 	require.Positive(t, outcomes[guard.Duplicate].Load())
-	goleak.VerifyNone(t, running)
+	goleak.VerifyNone(t, append(leakcheck.DriverGoroutines(), running)...)
 }
 
 func TestGuardFailedHandlerLeavesMessageForRedelivery(t *testing.T) {

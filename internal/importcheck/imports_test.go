@@ -1,6 +1,7 @@
 package importcheck
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -44,6 +45,24 @@ func TestInternalHoldsLeavesOnly(t *testing.T) {
 			if imp != pkg && !strings.HasPrefix(imp, module+"/internal/") {
 				t.Errorf("%s imports %s, a package of the library: internal/ holds leaves only", pkg, imp)
 			}
+		}
+	}
+}
+
+// TestSessionTestsUseLeakcheck: a package of make test whose tests open sessions on the test
+// node checks for leaked goroutines with internal/leakcheck, which knows the goroutines gocql
+// leaves behind a closed session; goleak alone fails such a package whenever a loaded machine
+// keeps one of them alive past the end of the tests (lwt/clock, once). The suites behind build
+// tags drive processes and nodes of their own and are left out.
+func TestSessionTestsUseLeakcheck(t *testing.T) {
+	t.Parallel()
+	all := depcheck.Imports(t, "", "../../...")
+	if len(all) == 0 {
+		t.Fatal("go list ./... listed no package")
+	}
+	for pkg, imports := range all {
+		if slices.Contains(imports, module+"/testnode") && !slices.Contains(imports, module+"/internal/leakcheck") {
+			t.Errorf("%s's tests open sessions with testnode but its TestMain does not call leakcheck.Main", pkg)
 		}
 	}
 }

@@ -21,13 +21,13 @@ import (
 const grace = 10 * time.Second
 
 // Main runs the tests of m and fails the binary if they leave a goroutine running for longer
-// than grace that is not one of the driver's listed in driverGoroutines. It names the
+// than grace that is not one of the driver's listed in DriverGoroutines. It names the
 // goroutines on stderr, in a line that starts with "goleak:". Call it from TestMain.
 func Main(m *testing.M) {
 	code := m.Run()
 	if code == 0 {
 		start := time.Now()
-		late, err := find(grace, driverGoroutines()...)
+		late, err := find(grace, DriverGoroutines()...)
 		switch {
 		case err != nil:
 			fmt.Fprintf(os.Stderr, "goleak: goroutines still running %v after the tests ended: %v\n", grace, err)
@@ -60,8 +60,9 @@ func find(wait time.Duration, opts ...goleak.Option) (late, err error) {
 	}
 }
 
-// driverGoroutines returns the goleak options for gocql's goroutines that outlive their
-// session's Close:
+// DriverGoroutines returns the goleak options that ignore the goroutines gocql starts on its own
+// and that can outlive their session's Close. Main uses them; a test that checks for leaks
+// itself while sessions are open (goleak.VerifyNone) passes them too. They are:
 //   - a pool whose dial to a node failed (a node a test stopped, cut off or slowed down, or a
 //     connection that timed out on a loaded machine) sleeps a second before it tries again, as
 //     many times as its reconnection policy allows, and only then sees that its session is closed
@@ -74,7 +75,7 @@ func find(wait time.Duration, opts ...goleak.Option) (late, err error) {
 //     (gocql's handleKeyspaceChange): once the session is closed its queries fail, and it tries
 //     again every 200 ms until the session's MaxWaitSchemaAgreement (60 s by default) has passed
 //     (cmd/cassdedup on a loaded CI run).
-func driverGoroutines() []goleak.Option {
+func DriverGoroutines() []goleak.Option {
 	return []goleak.Option{
 		goleak.IgnoreAnyFunction("github.com/gocql/gocql.(*hostConnPool).connectMany"),
 		goleak.IgnoreAnyFunction("github.com/gocql/gocql.(*hostConnPool).connect"),

@@ -10,14 +10,14 @@ import (
 // outlived goleak's own wait is named as late; one still running when the wait is over is
 // reported by the function it runs.
 func TestFindWaitsForGoroutinesThatEnd(t *testing.T) {
-	if late, err := find(time.Second, driverGoroutines()...); late != nil || err != nil {
+	if late, err := find(time.Second, DriverGoroutines()...); late != nil || err != nil {
 		t.Fatalf("with no goroutine of the test's running: late %v, err %v", late, err)
 	}
 
 	ends := make(chan struct{})
 	go blockUntil(ends)
 	time.AfterFunc(time.Second, func() { close(ends) }) // past goleak's own wait of under half a second
-	late, err := find(5*time.Second, driverGoroutines()...)
+	late, err := find(5*time.Second, DriverGoroutines()...)
 	if err != nil {
 		t.Fatalf("a goroutine that ended within the wait was reported: %v", err)
 	}
@@ -29,7 +29,7 @@ func TestFindWaitsForGoroutinesThatEnd(t *testing.T) {
 	defer close(stuck)
 	go blockUntil(stuck)
 	start := time.Now()
-	_, err = find(time.Second, driverGoroutines()...)
+	_, err = find(time.Second, DriverGoroutines()...)
 	if err == nil {
 		t.Fatal("a goroutine still running after the wait was not reported")
 	}
