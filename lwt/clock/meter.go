@@ -76,11 +76,12 @@ func (m *Meter) Measure(ctx context.Context) (Reading, error) {
 func (m *Meter) measure(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, m.cfg.timeout)
 	defer cancel()
-	m0 := time.Now()
+	// The two clocks are read back to back, before anything that can block: a gap between them
+	// (a wait for the lock, on a loaded host) would count as slip in every later bound.
+	m0, l0 := time.Now(), m.cfg.now()
 	m.mu.Lock()
 	m.attempted = m0
 	m.mu.Unlock()
-	l0 := m.cfg.now()
 	var at time.Time
 	err := m.session.Query(query).WithContext(ctx).Consistency(m.cfg.cons).Idempotent(true).Scan(&at)
 	m1, l1 := time.Now(), m.cfg.now()
