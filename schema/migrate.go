@@ -191,7 +191,10 @@ func readRecords(ctx context.Context, session *gocql.Session, keyspace string) (
 // It waits for schema agreement after every statement, so the next one (and the caller's
 // first query) sees it. A keyspace installed before migrations were recorded is adopted: every
 // statement of the files is idempotent (CREATE ... IF NOT EXISTS, ALTER ... ADD IF NOT EXISTS),
-// so applying them upgrades it in place and leaves its data alone.
+// so applying them upgrades it in place and leaves its data alone. A keyspace without tables
+// (a new install) gets each table in its final form at once, the columns later migrations add
+// folded into its CREATE TABLE, and every migration recorded: the same schema in about half the
+// schema changes.
 //
 // Before it changes anything, Migrate refuses: a keyspace that records a migration this binary
 // does not know (a *NewerSchemaError, ErrNewerSchema); an applied migration whose file
@@ -214,6 +217,9 @@ func Migrate(ctx context.Context, session *gocql.Session, opts ...Option) ([]Mig
 	if err := runStatements(ctx, session, c, p.Prepare); err != nil {
 		return nil, err
 	}
+	if !p.Report.Versioned && p.Report.Tables == 0 {
+		return install(ctx, session, c, p.Pending)
+	}
 	versioned := p.Report.Versioned
 	var done []MigrationStatus
 	for _, m := range p.Pending {
@@ -227,6 +233,25 @@ func Migrate(ctx context.Context, session *gocql.Session, opts ...Option) ([]Mig
 			}
 			versioned = true
 		}
+		st, err := record(ctx, session, c.keyspace, m)
+		if err != nil {
+			return done, err
+		}
+		done = append(done, st)
+	}
+	return done, nil
+}
+
+// install brings a keyspace without tables to the schema of ms in one pass: their statements
+// folded (see folded), then the record table and a record for each. Interrupted, it leaves
+// tables without records, and the next Migrate adopts them as an unversioned install: it runs
+// every migration's idempotent statements as written and records them.
+func install(ctx context.Context, session *gocql.Session, c config, ms []Migration) ([]MigrationStatus, error) {
+	if err := runStatements(ctx, session, c, append(folded(ms), migrationsTableCQL(c.keyspace))); err != nil {
+		return nil, err
+	}
+	done := make([]MigrationStatus, 0, len(ms))
+	for _, m := range ms {
 		st, err := record(ctx, session, c.keyspace, m)
 		if err != nil {
 			return done, err

@@ -143,24 +143,8 @@ func parseCreateTable(stmt string, words []string, migration string) *tableModel
 func alterTable(t *tableModel, words, upper []string, migration string) {
 	switch upper[0] {
 	case "ADD":
-		rest := words[1:]
-		if len(upper) > 3 && upper[1] == "IF" && upper[2] == "NOT" && upper[3] == "EXISTS" {
-			rest = words[4:]
-		}
-		text := strings.Join(rest, " ")
-		defs := []string{text}
-		if strings.HasPrefix(text, "(") {
-			inner, ok := balanced(text)
-			if !ok {
-				return
-			}
-			defs = splitTopLevel(inner)
-		}
-		for _, d := range defs {
+		for _, d := range addedColumns(words, upper) {
 			f := strings.Fields(d)
-			if len(f) < 2 {
-				continue
-			}
 			name := strings.ToLower(strings.Trim(f[0], `"`))
 			if t.column(name) == nil {
 				t.columns = append(t.columns, column{name: name, cqlType: strings.Join(f[1:], " "), createdBy: migration})
@@ -181,6 +165,32 @@ func alterTable(t *tableModel, words, upper []string, migration string) {
 			}
 		}
 	}
+}
+
+// addedColumns returns the column definitions ("name type") of an ALTER TABLE ... ADD, whose
+// words and upper follow the table's name: ADD [IF NOT EXISTS] name type, or a list of them in
+// parentheses. It returns none for a list it cannot read.
+func addedColumns(words, upper []string) []string {
+	rest := words[1:]
+	if len(upper) > 3 && upper[1] == "IF" && upper[2] == "NOT" && upper[3] == "EXISTS" {
+		rest = words[4:]
+	}
+	text := strings.Join(rest, " ")
+	defs := []string{text}
+	if strings.HasPrefix(text, "(") {
+		inner, ok := balanced(text)
+		if !ok {
+			return nil
+		}
+		defs = splitTopLevel(inner)
+	}
+	var out []string
+	for _, d := range defs {
+		if len(strings.Fields(d)) >= 2 {
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 func (t *tableModel) column(name string) *column {
