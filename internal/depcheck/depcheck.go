@@ -39,7 +39,8 @@ func Imported(t testing.TB, pkgs []string, roots ...string) []string {
 // Imports returns, for each package that pkgs match (patterns of go list, relative to the
 // calling test's directory) when built with tags (comma-separated, "" for none), the packages it
 // imports itself, its tests' imports included: for rules on a package's own imports rather than
-// on everything it builds with.
+// on everything it builds with. It fails t when the patterns match no package: a rule checked
+// over no package would pass whatever the imports.
 func Imports(t testing.TB, tags string, pkgs ...string) map[string][]string {
 	t.Helper()
 	goTool, err := exec.LookPath("go")
@@ -58,6 +59,9 @@ func Imports(t testing.TB, tags string, pkgs ...string) map[string][]string {
 		if f := strings.Fields(line); len(f) > 0 {
 			imports[f[0]] = f[1:]
 		}
+	}
+	if len(imports) == 0 {
+		t.Fatalf("depcheck: go list %s listed no package", strings.Join(pkgs, " "))
 	}
 	return imports
 }

@@ -34,9 +34,6 @@ func TestStoresBesideLWTDoNotImportItsStateMachine(t *testing.T) {
 func TestInternalHoldsLeavesOnly(t *testing.T) {
 	t.Parallel()
 	all := depcheck.Imports(t, "cluster,faults,soak,histories", "../../internal/...")
-	if len(all) == 0 {
-		t.Fatal("go list ./internal/... listed no package")
-	}
 	for pkg, imports := range all {
 		for _, imp := range imports {
 			if imp != module && !strings.HasPrefix(imp, module+"/") {
@@ -57,9 +54,6 @@ func TestInternalHoldsLeavesOnly(t *testing.T) {
 func TestSessionTestsUseLeakcheck(t *testing.T) {
 	t.Parallel()
 	all := depcheck.Imports(t, "", "../../...")
-	if len(all) == 0 {
-		t.Fatal("go list ./... listed no package")
-	}
 	for pkg, imports := range all {
 		if slices.Contains(imports, module+"/testnode") && !slices.Contains(imports, module+"/internal/leakcheck") {
 			t.Errorf("%s's tests open sessions with testnode but its TestMain does not call leakcheck.Main", pkg)
