@@ -140,75 +140,22 @@ func serveAPI(ctx context.Context, session *gocql.Session, cfg roleConfig, rep *
 }
 
 func runRelay(ctx context.Context, session *gocql.Session, cfg roleConfig, rep *reporter) error {
-	// The relay's publisher gives up on a record within the relay's publish timeout.
 	relayOpts := []outbox.RelayOption{outbox.WithKeyspace(cfg.keyspace), outbox.WithPollInterval(50 * time.Millisecond),
 		outbox.WithRelayLease(cfg.relayLease), outbox.WithClock(offsetClock(cfg.clockOffset))}
-	timeout := outbox.DefaultPublishTimeout
 	if cfg.publishTimeout > 0 {
-		timeout = cfg.publishTimeout
-		relayOpts = append(relayOpts, outbox.WithPublishTimeout(timeout))
+		relayOpts = append(relayOpts, outbox.WithPublishTimeout(cfg.publishTimeout))
 	}
-	opts := append(kafkapub.ClientOpts(), kgo.SeedBrokers(cfg.brokers...))
-	if cfg.maxMessageBytes > 0 {
-		// Batches no larger than the topic accepts: a batch over it is refused whole, and one
-		// record too large would take the others of its batch down with it.
-		opts = append(opts, kgo.ProducerBatchMaxBytes(int32(cfg.maxMessageBytes)))
-	}
-	cl, err := kgo.NewClient(opts...)
+	cl, err := relayClient(ctx, cfg)
 	if err != nil {
 		return err
 	}
 	defer cl.Close()
-	if err := createTopic(ctx, cl, cfg.topic, cfg.maxMessageBytes); err != nil {
-		return err
-	}
 	pub, err := kafkapub.New(cl, cfg.topic)
 	if err != nil {
 		return err
 	}
-	var hold sync.Once
-	resume := make(chan struct{})
-	relay, err := outbox.NewRelay(session, outbox.PublisherFunc(func(pctx context.Context, msgs []outbox.Message) error {
-		if err := pub.Publish(pctx, msgs); err != nil {
-			// Some messages may have been accepted beside those refused: report those.
-			var perMsg *outbox.PublishErrors
-			if errors.As(err, &perMsg) && len(perMsg.Errs) == len(msgs) {
-				var orders []string
-				for i, e := range perMsg.Errs {
-					if e == nil {
-						orders = append(orders, msgs[i].Key)
-					}
-				}
-				if len(orders) > 0 {
-					rep.say(Line{Event: "published", Orders: orders})
-				}
-			}
-			return err
-		}
-		orders := make([]string, len(msgs))
-		for i, m := range msgs {
-			orders[i] = m.Key
-		}
-		rep.say(Line{Event: "published", Orders: orders})
-		if !cfg.holdAfterPublish {
-			return nil
-		}
-		hold.Do(func() {
-			rep.say(Line{Event: "holding"})
-			go func() {
-				_, _ = bufio.NewReader(os.Stdin).ReadString('\n')
-				close(resume)
-			}()
-		})
-		// The hold outlasts the publish deadline on purpose: the relay stays between publish
-		// and mark until the test kills it or resumes it (or the role stops).
-		select {
-		case <-resume:
-			return nil
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}), relayOpts...)
+	p := &reportingPublisher{ctx: ctx, pub: pub, rep: rep, hold: cfg.holdAfterPublish, resume: make(chan struct{})}
+	relay, err := outbox.NewRelay(session, p, relayOpts...)
 	if err != nil {
 		return err
 	}
@@ -221,6 +168,80 @@ func runRelay(ctx context.Context, session *gocql.Session, cfg roleConfig, rep *
 			rep.say(l)
 		}
 	})
+}
+
+// relayClient is the relay's Kafka client, its topic created. Its publisher gives up on a
+// record within the relay's publish timeout.
+func relayClient(ctx context.Context, cfg roleConfig) (*kgo.Client, error) {
+	opts := append(kafkapub.ClientOpts(), kgo.SeedBrokers(cfg.brokers...))
+	if cfg.maxMessageBytes > 0 {
+		// Batches no larger than the topic accepts: a batch over it is refused whole, and one
+		// record too large would take the others of its batch down with it.
+		opts = append(opts, kgo.ProducerBatchMaxBytes(int32(cfg.maxMessageBytes)))
+	}
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return nil, err
+	}
+	if err := createTopic(ctx, cl, cfg.topic, cfg.maxMessageBytes); err != nil {
+		cl.Close()
+		return nil, err
+	}
+	return cl, nil
+}
+
+// reportingPublisher publishes through pub and reports the orders published. With hold, it
+// then holds after its first publish until a line arrives on stdin (or the role stops).
+type reportingPublisher struct {
+	ctx    context.Context // the role's: a hold ends with it
+	pub    *kafkapub.Publisher
+	rep    *reporter
+	hold   bool
+	once   sync.Once
+	resume chan struct{}
+}
+
+// Publish implements outbox.Publisher.
+func (p *reportingPublisher) Publish(ctx context.Context, msgs []outbox.Message) error {
+	if err := p.pub.Publish(ctx, msgs); err != nil {
+		// Some messages may have been accepted beside those refused: report those.
+		var perMsg *outbox.PublishErrors
+		if errors.As(err, &perMsg) && len(perMsg.Errs) == len(msgs) {
+			var orders []string
+			for i, e := range perMsg.Errs {
+				if e == nil {
+					orders = append(orders, msgs[i].Key)
+				}
+			}
+			if len(orders) > 0 {
+				p.rep.say(Line{Event: "published", Orders: orders})
+			}
+		}
+		return err
+	}
+	orders := make([]string, len(msgs))
+	for i, m := range msgs {
+		orders[i] = m.Key
+	}
+	p.rep.say(Line{Event: "published", Orders: orders})
+	if !p.hold {
+		return nil
+	}
+	p.once.Do(func() {
+		p.rep.say(Line{Event: "holding"})
+		go func() {
+			_, _ = bufio.NewReader(os.Stdin).ReadString('\n')
+			close(p.resume)
+		}()
+	})
+	// The hold outlasts the publish deadline on purpose: the relay stays between publish and
+	// mark until the test kills it or resumes it (or the role stops).
+	select {
+	case <-p.resume:
+		return nil
+	case <-p.ctx.Done():
+		return p.ctx.Err()
+	}
 }
 
 // offsetClock is the host's clock off by d: a process on a host whose clock is broken.

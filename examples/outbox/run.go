@@ -203,25 +203,7 @@ func runPhase(ctx context.Context, session *gocql.Session, cfg config, catchup b
 		return Summary{}, err
 	}
 	defer srv.Close()
-
-	bg, stop := context.WithCancel(ctx)
-	defer stop()
-	var wg sync.WaitGroup
-	pub, err := kafkapub.New(cl, topic)
-	if err != nil {
-		return Summary{}, err
-	}
-	// The relay passes at its default interval (200 ms): passes every 50 ms read, marked and
-	// published in smaller batches, and their extra queries and produce requests took CPU from
-	// the node the services share (docs/outbox.md has the runs).
-	relay, err := outbox.NewRelay(session, outbox.PublisherFunc(func(ctx context.Context, msgs []outbox.Message) error {
-		err := pub.Publish(ctx, msgs)
-		if err == nil {
-			c.published.Add(int64(len(msgs)))
-			c.lastPub.Store(time.Now().UnixNano())
-		}
-		return err
-	}), outbox.WithKeyspace(cfg.keyspace))
+	relay, err := c.newRelay(cl, topic)
 	if err != nil {
 		return Summary{}, err
 	}
@@ -233,42 +215,9 @@ func runPhase(ctx context.Context, session *gocql.Session, cfg config, catchup b
 	if err != nil {
 		return Summary{}, err
 	}
-	errs := make(chan error, 2)
-	wg.Add(2)
-	go func() {
-		defer wg.Done()
-		_ = relay.Run(bg, func(st outbox.Stats, err error) {
-			c.relayRows.Add(int64(st.RowsRead))
-			c.relayPub.Add(int64(st.Published))
-			if err != nil {
-				fmt.Fprintln(out, "relay:", err)
-			}
-		})
-	}()
-	consume := func() {
-		defer wg.Done()
-		if err := c.consume(bg, topic, "billing-"+suffix, g, logc); err != nil && bg.Err() == nil {
-			errs <- err
-		}
-	}
-	if !catchup {
-		go consume()
-	}
-
 	start := time.Now()
-	c.place(bg, addr)
-	if catchup {
-		// The backlog is whole before the consumer starts: every accepted order published.
-		c.waitPublished(bg)
-		c.mu.Lock()
-		c.consumerStart = time.Now()
-		c.mu.Unlock()
-		go consume()
-	}
-	err = c.waitApplied(bg, errs)
-	stop()
-	wg.Wait()
-	if err != nil {
+	if err := c.drive(ctx, phase{addr: addr, topic: topic, group: "billing-" + suffix, catchup: catchup},
+		relay, g, logc, out); err != nil {
 		return Summary{}, err
 	}
 	s := c.summary(ctx, logc, start)
@@ -280,6 +229,70 @@ func runPhase(ctx context.Context, session *gocql.Session, cfg config, catchup b
 	b, _ := json.MarshalIndent(s, "", "  ")
 	fmt.Fprintln(out, string(b))
 	return s, nil
+}
+
+// newRelay is the phase's relay, publishing to topic through cl and counting what it published.
+// It passes at its default interval (200 ms): passes every 50 ms read, marked and published in
+// smaller batches, and their extra queries and produce requests took CPU from the node the
+// services share (docs/outbox.md has the runs).
+func (c *chain) newRelay(cl *kgo.Client, topic string) (*outbox.Relay, error) {
+	pub, err := kafkapub.New(cl, topic)
+	if err != nil {
+		return nil, err
+	}
+	return outbox.NewRelay(c.session, outbox.PublisherFunc(func(ctx context.Context, msgs []outbox.Message) error {
+		err := pub.Publish(ctx, msgs)
+		if err == nil {
+			c.published.Add(int64(len(msgs)))
+			c.lastPub.Store(time.Now().UnixNano())
+		}
+		return err
+	}), outbox.WithKeyspace(c.cfg.keyspace))
+}
+
+// phase is where one run of the chain places its orders and what it consumes.
+type phase struct {
+	addr, topic, group string
+	catchup            bool // the consumer starts once every order is published
+}
+
+// drive runs the relay and the consumer while the orders of p are placed, until every accepted
+// order was applied, the consumer failed or ctx ended; then it stops both.
+func (c *chain) drive(ctx context.Context, p phase, relay *outbox.Relay, g *guard.Guard, logc *events.Log, out io.Writer) error {
+	bg, stop := context.WithCancel(ctx)
+	defer stop()
+	var wg sync.WaitGroup
+	errs := make(chan error, 2)
+	wg.Go(func() {
+		_ = relay.Run(bg, func(st outbox.Stats, err error) {
+			c.relayRows.Add(int64(st.RowsRead))
+			c.relayPub.Add(int64(st.Published))
+			if err != nil {
+				fmt.Fprintln(out, "relay:", err)
+			}
+		})
+	})
+	consume := func() {
+		if err := c.consume(bg, p.topic, p.group, g, logc); err != nil && bg.Err() == nil {
+			errs <- err
+		}
+	}
+	if !p.catchup {
+		wg.Go(consume)
+	}
+	c.place(bg, p.addr)
+	if p.catchup {
+		// The backlog is whole before the consumer starts: every accepted order published.
+		c.waitPublished(bg)
+		c.mu.Lock()
+		c.consumerStart = time.Now()
+		c.mu.Unlock()
+		wg.Go(consume)
+	}
+	err := c.waitApplied(bg, errs)
+	stop()
+	wg.Wait()
+	return err
 }
 
 // newEffectLog is the event log the consumer applies the orders' amounts to. An effect is
