@@ -281,11 +281,10 @@ HISTORY_SEEDS       ?= 1,2,3,4
 HISTORY_TIME        ?= 45s
 HISTORY_MUTANTS     ?= nofence,unknown_not_applied,mark_before_publish
 HISTORY_MUTANT_TIME ?= 40s
-# A mutant runs the library's seeds first, then these three more, until one catches it: the
-# fence mutant is caught only when a client is paused while a worker holds a claim that another
-# then takes over, which some schedules of 40 s never bring about. Seed 3 comes second: its
-# schedule pauses a client 4 s in, while seed 2's of 40 s pauses none, so when seed 1 misses
-# the fence mutant, the next run is one that can catch it (the same seeds, only their order).
+# A mutant runs the library's seeds first, then these three more, until one catches it. The
+# fence mutant is caught on every schedule that pauses a client (the paused client's keys are
+# retried by the others, which take its claims over: docs/verification.md). Seeds 1 and 3 come
+# first: both pause a client within 40 s, while seed 2's schedule of 40 s pauses none.
 HISTORY_MUTANT_SEEDS ?= 1,3,2,4,101,102,103
 HISTORY_CLIENTS     ?= 3
 HISTORY_WORKERS     ?= 6

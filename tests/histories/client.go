@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"os/signal"
 	"strconv"
 	"strings"
@@ -36,6 +35,7 @@ type clientConfig struct {
 	seed      uint64
 	history   string
 	skewFile  string        // holds the clock skew the nemesis set, in ns: read every 100 ms
+	retryFile string        // names a paused client's keys for the others to retry (retry.go)
 	runStart  int64         // the run's start on the monotonic clock: the key windows count from it
 	runWall   int64         // the run's start on the machine's wall clock, Unix ns: the messages' times count from it
 	window    int           // hot keys at a time
@@ -63,6 +63,7 @@ func clientFlags(args []string) (clientConfig, error) {
 	fs.Uint64Var(&c.seed, "seed", 1, "workload seed")
 	fs.StringVar(&c.history, "history", "", "history file")
 	fs.StringVar(&c.skewFile, "skew-file", "", "file holding the clock skew in ns")
+	fs.StringVar(&c.retryFile, "retry-file", "", "file naming a paused client's keys to retry")
 	fs.Int64Var(&c.runStart, "run-start", 0, "run start, monotonic ns")
 	fs.Int64Var(&c.runWall, "run-wall", 0, "run start, Unix ns of the machine's clock")
 	fs.IntVar(&c.window, "window", 4, "new keys at a time")
@@ -85,17 +86,10 @@ type skewedClock struct{ skew atomic.Int64 }
 
 func (c *skewedClock) now() time.Time { return time.Now().Add(time.Duration(c.skew.Load())) }
 
-func (c *skewedClock) follow(ctx context.Context, file string) {
-	for ctx.Err() == nil {
-		if b, err := os.ReadFile(file); err == nil {
-			if ns, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64); err == nil {
-				c.skew.Store(ns)
-			}
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(100 * time.Millisecond):
-		}
+// set sets the skew from the skew file's contents b.
+func (c *skewedClock) set(b []byte) {
+	if ns, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64); err == nil {
+		c.skew.Store(ns)
 	}
 }
 
@@ -109,6 +103,7 @@ type client struct {
 	guard    *guard.Guard
 	logClock func() time.Time // the event log's, the guard's and the outbox's clock; the events' times
 	rec      *recorder
+	retries  *retries
 }
 
 func runClient(args []string) error {
@@ -125,7 +120,7 @@ func runClient(args []string) error {
 	defer rec.close()
 	clock := &skewedClock{}
 	if cfg.skewFile != "" {
-		go clock.follow(stop, cfg.skewFile)
+		go followFile(stop, cfg.skewFile, clock.set)
 	}
 	cl, err := connect(cfg.hosts, cfg.keyspace, 3*time.Second)
 	if err != nil {
@@ -135,6 +130,9 @@ func runClient(args []string) error {
 	c, err := newClient(cfg, cl, clock, rec)
 	if err != nil {
 		return err
+	}
+	if cfg.retryFile != "" {
+		go followFile(stop, cfg.retryFile, c.retries.set)
 	}
 	rollups, stopRollups := context.WithCancel(context.Background())
 	defer stopRollups()
@@ -181,7 +179,8 @@ func newClient(cfg clientConfig, cl *gocql.Session, clock *skewedClock, rec *rec
 	if err != nil {
 		return nil, err
 	}
-	return &client{cfg: cfg, session: cl, store: store, box: box, log: log, guard: g, logClock: logClock, rec: rec}, nil
+	return &client{cfg: cfg, session: cl, store: store, box: box, log: log, guard: g, logClock: logClock, rec: rec,
+		retries: newRetries(cfg.name)}, nil
 }
 
 // connect opens a session with the library's recommended configuration, QUORUM and SERIAL.
@@ -206,6 +205,12 @@ func (c *client) work(stop context.Context, w int) {
 	var past []sent
 	for seq := 0; stop.Err() == nil; seq++ {
 		ctx, cancel := context.WithTimeout(context.Background(), c.cfg.opTimeout)
+		arg := fmt.Sprintf("%s#%d", proc, seq)
+		if key := c.retries.take(); key != "" {
+			c.retries.finish(key, c.exec(ctx, proc, key, arg))
+			cancel()
+			continue
+		}
 		switch op := rnd.IntN(11); {
 		case op < 2:
 			c.read(ctx, proc, c.hotKey(rnd))
@@ -216,7 +221,7 @@ func (c *client) work(stop context.Context, w int) {
 		case op < 6:
 			c.deliver(ctx, rnd, proc, seq)
 		default:
-			c.exec(ctx, proc, c.hotKey(rnd), fmt.Sprintf("%s#%d", proc, seq))
+			c.exec(ctx, proc, c.hotKey(rnd), arg)
 		}
 		cancel()
 	}
@@ -241,14 +246,16 @@ func (c *client) hotIndex(rnd *rand.Rand) int64 {
 // than a client pause, so a paused worker's claim is met, and taken over, once its lease ended.
 const recentKeys = 100
 
-// exec runs ExecuteOnce on key; the function writes the fenced effect row and returns arg.
-func (c *client) exec(ctx context.Context, proc, key, arg string) {
+// exec runs ExecuteOnce on key; the function writes the fenced effect row, recorded as an
+// "effect" line, and returns arg. It reports whether the call returned a result.
+func (c *client) exec(ctx context.Context, proc, key, arg string) bool {
 	c.rec.add(Entry{Type: "invoke", Proc: proc, Op: "exec", Key: key, Arg: arg})
 	res, err := c.store.ExecuteOnce(ctx, lwt.IdempotencyKey(c.cfg.namespace, key), func(ctx context.Context) ([]byte, error) {
 		claim, _ := lwt.ClaimFromContext(ctx)
 		if err := writeEffect(ctx, c.session, c.cfg.namespace+"/"+key, claim.Fence, arg); err != nil {
 			return nil, err
 		}
+		c.rec.add(Entry{Type: "effect", Proc: proc, Op: "effect", Key: key, Arg: arg, Fence: claim.Fence})
 		// Committed with the result, or not at all; the relays publish it.
 		if err := c.box.Stage(ctx, outbox.Event{Type: "histories.run", Key: key, Payload: []byte(arg)}); err != nil {
 			return nil, err
@@ -261,6 +268,7 @@ func (c *client) exec(ctx context.Context, proc, key, arg string) {
 	e := Entry{Proc: proc, Op: "exec", Key: key, Arg: arg, Value: string(res.Value), Replay: res.Replay, Fence: res.Fence}
 	e.Type, e.Error, e.Msg = classify(err)
 	c.rec.add(e)
+	return err == nil
 }
 
 // read reads key's record at SERIAL: its result if COMPLETED, "" otherwise.

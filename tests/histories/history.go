@@ -17,8 +17,9 @@ import (
 // Entry is one line of a history: an operation's invocation or completion, or a fault's start
 // or end. Type is "invoke", then "ok" (it took effect, with its value), "fail" (it certainly
 // took no effect) or "info" (its outcome is unknown: it may have taken effect, now or later);
-// "nemesis" lines are the faults. An invocation without a completion (its process was killed)
-// is an "info" too.
+// "nemesis" lines are the faults, "effect" lines an ExecuteOnce's function writing its effect
+// (the nemesis pauses a client while a worker holds such a claim). An invocation without a
+// completion (its process was killed) is an "info" too.
 type Entry struct {
 	Type  string `json:"type"`
 	Proc  string `json:"process"`         // the worker: client process, incarnation and goroutine

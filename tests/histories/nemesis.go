@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -100,14 +101,46 @@ func (n *nemesis) actions(f fault) (begin, end func() error, err error) {
 	case "kill-client":
 		return func() error { return n.clients.kill(idx) }, func() error { return n.clients.start(idx) }, nil
 	case "pause-client":
-		return func() error { return n.clients.signal(idx, syscall.SIGSTOP) },
-			func() error { return n.clients.signal(idx, syscall.SIGCONT) }, nil
+		return func() error { return n.pauseClient(idx) }, func() error { return n.resumeClient(idx) }, nil
 	case "clock-client":
 		file := n.clients.skewFile(idx)
 		return func() error { return os.WriteFile(file, []byte(fmt.Sprint(int64(f.Skew))), 0o644) },
 			func() error { return os.WriteFile(file, []byte("0"), 0o644) }, nil
 	}
 	return nil, nil, fmt.Errorf("histories: unknown fault %q", f.Kind)
+}
+
+// heldPatience is how long a client's pause may wait for one of its workers to hold a claim
+// with its effect written; with six workers that takes well under a second.
+const heldPatience = 3 * time.Second
+
+// pauseClient stops client i once a worker of its holds a claim with its effect written, and
+// names the keys its workers hold for the other clients to retry (retry.go).
+func (n *nemesis) pauseClient(i int) error {
+	file := n.clients.history(i)
+	if !awaitHeldEffect(file, heldPatience) {
+		n.log("nemesis: pause-client p%d: no worker held a claim with its effect written within %v", i, heldPatience)
+	}
+	if err := n.clients.signal(i, syscall.SIGSTOP); err != nil {
+		return err
+	}
+	var keys []string
+	for _, c := range heldClaims(file) {
+		if !slices.Contains(keys, c.key) { // several workers may be calling on one key
+			keys = append(keys, c.key)
+		}
+	}
+	slot := fmt.Sprintf("p%d", i)
+	n.rec.add(Entry{Type: "nemesis", Proc: "nemesis", Phase: "retry", Op: "pause-client", Target: slot, Arg: strings.Join(keys, " ")})
+	return writeRetries(n.clients.retryFile(), slot, keys)
+}
+
+// resumeClient clears the retry file and resumes client i.
+func (n *nemesis) resumeClient(i int) error {
+	if err := writeRetries(n.clients.retryFile(), "", nil); err != nil {
+		return err
+	}
+	return n.clients.signal(i, syscall.SIGCONT)
 }
 
 // cluster runs cluster.sh with args (a node's restart waits until it answers CQL).
@@ -135,7 +168,7 @@ func (n *nemesis) signalNode(i int, sig syscall.Signal) error {
 }
 
 // healAll undoes whatever a fault cut short may have left: every node resumed, the partitions
-// healed, every node up, every clock back.
+// healed, every node up, every clock back, nothing left to retry.
 func (n *nemesis) healAll(nodes int) {
 	for i := 1; i <= nodes; i++ {
 		_ = n.signalNode(i, syscall.SIGCONT)
@@ -151,4 +184,5 @@ func (n *nemesis) healAll(nodes int) {
 	for i := range n.clients.procs {
 		_ = os.WriteFile(n.clients.skewFile(i), []byte("0"), 0o644)
 	}
+	_ = writeRetries(n.clients.retryFile(), "", nil)
 }

@@ -32,6 +32,17 @@ type clients struct {
 
 func (cs *clients) skewFile(i int) string { return filepath.Join(cs.dir, fmt.Sprintf("p%d.skew", i)) }
 
+// retryFile names a paused client's held keys for the others to retry (retry.go).
+func (cs *clients) retryFile() string { return filepath.Join(cs.dir, "retry") }
+
+// history is the history file of the process in slot i now.
+func (cs *clients) history(i int) string {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	files := cs.procs[i].files
+	return files[len(files)-1]
+}
+
 // start starts a new incarnation in slot i.
 func (cs *clients) start(i int) error {
 	cs.mu.Lock()
@@ -43,7 +54,7 @@ func (cs *clients) start(i int) error {
 	p.inc++
 	name := fmt.Sprintf("p%d.%d", i, p.inc)
 	hist := filepath.Join(cs.dir, name+".jsonl")
-	args := append([]string{"client", "-name", name, "-history", hist, "-skew-file", cs.skewFile(i),
+	args := append([]string{"client", "-name", name, "-history", hist, "-skew-file", cs.skewFile(i), "-retry-file", cs.retryFile(),
 		"-seed", fmt.Sprint(cs.seed*1000 + uint64(i*100+p.inc))}, cs.args...)
 	cmd := exec.Command(cs.bin, args...)
 	log, err := os.Create(filepath.Join(cs.dir, name+".log"))

@@ -186,7 +186,7 @@ func countOps(history []Entry) map[string]int {
 	n := map[string]int{}
 	for _, e := range history {
 		switch e.Type {
-		case "nemesis", "publish":
+		case "nemesis", "publish", "effect":
 		case "invoke":
 			open[e.Proc] = true
 		default:
