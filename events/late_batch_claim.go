@@ -258,21 +258,12 @@ func (l *Log) claimRound(ctx context.Context, items []*lateItem) ([]*lateItem, e
 			b.Query(l.late.batch.move, ttl, mine, now.UTC(), it.e.Counter, second, it.e.ID, it.target)
 		}
 	}
-	byID := func(rows []cas.Row) map[string]time.Time {
-		m := make(map[string]time.Time, len(rows))
-		for _, r := range rows {
-			if id, ok := r["event_id"].(string); ok {
-				m[id] = targetOf(r)
-			}
-		}
-		return m
-	}
 	l.stats.lateRounds.Add(1)
 	applied, rows, err := cas.ResolveBatch(ctx, cas.BatchConditional{
 		Op: "late claim batch", Session: l.session, Batch: b,
 		Read: l.session.Query(l.late.batch.read, e0.Counter, second, ids(items)),
 		Applied: func(rows []cas.Row) bool {
-			got := byID(rows)
+			got := targetsByID(rows)
 			for _, it := range items {
 				if t, ok := got[it.e.ID]; !ok || !t.Equal(mine) {
 					return false
@@ -291,7 +282,23 @@ func (l *Log) claimRound(ctx context.Context, items []*lateItem) ([]*lateItem, e
 		}
 		return nil, nil
 	}
-	got := byID(rows)
+	return followTargets(items, targetsByID(rows)), nil
+}
+
+// targetsByID returns the target of each late claim row of rows, by event id.
+func targetsByID(rows []cas.Row) map[string]time.Time {
+	m := make(map[string]time.Time, len(rows))
+	for _, r := range rows {
+		if id, ok := r["event_id"].(string); ok {
+			m[id] = targetOf(r)
+		}
+	}
+	return m
+}
+
+// followTargets gives each item the target another writer claimed or moved it to (got, read
+// after a rejected batch) and returns the items still to claim.
+func followTargets(items []*lateItem, got map[string]time.Time) []*lateItem {
 	var left []*lateItem
 	for _, it := range items {
 		t, ok := got[it.e.ID]
@@ -302,5 +309,5 @@ func (l *Log) claimRound(ctx context.Context, items []*lateItem) ([]*lateItem, e
 			left = append(left, it)
 		}
 	}
-	return left, nil
+	return left
 }

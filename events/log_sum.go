@@ -53,34 +53,7 @@ func (l *Log) sum(ctx context.Context, counter string, legacy []time.Time, windo
 // partitions of an aggregate over an IN list one after another, which measured slower than
 // eight single-partition queries at once (docs/sizing.md).
 func (l *Log) sumEach(ctx context.Context, counter string, legacy []time.Time, windows []window, now time.Time, forTotal bool) (int64, []int64, error) {
-	var reads []read
-	var checks []check
-	var cached []partial // sums taken from the cache, added after the reads
-	for _, b := range legacy {
-		reads = append(reads, read{legacy: true, start: b, win: -1})
-	}
-	for i, w := range windows {
-		if len(w.parts) > 1 {
-			reads = append(reads, read{start: w.start, mixed: w.parts, win: i})
-			continue
-		}
-		// The window's end, looked up once: it settles grace + settle after it, and is quiet
-		// quietAfter after it.
-		end := l.endOf(counter, w.start)
-		settled, quiet := !now.Before(end.Add(l.cfg.grace+l.cfg.settle)), !now.Before(end.Add(quietAfter))
-		for p := range w.parts[0] {
-			c, ok := l.sums.get(partKey{counter, w.start.UnixMilli(), p})
-			switch {
-			case ok && c.final:
-				cached = append(cached, partial{i, c.sum})
-				l.stats.reused.Add(1)
-			case ok && !settled && (quiet || !c.sent.Before(end)):
-				checks = append(checks, check{start: w.start, part: p, win: i})
-			default:
-				reads = append(reads, read{start: w.start, part: p, win: i, final: settled})
-			}
-		}
-	}
+	reads, checks, cached := l.planSums(counter, legacy, windows, now)
 	got := make([]int64, len(reads))
 	var again []read
 	var unchanged []partial
@@ -121,6 +94,38 @@ func (l *Log) sumEach(ctx context.Context, counter string, legacy []time.Time, w
 		parts = append(parts, partial{r.win, gotAgain[i]})
 	}
 	return addPartials(counter, parts, len(windows))
+}
+
+// planSums sorts the parts of windows (and the legacy buckets) by how sumEach gets their sums:
+// read from the node, checked against the marks read with a cached sum, or taken from the
+// cache as final.
+func (l *Log) planSums(counter string, legacy []time.Time, windows []window, now time.Time) (reads []read, checks []check, cached []partial) {
+	for _, b := range legacy {
+		reads = append(reads, read{legacy: true, start: b, win: -1})
+	}
+	for i, w := range windows {
+		if len(w.parts) > 1 {
+			reads = append(reads, read{start: w.start, mixed: w.parts, win: i})
+			continue
+		}
+		// The window's end, looked up once: it settles grace + settle after it, and is quiet
+		// quietAfter after it.
+		end := l.endOf(counter, w.start)
+		settled, quiet := !now.Before(end.Add(l.cfg.grace+l.cfg.settle)), !now.Before(end.Add(quietAfter))
+		for p := range w.parts[0] {
+			c, ok := l.sums.get(partKey{counter, w.start.UnixMilli(), p})
+			switch {
+			case ok && c.final:
+				cached = append(cached, partial{i, c.sum})
+				l.stats.reused.Add(1)
+			case ok && !settled && (quiet || !c.sent.Before(end)):
+				checks = append(checks, check{start: w.start, part: p, win: i})
+			default:
+				reads = append(reads, read{start: w.start, part: p, win: i, final: settled})
+			}
+		}
+	}
+	return reads, checks, cached
 }
 
 // partReads returns how many of reads are one part of a window, summed by the node.

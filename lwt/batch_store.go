@@ -122,44 +122,12 @@ func (s *BatchStore) BeginBatch(ctx context.Context, partition Key, items []Batc
 		slots[i] = &slot{item: it}
 	}
 	for range maxClaimRounds {
-		planned, b, err := s.plan(partition, slots)
-		if err != nil || len(planned) == 0 {
-			if err != nil {
-				return nil, err
-			}
-			break
-		}
-		applied, rows, err := cas.ResolveBatch(ctx, cas.BatchConditional{
-			Op: "claim", Session: s.base.session, Batch: b, Read: s.readQuery(partition, planned),
-			Applied:  func(rows []cas.Row) bool { return showsAll(s.byKey(rows), planned, StatusStarted) },
-			Patience: s.base.claimPatience(), Observe: s.base.observeCAS(partition),
-		}, s.base.cfg.commit, s.base.cfg.serial)
+		done, err := s.claimRound(ctx, partition, slots)
 		if err != nil {
 			return nil, err
 		}
-		if applied {
-			for _, sl := range planned {
-				sl.out = &Begun{Claim: sl.plan}
-				s.base.record(Observation{Kind: ObservedClaim, Key: sl.plan.Key})
-				if sl.plan.TakenOver {
-					s.base.record(Observation{Kind: ObservedTakeover, Key: sl.plan.Key})
-				}
-			}
+		if done {
 			break
-		}
-		if !fullRows(rows) {
-			// A batch of updates alone returns only its conditions' columns: read the records.
-			if rows, err = s.read(ctx, partition, planned); err != nil {
-				return nil, err
-			}
-		}
-		found := s.byKey(rows)
-		for _, sl := range planned {
-			sl.known, sl.cur, sl.leaseLive = true, nil, false
-			if row, ok := found[sl.item.Key]; ok {
-				sl.cur = recordFromRow(row)
-				sl.leaseLive = sl.cur.LeaseOwner != gocql.UUID{} // no legacy rows: the lease cell alone
-			}
 		}
 	}
 	out := make([]Begun, len(slots))
@@ -171,6 +139,49 @@ func (s *BatchStore) BeginBatch(ctx context.Context, partition Key, items []Batc
 		out[i] = *sl.out
 	}
 	return out, nil
+}
+
+// claimRound sends one batch of the claims of slots that are claimable now and reports whether
+// the claiming is done: the batch applied, or no slot is left to claim. A rejected batch leaves
+// each of its slots holding the record that blocked it, for the next round's plan.
+func (s *BatchStore) claimRound(ctx context.Context, partition Key, slots []*slot) (done bool, err error) {
+	planned, b, err := s.plan(partition, slots)
+	if err != nil || len(planned) == 0 {
+		return true, err
+	}
+	applied, rows, err := cas.ResolveBatch(ctx, cas.BatchConditional{
+		Op: "claim", Session: s.base.session, Batch: b, Read: s.readQuery(partition, planned),
+		Applied:  func(rows []cas.Row) bool { return showsAll(s.byKey(rows), planned, StatusStarted) },
+		Patience: s.base.claimPatience(), Observe: s.base.observeCAS(partition),
+	}, s.base.cfg.commit, s.base.cfg.serial)
+	if err != nil {
+		return false, err
+	}
+	if applied {
+		for _, sl := range planned {
+			sl.out = &Begun{Claim: sl.plan}
+			s.base.record(Observation{Kind: ObservedClaim, Key: sl.plan.Key})
+			if sl.plan.TakenOver {
+				s.base.record(Observation{Kind: ObservedTakeover, Key: sl.plan.Key})
+			}
+		}
+		return true, nil
+	}
+	if !fullRows(rows) {
+		// A batch of updates alone returns only its conditions' columns: read the records.
+		if rows, err = s.read(ctx, partition, planned); err != nil {
+			return false, err
+		}
+	}
+	found := s.byKey(rows)
+	for _, sl := range planned {
+		sl.known, sl.cur, sl.leaseLive = true, nil, false
+		if row, ok := found[sl.item.Key]; ok {
+			sl.cur = recordFromRow(row)
+			sl.leaseLive = sl.cur.LeaseOwner != gocql.UUID{} // no legacy rows: the lease cell alone
+		}
+	}
+	return false, nil
 }
 
 // plan settles every undecided slot whose record is known and adds a claim of each claimable

@@ -107,49 +107,16 @@ func scopeOf(key Key) (scope string, last any, ok bool) {
 // scope is not owned: call Own again before processing it. Call Disown as soon as the scope is
 // reassigned or its assignment is in doubt.
 func (s *Store) Own(ctx context.Context, scope Key, epoch uint64, pre PreCheck, src KeySource) error {
-	if err := s.checkCall(ctx); err != nil {
+	if err := s.checkOwn(ctx, scope, epoch, pre, src); err != nil {
 		return err
-	}
-	if len(s.keyCols) < 2 {
-		return &KeyError{Column: s.keyCols[0], Reason: "the fast path needs a table keyed by a scope and a key"}
-	}
-	if err := validateKey(s.keyCols[:len(s.keyCols)-1], scope, s.cfg.maxKey); err != nil {
-		return err
-	}
-	if pre == nil || src == nil {
-		return fmt.Errorf("%w: own %v: nil pre-check or key source", ErrInvalidArgument, scope)
-	}
-	if h := pre.Retention(); h <= 2*MaxClockSkew {
-		return fmt.Errorf("%w: own %v: a pre-check horizon of %v vouches for nothing; it must exceed %v",
-			ErrInvalidArgument, scope, h, 2*MaxClockSkew)
-	}
-	if epoch > math.MaxInt64 {
-		return fmt.Errorf("%w: own %v: epoch %d exceeds a bigint", ErrInvalidArgument, scope, epoch)
 	}
 	sk := cacheKey(scope)
 	// Cold at once: an answer from an earlier warm-up of pre must not be acted on now.
 	pre.Invalidate()
 	o := &owner{pre: pre, epoch: epoch, lease: &lease{scope: []byte(sk), key: scope, epoch: int64(epoch)}}
-	s.fast.mu.Lock()
-	old := s.fast.owned[sk]
-	if s.fast.owned == nil {
-		s.fast.owned = map[string]*owner{}
-	}
-	s.fast.owned[sk] = o
-	s.fast.mu.Unlock()
-	if old != nil {
-		if old.pre != pre {
-			old.pre.Invalidate()
-		}
-		s.release(old.lease)
-	}
+	s.installOwner(sk, o)
 	fail := func(err error) error {
-		s.fast.mu.Lock()
-		if s.fast.owned[sk] == o {
-			delete(s.fast.owned, sk)
-		}
-		s.fast.mu.Unlock()
-		s.release(o.lease)
+		s.dropOwner(sk, o)
 		return fmt.Errorf("lwt: own %v at epoch %d: %w", scope, epoch, err)
 	}
 	// The server first: the epoch, which fences every older owner's renewal, then the lease,
@@ -177,6 +144,59 @@ func (s *Store) Own(ctx context.Context, scope Key, epoch uint64, pre PreCheck, 
 		return fail(err)
 	}
 	return nil
+}
+
+// checkOwn refuses an Own the store or its arguments cannot honour.
+func (s *Store) checkOwn(ctx context.Context, scope Key, epoch uint64, pre PreCheck, src KeySource) error {
+	if err := s.checkCall(ctx); err != nil {
+		return err
+	}
+	if len(s.keyCols) < 2 {
+		return &KeyError{Column: s.keyCols[0], Reason: "the fast path needs a table keyed by a scope and a key"}
+	}
+	if err := validateKey(s.keyCols[:len(s.keyCols)-1], scope, s.cfg.maxKey); err != nil {
+		return err
+	}
+	if pre == nil || src == nil {
+		return fmt.Errorf("%w: own %v: nil pre-check or key source", ErrInvalidArgument, scope)
+	}
+	if h := pre.Retention(); h <= 2*MaxClockSkew {
+		return fmt.Errorf("%w: own %v: a pre-check horizon of %v vouches for nothing; it must exceed %v",
+			ErrInvalidArgument, scope, h, 2*MaxClockSkew)
+	}
+	if epoch > math.MaxInt64 {
+		return fmt.Errorf("%w: own %v: epoch %d exceeds a bigint", ErrInvalidArgument, scope, epoch)
+	}
+	return nil
+}
+
+// installOwner makes o the owner of scope sk in this store, and ends the owner it replaces:
+// its pre-check goes cold (if it is not o's) and its lease is released.
+func (s *Store) installOwner(sk string, o *owner) {
+	s.fast.mu.Lock()
+	old := s.fast.owned[sk]
+	if s.fast.owned == nil {
+		s.fast.owned = map[string]*owner{}
+	}
+	s.fast.owned[sk] = o
+	s.fast.mu.Unlock()
+	if old != nil {
+		if old.pre != o.pre {
+			old.pre.Invalidate()
+		}
+		s.release(old.lease)
+	}
+}
+
+// dropOwner undoes installOwner after an Own failed: o stops owning sk (unless a later Own
+// replaced it already) and its lease is released.
+func (s *Store) dropOwner(sk string, o *owner) {
+	s.fast.mu.Lock()
+	if s.fast.owned[sk] == o {
+		delete(s.fast.owned, sk)
+	}
+	s.fast.mu.Unlock()
+	s.release(o.lease)
 }
 
 // Disown turns the fast path off for scope and makes its pre-check cold, waits for the fast-path

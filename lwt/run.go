@@ -35,38 +35,17 @@ func (s *Store) run(ctx context.Context, c *call, claim *Claim) (Result, error) 
 	}
 	base := Result{Attempts: claim.Attempts, Fence: claim.Fence, Created: claim.Created()}
 	switch {
-	case fnErr != nil && IsPermanent(fnErr):
-		if err := s.Fail(endCtx, claim, []byte(fnErr.Error())); err != nil {
-			return base, errors.Join(fnErr, err)
-		}
-		return base, &FailureError{Message: fnErr.Error(), Err: fnErr}
 	case fnErr != nil:
-		if err := s.Release(endCtx, claim, []byte(fnErr.Error())); err != nil {
-			return base, errors.Join(fnErr, err)
-		}
-		return base, fnErr
+		return s.endUnstored(endCtx, claim, base, fnErr)
 	case len(value) > s.cfg.maxResult:
-		tooLarge := fmt.Errorf("%w: %d bytes, limit %d", ErrResultTooLarge, len(value), s.cfg.maxResult)
-		if err := s.Release(endCtx, claim, []byte(tooLarge.Error())); err != nil {
-			return base, errors.Join(tooLarge, err)
-		}
-		return base, tooLarge
+		return s.endUnstored(endCtx, claim, base, fmt.Errorf("%w: %d bytes, limit %d", ErrResultTooLarge, len(value), s.cfg.maxResult))
 	}
 	cols, values, cellErr := comp.seal()
-	if cellErr != nil && IsPermanent(cellErr) {
-		// A cell refused for good (the outbox's refused events) fails the run as fn's
-		// permanent error would: a retry would be refused the same way after running fn again.
-		if err := s.Fail(endCtx, claim, []byte(cellErr.Error())); err != nil {
-			return base, errors.Join(cellErr, err)
-		}
-		return base, &FailureError{Message: cellErr.Error(), Err: cellErr}
-	}
 	if cellErr != nil {
-		// As an error of fn: nothing was stored, so a retry runs fn again.
-		if err := s.Release(endCtx, claim, []byte(cellErr.Error())); err != nil {
-			return base, errors.Join(cellErr, err)
-		}
-		return base, cellErr
+		// As an error of fn: a cell refused for good (the outbox's refused events) fails the
+		// run, since a retry would be refused the same way after running fn again; any other
+		// stored nothing, so a retry runs fn again.
+		return s.endUnstored(endCtx, claim, base, cellErr)
 	}
 	if err := s.complete(endCtx, claim, value, completionCells{cols: cols, values: values}); err != nil {
 		return base, err
@@ -116,4 +95,19 @@ func (s *Store) renewLease(ctx context.Context, cancel context.CancelCauseFunc, 
 		}
 		return true
 	})
+}
+
+// endUnstored ends claim without a result because of cause: failed for good if cause is
+// permanent (the caller gets a FailureError), released otherwise (a retry runs fn again).
+func (s *Store) endUnstored(ctx context.Context, claim *Claim, base Result, cause error) (Result, error) {
+	if IsPermanent(cause) {
+		if err := s.Fail(ctx, claim, []byte(cause.Error())); err != nil {
+			return base, errors.Join(cause, err)
+		}
+		return base, &FailureError{Message: cause.Error(), Err: cause}
+	}
+	if err := s.Release(ctx, claim, []byte(cause.Error())); err != nil {
+		return base, errors.Join(cause, err)
+	}
+	return base, cause
 }
