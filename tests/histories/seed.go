@@ -66,22 +66,11 @@ func runSeed(cfg runConfig, admin *gocql.Session, ks string, seed uint64, mutant
 	if err != nil {
 		return runStats{}, err
 	}
-	ended := time.Now()
-	final, finalOps := readFinal(admin, ks, name, history)
-	history = append(history, finalOps...)
-	read := time.Now()
-	messages := redeliverAll(admin, ks, name, runWall, history)
-	redelivered := time.Now()
-	totals, totalOps := readTotals(admin, ks, name)
-	history = append(history, totalOps...)
-	drained, err := drainRelay(admin, ks, name, dir, history, final, seed)
+	after, err := afterRun(admin, ks, name, dir, runWall, seed, history)
 	if err != nil {
 		return runStats{}, err
 	}
-	history = append(history, drained...)
-	logf("%s: after the run: final reads %v, last deliveries of %d messages %v, totals and drain %v", name,
-		read.Sub(ended).Round(time.Millisecond), len(messages), redelivered.Sub(read).Round(time.Millisecond),
-		time.Since(redelivered).Round(time.Millisecond))
+	history, final, messages, totals := after.history, after.final, after.messages, after.totals
 	rs := runStats{Seed: seed, Mutant: mutant, Ends: countOps(history), Faults: faultCounts(history),
 		History: filepath.Join(dir, "history.jsonl"), Schedule: schedule}
 	if err := writeHistory(rs.History, history); err != nil {
@@ -104,6 +93,38 @@ func runSeed(cfg runConfig, admin *gocql.Session, ks string, seed uint64, mutant
 		logf("%s: VIOLATION %s on %s: %s (%s)", name, v.Check, v.Key, v.Detail, v.Counterexample)
 	}
 	return rs, nil
+}
+
+// observed is what the checks read once a run's clients stopped: the history with the lines of
+// the reads below, each key's final state, each message's last delivery and each counter's
+// total.
+type observed struct {
+	history  []Entry
+	final    map[string]finalState
+	messages map[string]messageState
+	totals   map[string]int64
+}
+
+// afterRun reads every key's final state, delivers every message once more, reads the totals
+// and drains the outbox, each recorded in the history.
+func afterRun(admin *gocql.Session, ks, name, dir string, runWall int64, seed uint64, history []Entry) (observed, error) {
+	ended := time.Now()
+	final, finalOps := readFinal(admin, ks, name, history)
+	history = append(history, finalOps...)
+	read := time.Now()
+	messages := redeliverAll(admin, ks, name, runWall, history)
+	redelivered := time.Now()
+	totals, totalOps := readTotals(admin, ks, name)
+	history = append(history, totalOps...)
+	drained, err := drainRelay(admin, ks, name, dir, history, final, seed)
+	if err != nil {
+		return observed{}, err
+	}
+	history = append(history, drained...)
+	logf("%s: after the run: final reads %v, last deliveries of %d messages %v, totals and drain %v", name,
+		read.Sub(ended).Round(time.Millisecond), len(messages), redelivered.Sub(read).Round(time.Millisecond),
+		time.Since(redelivered).Round(time.Millisecond))
+	return observed{history: history, final: final, messages: messages, totals: totals}, nil
 }
 
 // drive starts the clients, carries out the schedule, stops the clients and heals the cluster.
