@@ -92,22 +92,8 @@ func run(ctx context.Context, session *gocql.Session, cfg runConfig, out io.Writ
 	}
 	victim.kill()
 	fmt.Fprintf(out, "killed consumer-1 (SIGKILL) in the middle of a poll, after: %s\n", victim.last())
-
-	for {
-		applied, _, _, err := fx.tally(ctx, topic)
-		if err != nil {
-			return s, err
-		}
-		if applied >= s.distinct {
-			break
-		}
-		select {
-		case <-survivor.exited:
-			return s, fmt.Errorf("consumer-2 exited early: %v", survivor.err())
-		case <-ctx.Done():
-			return s, fmt.Errorf("%d of %d payments took effect: %w", applied, s.distinct, ctx.Err())
-		case <-time.After(500 * time.Millisecond):
-		}
+	if err := awaitApplied(ctx, fx, topic, s.distinct, survivor); err != nil {
+		return s, err
 	}
 	if err := survivor.stop(); err != nil {
 		return s, err
@@ -125,6 +111,26 @@ func run(ctx context.Context, session *gocql.Session, cfg runConfig, out io.Writ
 		return s, fmt.Errorf("%d payments took effect, want %d", s.applied, s.distinct)
 	}
 	return s, nil
+}
+
+// awaitApplied waits until want payments of topic took effect, while survivor consumes them.
+func awaitApplied(ctx context.Context, fx effects, topic string, want int, survivor *child) error {
+	for {
+		applied, _, _, err := fx.tally(ctx, topic)
+		if err != nil {
+			return err
+		}
+		if applied >= want {
+			return nil
+		}
+		select {
+		case <-survivor.exited:
+			return fmt.Errorf("%s exited early: %v", survivor.name, survivor.err())
+		case <-ctx.Done():
+			return fmt.Errorf("%d of %d payments took effect: %w", applied, want, ctx.Err())
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
 }
 
 // child is one consumer process.
