@@ -98,19 +98,27 @@ func run(ctx context.Context, session *gocql.Session, cfg runConfig, out io.Writ
 	if err := survivor.stop(); err != nil {
 		return s, err
 	}
+	err = s.report(ctx, fx, topic, survivor, out) // before s is returned: it fills s
+	return s, err
+}
+
+// report reads the survivor's last tally and the effects of topic into s, prints them, and
+// fails unless every payment took effect exactly once.
+func (s *summary) report(ctx context.Context, fx effects, topic string, survivor *child, out io.Writer) error {
 	final := parseTally(survivor.last())
 	s.redelivered, s.waitedLease, s.polled, s.takeovers = final["redelivered"], final["inprogress"], final["polled"], final["takeovers"]
+	var err error
 	if s.applied, s.rerun, s.runs, err = fx.tally(ctx, topic); err != nil {
-		return s, err
+		return err
 	}
 	fmt.Fprintf(out, "consumer-2 after the rebalance: %s\n", survivor.last())
 	fmt.Fprintf(out, "payments that took effect: %d of %d; handler runs %d (%d more than payments: handlers that ran in the dead consumer's unfinished poll); "+
 		"%d claims taken over from the dead consumer, %d effects written under a takeover's fence\n",
 		s.applied, s.distinct, s.runs, s.runs-int64(s.distinct), s.takeovers, s.rerun)
 	if s.applied != s.distinct {
-		return s, fmt.Errorf("%d payments took effect, want %d", s.applied, s.distinct)
+		return fmt.Errorf("%d payments took effect, want %d", s.applied, s.distinct)
 	}
-	return s, nil
+	return nil
 }
 
 // awaitApplied waits until want payments of topic took effect, while survivor consumes them.

@@ -49,27 +49,7 @@ func runMain() error {
 	timeout := flag.Duration("timeout", 10*time.Minute, "give up when the chain has not delivered by then")
 	role := flag.String("role", "", "run one part of the chain: api, relay or consume (default: the whole chain once)")
 	var rc roleConfig
-	flag.StringVar(&rc.topic, "topic", "orders", "role: the topic of the order events")
-	flag.StringVar(&rc.listen, "listen", "127.0.0.1:8080", "role api: the address to serve on")
-	flag.StringVar(&rc.group, "group", "billing", "role consume: the consumer group")
-	flag.StringVar(&rc.counter, "counter", "orders-placed", "role consume: the event-log counter of the amounts")
-	flag.StringVar(&rc.instance, "instance", "", "role consume: a static group member id, one per consumer process: "+
-		"a member that rejoins with it (after a broker restart) gets its partitions back without waiting out its old session")
-	flag.BoolVar(&rc.fastPath, "fast-path", false, "role consume: the Bloom fast path on the partitions assigned (kafkasub.WithFastPath)")
-	flag.IntVar(&rc.holdAfterApplied, "hold-after-applied", 0,
-		"role consume (crash tests): once this many effects were applied, hold the poll's handler before its claims end, until a line on stdin")
-	flag.Int64Var(&rc.holdAfterRecords, "hold-after-records", 0,
-		"role consume (crash tests): once this many records were delivered, report \"holding\" at the next one and wait for a line on stdin before processing its poll")
-	flag.DurationVar(&rc.sessionTimeout, "session-timeout", 0, "role consume: the group session timeout (0: franz-go's 45s)")
-	flag.DurationVar(&rc.relayLease, "relay-lease", outbox.DefaultRelayLease, "role relay: how long the relay holds a shard without renewing it")
-	flag.DurationVar(&rc.publishTimeout, "publish-timeout", 0,
-		"role relay: each Publish's deadline and the Kafka client's delivery timeout (default outbox.DefaultPublishTimeout; shorter than -relay-lease)")
-	flag.IntVar(&rc.maxMessageBytes, "max-message-bytes", 0,
-		"role relay or consume: the topic's max.message.bytes if the role creates it (default: the broker's); the soak makes events over it")
-	flag.DurationVar(&rc.clockOffset, "clock-offset", 0,
-		"role api or relay: run the process's clocks this far off the host's, as on a host whose clock is broken (the library's clock options: lwt.WithClock, outbox.WithClock); the outbox measures the offset against Cassandra and buckets by the cluster's time")
-	flag.BoolVar(&rc.holdAfterPublish, "hold-after-publish", false,
-		"role relay (crash tests): after the first publish, wait for a line on stdin before marking")
+	roleFlags(&rc)
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -105,6 +85,31 @@ func runMain() error {
 		return fmt.Errorf("catch-up phase: %d lost, %d applied twice", c.Lost, c.DuplicatedEffects)
 	}
 	return nil
+}
+
+// roleFlags defines the flags of the chain's parts (-role) into rc.
+func roleFlags(rc *roleConfig) {
+	flag.StringVar(&rc.topic, "topic", "orders", "role: the topic of the order events")
+	flag.StringVar(&rc.listen, "listen", "127.0.0.1:8080", "role api: the address to serve on")
+	flag.StringVar(&rc.group, "group", "billing", "role consume: the consumer group")
+	flag.StringVar(&rc.counter, "counter", "orders-placed", "role consume: the event-log counter of the amounts")
+	flag.StringVar(&rc.instance, "instance", "", "role consume: a static group member id, one per consumer process: "+
+		"a member that rejoins with it (after a broker restart) gets its partitions back without waiting out its old session")
+	flag.BoolVar(&rc.fastPath, "fast-path", false, "role consume: the Bloom fast path on the partitions assigned (kafkasub.WithFastPath)")
+	flag.IntVar(&rc.holdAfterApplied, "hold-after-applied", 0,
+		"role consume (crash tests): once this many effects were applied, hold the poll's handler before its claims end, until a line on stdin")
+	flag.Int64Var(&rc.holdAfterRecords, "hold-after-records", 0,
+		"role consume (crash tests): once this many records were delivered, report \"holding\" at the next one and wait for a line on stdin before processing its poll")
+	flag.DurationVar(&rc.sessionTimeout, "session-timeout", 0, "role consume: the group session timeout (0: franz-go's 45s)")
+	flag.DurationVar(&rc.relayLease, "relay-lease", outbox.DefaultRelayLease, "role relay: how long the relay holds a shard without renewing it")
+	flag.DurationVar(&rc.publishTimeout, "publish-timeout", 0,
+		"role relay: each Publish's deadline and the Kafka client's delivery timeout (default outbox.DefaultPublishTimeout; shorter than -relay-lease)")
+	flag.IntVar(&rc.maxMessageBytes, "max-message-bytes", 0,
+		"role relay or consume: the topic's max.message.bytes if the role creates it (default: the broker's); the soak makes events over it")
+	flag.DurationVar(&rc.clockOffset, "clock-offset", 0,
+		"role api or relay: run the process's clocks this far off the host's, as on a host whose clock is broken (the library's clock options: lwt.WithClock, outbox.WithClock); the outbox measures the offset against Cassandra and buckets by the cluster's time")
+	flag.BoolVar(&rc.holdAfterPublish, "hold-after-publish", false,
+		"role relay (crash tests): after the first publish, wait for a line on stdin before marking")
 }
 
 // runRoleSession runs one part of the chain (runRole) on a session of its own.
